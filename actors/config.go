@@ -1,0 +1,53 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/warden-go/warden/redisio"
+)
+
+// Config is what every actor of one engine shares. It is read-only once the
+// engine starts.
+type Config struct {
+	// Redis runs scripts and reads.
+	Redis redisio.Redis
+	// Scripts wraps warden's Lua scripts.
+	Scripts *redisio.Scripts
+	// NewPubSub opens the engine's pub/sub connection.
+	NewPubSub func(ctx context.Context) redisio.PubSub
+	// Clock drives every timer of the engine.
+	Clock clockwork.Clock
+	// Watchdog is the lease of watchdog-mode locks; they are renewed every
+	// Watchdog/3.
+	Watchdog time.Duration
+	// IdleTimeout is how long a key actor with nothing to do lives before it
+	// is stopped.
+	IdleTimeout time.Duration
+	// Logger receives the engine's diagnostics.
+	Logger *slog.Logger
+	// IO is the parent context of every Redis call; cancelling it aborts the
+	// calls in flight (Client.Close).
+	IO context.Context
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Redis == nil || c.Scripts == nil || c.NewPubSub == nil:
+		return fmt.Errorf("actors: config needs Redis, Scripts and NewPubSub")
+	case c.Clock == nil || c.Logger == nil || c.IO == nil:
+		return fmt.Errorf("actors: config needs Clock, Logger and IO")
+	case c.Watchdog <= 0 || c.IdleTimeout <= 0:
+		return fmt.Errorf("actors: config needs positive Watchdog and IdleTimeout")
+	}
+	return nil
+}
+
+// ioContext bounds one Redis call by redisio.IOTimeout.
+func (c *Config) ioContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.IO, redisio.IOTimeout)
+}

@@ -1,0 +1,561 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// key names one key actor: a lock name and its kind.
+type key struct {
+	Name string
+	Kind messages.Kind
+}
+
+// holding is one local owner's current hold of the lock.
+type holding struct {
+	id       uint64
+	count    int
+	lease    time.Duration // 0: watchdog mode
+	watchers []*actor.PID
+}
+
+// waiter is one pending Acquire.
+type waiter struct {
+	req    *messages.Acquire
+	sender *actor.PID
+	// try marks a request whose deadline had passed on arrival: exactly one
+	// attempt, which may run ahead of the queue.
+	try bool
+	// ready marks a waiter due for an attempt; a refused waiter is not ready
+	// until woken (unlock message, subscription, timer, local release).
+	ready bool
+	// wakeAt is when a refused head waiter retries anyway: the holder's PTTL.
+	wakeAt time.Time
+	// inflight marks the waiter whose attempt is the request in flight.
+	inflight bool
+	// cancelled marks a waiter already answered because of Cancel.
+	cancelled bool
+}
+
+// opKind tells what the one Redis request in flight does.
+type opKind uint8
+
+const (
+	opAttempt opKind = iota + 1
+	opRelease
+	opUndo
+)
+
+// op is a Redis request of the key actor, queued or in flight.
+type op struct {
+	kind   opKind
+	w      *waiter     // opAttempt
+	req    *messages.Release // opRelease (nil for an internal release)
+	sender *actor.PID
+	owner  string
+	reqID  string
+}
+
+// opDone carries the result of the op in flight back to the key actor.
+type opDone struct {
+	op        *op
+	acquire   redisio.AcquireResult
+	remaining int
+	held      bool
+	err       error
+}
+
+// keyActor owns one lock name for this process: who of this process holds
+// it and how often, who waits for it, which holdings the renewer keeps
+// alive, and the one Redis request in flight.
+type keyActor struct {
+	cfg        *Config
+	key        key
+	channel    string
+	subscriber *actor.PID
+	renewer    *actor.PID
+
+	holdings    map[string]*holding
+	registered  map[string]bool // owners registered with the renewer
+	queue       []*waiter       // FIFO; the head is the one that waits on Redis
+	ops         []*op           // releases and undos, served before attempts
+	inflight    *op
+	subscribed  bool
+	nextHolding uint64
+	seen        uint64 // routed requests received, for the passivation handshake
+
+	timer clockTimer
+	idle  clockTimer
+	io    sync.WaitGroup
+}
+
+var _ actor.Actor = (*keyActor)(nil)
+
+func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &keyActor{
+			cfg:        cfg,
+			key:        k,
+			channel:    redisio.LockChannel(k.Name),
+			subscriber: subscriber,
+			renewer:    renewer,
+			holdings:   map[string]*holding{},
+			registered: map[string]bool{},
+			timer:      clockTimer{clock: cfg.Clock},
+			idle:       clockTimer{clock: cfg.Clock},
+		}
+	})
+}
+
+// Receive handles one message; every state change of the key actor happens
+// here.
+func (a *keyActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.Acquire:
+		a.seen++
+		a.onAcquire(ctx, m)
+	case *messages.Release:
+		a.seen++
+		a.ops = append(a.ops, &op{kind: opRelease, req: m, sender: ctx.Sender(), owner: m.Owner, reqID: m.RequestID})
+	case *messages.Cancel:
+		a.seen++
+		a.onCancel(ctx, m)
+	case *messages.Watch:
+		a.seen++
+		a.onWatch(ctx, m)
+	case *opDone:
+		a.onOpDone(ctx, m)
+	case *subscribed:
+		a.wakeHead()
+	case *unlocked:
+		a.wakeHead()
+	case *retry:
+		a.wakeHead()
+	case *renewalGone:
+		a.onRenewalGone(ctx, m)
+	case *tick:
+		if a.timer.fired(m.Gen) {
+			a.onTick(ctx)
+		}
+	case *idleTick:
+		if a.idle.fired(m.Gen) && a.isIdle() {
+			ctx.Send(ctx.Parent(), &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
+		}
+		return
+	case *actor.Stopping:
+		a.onStopping(ctx)
+		return
+	default:
+		return
+	}
+	a.pump(ctx)
+	a.settle(ctx)
+}
+
+func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
+	w := &waiter{req: m, sender: ctx.Sender(), ready: true}
+	if !m.Deadline.IsZero() && !a.cfg.Clock.Now().Before(m.Deadline) {
+		w.try = true
+	}
+	a.queue = append(a.queue, w)
+}
+
+func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
+	for i, w := range a.queue {
+		if w.req.RequestID != m.RequestID || w.cancelled {
+			continue
+		}
+		w.cancelled = true
+		a.replyFailed(ctx, w, messages.ErrCancelled)
+		if !w.inflight {
+			a.remove(i)
+		}
+		return
+	}
+}
+
+func (a *keyActor) onWatch(ctx actor.Context, m *messages.Watch) {
+	h := a.holdings[m.Owner]
+	reply := &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner}
+	if h != nil {
+		reply.Held, reply.Holding = true, h.id
+		if s := ctx.Sender(); s != nil {
+			h.watchers = append(h.watchers, s)
+		}
+	}
+	a.respond(ctx, ctx.Sender(), reply)
+}
+
+// pump starts the next Redis request if none is in flight: queued releases
+// and undos first, then a try-once or reentrant acquire, then the head
+// waiter if it is due.
+func (a *keyActor) pump(ctx actor.Context) {
+	if a.inflight != nil {
+		return
+	}
+	if len(a.ops) > 0 {
+		o := a.ops[0]
+		a.ops = a.ops[1:]
+		a.start(ctx, o)
+		return
+	}
+	for i, w := range a.queue {
+		if w.cancelled || !w.ready {
+			continue
+		}
+		if i == 0 || w.try || a.holdings[w.req.Owner] != nil {
+			a.start(ctx, &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
+			return
+		}
+	}
+}
+
+// start runs o on a goroutine the actor owns; the result comes back as
+// opDone.
+func (a *keyActor) start(ctx actor.Context, o *op) {
+	a.inflight = o
+	name := a.key.Name
+	lease := a.cfg.Watchdog
+	switch o.kind {
+	case opAttempt:
+		o.w.inflight = true
+		if o.w.req.Lease > 0 {
+			lease = o.w.req.Lease
+		} else {
+			// Register before the round trip: a holding must never be
+			// unrenewed between its acquire and its registration.
+			a.register(ctx, o.owner)
+		}
+	case opRelease:
+		if h := a.holdings[o.owner]; h != nil {
+			if h.lease > 0 {
+				lease = h.lease
+			}
+			if h.count <= 1 {
+				// Cancel renewal before the unlock round trip, so renewal
+				// can never outlive the unlock.
+				a.unregister(ctx, o.owner)
+			}
+		}
+	}
+	scripts, r, sys, self := a.cfg.Scripts, a.cfg.Redis, ctx.ActorSystem(), ctx.Self()
+	a.io.Add(1)
+	go func() {
+		defer a.io.Done()
+		c, cancel := a.cfg.ioContext()
+		defer cancel()
+		d := &opDone{op: o}
+		switch o.kind {
+		case opAttempt:
+			d.acquire, d.err = scripts.Acquire(c, r, name, o.owner, o.reqID, lease)
+		case opRelease:
+			d.remaining, d.held, d.err = scripts.Unlock(c, r, name, o.owner, o.reqID, lease)
+		case opUndo:
+			d.held, d.err = scripts.UndoAcquire(c, r, name, o.owner, o.reqID)
+		}
+		sys.Root.Send(self, d)
+	}()
+}
+
+func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
+	a.inflight = nil
+	switch d.op.kind {
+	case opAttempt:
+		a.onAttemptDone(ctx, d)
+	case opRelease:
+		a.onReleaseDone(ctx, d)
+	case opUndo:
+		if d.err != nil {
+			a.cfg.Logger.Warn("warden: undo of an uncertain acquire failed; the lock expires within its lease",
+				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
+		}
+		a.syncRenewal(ctx, d.op.owner)
+	}
+}
+
+func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	w.inflight = false
+	owner := w.req.Owner
+	switch {
+	case d.err != nil:
+		// The outcome is unknown: the script may have run and only its reply
+		// was lost. Undo it if it was applied; never assume.
+		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
+		a.dequeue(w)
+		a.replyFailed(ctx, w, d.err)
+	case d.acquire.Acquired:
+		h := a.holdings[owner]
+		if h == nil {
+			a.nextHolding++
+			h = &holding{id: a.nextHolding}
+			a.holdings[owner] = h
+		}
+		h.count = d.acquire.HoldCount
+		h.lease = w.req.Lease
+		a.dequeue(w)
+		if w.cancelled {
+			// The requester gave up while the attempt was in flight.
+			a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: w.req.RequestID + ":cancel"})
+			break
+		}
+		if w.req.Watch && w.sender != nil {
+			h.watchers = append(h.watchers, w.sender)
+		}
+		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
+			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id})
+	default:
+		switch {
+		case w.cancelled:
+			a.dequeue(w)
+		case w.try || a.expired(w, a.cfg.Clock.Now()):
+			a.dequeue(w)
+			a.replyFailed(ctx, w, messages.ErrTimeout)
+		default:
+			w.ready = false
+			wait := d.acquire.PTTL
+			if wait <= 0 {
+				// No TTL on the key (a foreign writer) or just expired: look
+				// again after a bounded pause rather than spin or hang.
+				wait = min(a.cfg.Watchdog/3, 100*time.Millisecond)
+				if d.acquire.PTTL == 0 {
+					wait = time.Millisecond
+				}
+			}
+			w.wakeAt = a.cfg.Clock.Now().Add(wait)
+			if !a.subscribed {
+				a.subscribed = true
+				ctx.Send(a.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
+			}
+		}
+	}
+	a.syncRenewal(ctx, owner)
+}
+
+func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
+	o := d.op
+	h := a.holdings[o.owner]
+	switch {
+	case d.err != nil:
+		// Unknown outcome. Renewal is already off for a last hold; drop the
+		// local holding so the lock expires within its lease.
+		if h != nil && h.count <= 1 {
+			delete(a.holdings, o.owner)
+		}
+		a.respondRelease(ctx, o, nil, d.err)
+	case !d.held:
+		if h != nil {
+			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
+		}
+		a.respondRelease(ctx, o, nil, messages.ErrNotHeld)
+	default:
+		if d.remaining == 0 {
+			if h != nil {
+				delete(a.holdings, o.owner)
+			}
+			// Local handoff: the head waiter need not wait for the unlock
+			// message's round trip through pub/sub.
+			a.wakeHead()
+		} else if h != nil {
+			h.count = d.remaining
+		}
+		a.respondRelease(ctx, o, &messages.Released{Name: a.key.Name, Kind: a.key.Kind, Owner: o.owner,
+			RequestID: o.reqID, Remaining: d.remaining}, nil)
+	}
+	a.syncRenewal(ctx, o.owner)
+}
+
+func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Released, err error) {
+	if o.req == nil || o.sender == nil {
+		if err != nil {
+			a.cfg.Logger.Warn("warden: release of a cancelled acquire failed; the lock expires within its lease",
+				slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", err))
+		}
+		return
+	}
+	if err != nil {
+		a.respond(ctx, o.sender, &messages.ReleaseFailed{Name: o.req.Name, Kind: o.req.Kind, Owner: o.owner,
+			RequestID: o.reqID, Err: err})
+		return
+	}
+	ok.Name, ok.Kind = o.req.Name, o.req.Kind
+	a.respond(ctx, o.sender, ok)
+}
+
+func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
+	h := a.holdings[m.Owner]
+	if h == nil || h.lease != 0 || !a.registered[m.Owner] {
+		return // released meanwhile, or not (yet) a confirmed watchdog holding
+	}
+	a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s no longer held by %s at renewal", messages.ErrLockLost, a.key.Name, m.Owner))
+	a.syncRenewal(ctx, m.Owner)
+}
+
+// lose ends a holding that vanished while held and tells its watchers.
+func (a *keyActor) lose(ctx actor.Context, owner string, h *holding, err error) {
+	delete(a.holdings, owner)
+	for _, pid := range h.watchers {
+		ctx.Send(pid, &messages.LockLost{Name: a.key.Name, Kind: a.key.Kind, Owner: owner, Holding: h.id, Err: err})
+	}
+	a.cfg.Logger.Warn("warden: lock lost", slog.String("name", a.key.Name), slog.String("owner", owner))
+}
+
+// onTick fails waiters whose deadline passed and makes the head due when
+// the holder's lease has run out.
+func (a *keyActor) onTick(ctx actor.Context) {
+	now := a.cfg.Clock.Now()
+	kept := a.queue[:0]
+	for _, w := range a.queue {
+		if !w.inflight && !w.cancelled && a.expired(w, now) {
+			a.replyFailed(ctx, w, messages.ErrTimeout)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(a.queue[len(kept):])
+	a.queue = kept
+	if len(a.queue) > 0 {
+		if h := a.queue[0]; !h.ready && !h.inflight && !now.Before(h.wakeAt) {
+			h.ready = true
+		}
+	}
+}
+
+// settle re-arms the timer for the next deadline or wake-up, unsubscribes
+// when nobody waits, and arms the idle timer when there is nothing to do.
+func (a *keyActor) settle(ctx actor.Context) {
+	var next time.Time
+	for i, w := range a.queue {
+		if w.inflight || w.cancelled {
+			continue
+		}
+		if !w.req.Deadline.IsZero() && (next.IsZero() || w.req.Deadline.Before(next)) {
+			next = w.req.Deadline
+		}
+		if i == 0 && !w.ready && !w.wakeAt.IsZero() && (next.IsZero() || w.wakeAt.Before(next)) {
+			next = w.wakeAt
+		}
+	}
+	if next.IsZero() {
+		a.timer.stop()
+	} else {
+		a.timer.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &tick{Gen: g} })
+	}
+	if len(a.queue) == 0 && a.subscribed {
+		a.subscribed = false
+		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+	}
+	if a.isIdle() {
+		if a.idle.t == nil {
+			a.idle.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.IdleTimeout),
+				func(g uint64) any { return &idleTick{Gen: g} })
+		}
+	} else {
+		a.idle.stop()
+	}
+}
+
+func (a *keyActor) isIdle() bool {
+	return len(a.holdings) == 0 && len(a.queue) == 0 && len(a.ops) == 0 && a.inflight == nil &&
+		!a.subscribed && len(a.registered) == 0
+}
+
+func (a *keyActor) expired(w *waiter, now time.Time) bool {
+	return !w.req.Deadline.IsZero() && !now.Before(w.req.Deadline)
+}
+
+// wakeHead makes the head waiter due for an attempt.
+func (a *keyActor) wakeHead() {
+	if len(a.queue) > 0 && !a.queue[0].inflight {
+		a.queue[0].ready = true
+	}
+}
+
+func (a *keyActor) remove(i int) {
+	wasHead := i == 0
+	a.queue = append(a.queue[:i], a.queue[i+1:]...)
+	if wasHead && len(a.queue) > 0 {
+		a.queue[0].ready = a.queue[0].ready || a.queue[0].wakeAt.IsZero()
+	}
+}
+
+func (a *keyActor) dequeue(w *waiter) {
+	for i, x := range a.queue {
+		if x == w {
+			a.remove(i)
+			return
+		}
+	}
+}
+
+// syncRenewal makes the renewer's registration of owner match the local
+// table: registered exactly while owner holds in watchdog mode or has a
+// watchdog-mode attempt in flight.
+func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
+	want := false
+	if h := a.holdings[owner]; h != nil && h.lease == 0 {
+		want = true
+	}
+	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 {
+		want = true
+	}
+	if want {
+		a.register(ctx, owner)
+	} else {
+		a.unregister(ctx, owner)
+	}
+}
+
+func (a *keyActor) register(ctx actor.Context, owner string) {
+	if !a.registered[owner] {
+		a.registered[owner] = true
+		ctx.Send(a.renewer, &register{Name: a.key.Name, Owner: owner, PID: ctx.Self()})
+	}
+}
+
+func (a *keyActor) unregister(ctx actor.Context, owner string) {
+	if a.registered[owner] {
+		delete(a.registered, owner)
+		ctx.Send(a.renewer, &unregister{Name: a.key.Name, Owner: owner})
+	}
+}
+
+func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
+	a.respond(ctx, w.sender, &messages.AcquireFailed{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
+		RequestID: w.req.RequestID, Err: err})
+}
+
+func (a *keyActor) respond(ctx actor.Context, to *actor.PID, msg any) {
+	if to != nil {
+		ctx.Send(to, msg)
+	}
+}
+
+func (a *keyActor) onStopping(ctx actor.Context) {
+	a.timer.stop()
+	a.idle.stop()
+	for _, w := range a.queue {
+		if !w.cancelled {
+			a.replyFailed(ctx, w, messages.ErrClosed)
+		}
+	}
+	a.queue = nil
+	for _, o := range a.ops {
+		if o.kind == opRelease {
+			a.respondRelease(ctx, o, nil, messages.ErrClosed)
+		}
+	}
+	a.ops = nil
+	if o := a.inflight; o != nil && o.kind == opRelease {
+		a.respondRelease(ctx, o, nil, errors.Join(messages.ErrClosed, errors.New("outcome unknown")))
+	}
+	a.io.Wait()
+}

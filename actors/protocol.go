@@ -1,0 +1,99 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/redisio"
+)
+
+// Messages between the engine's own actors. The public protocol lives in
+// package messages.
+
+// subscribe asks the subscriber to deliver the channel's messages to PID.
+// The subscriber answers subscribed once the subscription is confirmed.
+type subscribe struct {
+	Channel string
+	PID     *actor.PID
+}
+
+// unsubscribe withdraws a subscribe. No reply.
+type unsubscribe struct {
+	Channel string
+	PID     *actor.PID
+}
+
+// subscribed tells a key actor that its channel's subscription is active:
+// an unlock published before it may have been missed, so retry.
+type subscribed struct {
+	Channel string
+}
+
+// unlocked carries a message published on a subscribed channel.
+type unlocked struct {
+	Channel string
+	Payload string
+}
+
+// retry tells a key actor that pub/sub messages may have been lost (the
+// connection was re-established) and its waiters should try again.
+type retry struct{}
+
+// register asks the renewer to renew Owner's holding of Name in watchdog
+// mode and to report a renewal that finds it gone (renewalGone). No reply.
+type register struct {
+	Name, Owner string
+	PID         *actor.PID
+}
+
+// unregister stops renewing Owner's holding of Name. No reply.
+type unregister struct {
+	Name, Owner string
+}
+
+// renewalGone tells a key actor that a renewal found Owner's holding gone.
+type renewalGone struct {
+	Owner string
+}
+
+// passivate asks root to stop an idle key actor. Seen is how many routed
+// requests the key actor has received; root stops it only if it routed no
+// more than that.
+type passivate struct {
+	Key  key
+	PID  *actor.PID
+	Seen uint64
+}
+
+// tick is a clock timer's message to its own actor; Gen tells a stale tick
+// from the current one.
+type tick struct {
+	Gen uint64
+}
+
+// idleTick is the passivation timer's message to a key actor.
+type idleTick struct {
+	Gen uint64
+}
+
+// pubsubEvent carries one event read from the pub/sub connection.
+type pubsubEvent struct {
+	Event redisio.Event
+}
+
+// pubsubDown reports that the pub/sub connection failed; it reconnects on
+// the next read.
+type pubsubDown struct {
+	Err error
+}
+
+// pubsubCommandDone reports that a (un)subscribe command was sent.
+type pubsubCommandDone struct {
+	Err error
+}
+
+// renewDone carries the results of one renewal tick.
+type renewDone struct {
+	Batch   []renewal
+	Renewed []bool
+	Err     error
+}

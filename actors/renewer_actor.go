@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/redisio"
+)
+
+// renewBatch caps the locks renewed by one script call.
+const renewBatch = 1000
+
+// renewal is one registered watchdog-mode holding.
+type renewal struct {
+	Name, Owner string
+	PID         *actor.PID
+}
+
+// renewerActor keeps every watchdog-mode holding of the engine alive: every
+// Watchdog/3 it renews all of them with one script call per batch, and tells
+// the key actor of each holding found gone.
+type renewerActor struct {
+	cfg      *Config
+	regs     map[redisio.Held]*actor.PID
+	timer    clockTimer
+	inflight bool
+	io       sync.WaitGroup
+}
+
+var _ actor.Actor = (*renewerActor)(nil)
+
+func renewerProps(cfg *Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*actor.PID{}, timer: clockTimer{clock: cfg.Clock}}
+	})
+}
+
+// Receive handles one message; every state change of the renewer happens
+// here.
+func (a *renewerActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *register:
+		a.regs[redisio.Held{Name: m.Name, Owner: m.Owner}] = m.PID
+	case *unregister:
+		delete(a.regs, redisio.Held{Name: m.Name, Owner: m.Owner})
+	case *tick:
+		if a.timer.fired(m.Gen) {
+			a.renew(ctx)
+		}
+	case *renewDone:
+		a.inflight = false
+		a.onRenewDone(ctx, m)
+	case *actor.Stopping:
+		a.timer.stop()
+		a.io.Wait()
+		return
+	}
+	a.settle(ctx)
+}
+
+// settle keeps the tick armed exactly while there is something to renew.
+func (a *renewerActor) settle(ctx actor.Context) {
+	if len(a.regs) == 0 {
+		a.timer.stop()
+		return
+	}
+	if a.timer.t == nil {
+		a.timer.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.Watchdog/3),
+			func(g uint64) any { return &tick{Gen: g} })
+	}
+}
+
+func (a *renewerActor) renew(ctx actor.Context) {
+	if a.inflight || len(a.regs) == 0 {
+		return // the previous tick is still running; this one is skipped
+	}
+	batch := make([]renewal, 0, len(a.regs))
+	for h, pid := range a.regs {
+		batch = append(batch, renewal{Name: h.Name, Owner: h.Owner, PID: pid})
+	}
+	a.inflight = true
+	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
+	a.io.Add(1)
+	go func() {
+		defer a.io.Done()
+		d := &renewDone{Batch: batch, Renewed: make([]bool, 0, len(batch))}
+		for start := 0; start < len(batch); start += renewBatch {
+			part := batch[start:min(start+renewBatch, len(batch))]
+			held := make([]redisio.Held, len(part))
+			for i, r := range part {
+				held[i] = redisio.Held{Name: r.Name, Owner: r.Owner}
+			}
+			c, cancel := cfg.ioContext()
+			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
+			cancel()
+			if err != nil {
+				d.Err = err
+				break
+			}
+			d.Renewed = append(d.Renewed, ok...)
+		}
+		sys.Root.Send(self, d)
+	}()
+}
+
+func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
+	if d.Err != nil {
+		// Renewal errors never stop renewal: the next tick tries again.
+		a.cfg.Logger.Warn("warden: renewal failed; retrying next tick", slog.Any("err", d.Err))
+	}
+	for i, ok := range d.Renewed {
+		if ok {
+			continue
+		}
+		r := d.Batch[i]
+		if pid, still := a.regs[redisio.Held{Name: r.Name, Owner: r.Owner}]; still && pid.Equal(r.PID) {
+			ctx.Send(pid, &renewalGone{Owner: r.Owner})
+		}
+	}
+}

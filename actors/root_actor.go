@@ -1,0 +1,74 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// keyEntry is root's record of one live key actor.
+type keyEntry struct {
+	pid    *actor.PID
+	routed uint64
+}
+
+// rootActor is the engine's entry point: it spawns the subscriber, the
+// renewer and, on first use of a (name, kind), its key actor; routes every
+// messages.* request to the key actor; and stops a key actor that reports
+// itself idle if nothing was routed to it since.
+type rootActor struct {
+	cfg        *Config
+	keys       map[key]*keyEntry
+	subscriber *actor.PID
+	renewer    *actor.PID
+}
+
+var _ actor.Actor = (*rootActor)(nil)
+
+// RootProps returns the props of an engine's root actor.
+func RootProps(cfg Config) (*actor.Props, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
+	}), nil
+}
+
+// Receive handles one message; every state change of root happens here.
+func (a *rootActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
+		a.renewer = ctx.Spawn(renewerProps(a.cfg))
+	case *messages.Acquire:
+		a.route(ctx, key{m.Name, m.Kind})
+	case *messages.Release:
+		a.route(ctx, key{m.Name, m.Kind})
+	case *messages.Cancel:
+		a.route(ctx, key{m.Name, m.Kind})
+	case *messages.Watch:
+		a.route(ctx, key{m.Name, m.Kind})
+	case *passivate:
+		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) && e.routed == m.Seen {
+			delete(a.keys, m.Key)
+			ctx.Poison(m.PID)
+		}
+	case *KeyActorCount:
+		ctx.Respond(len(a.keys))
+	}
+}
+
+func (a *rootActor) route(ctx actor.Context, k key) {
+	e := a.keys[k]
+	if e == nil {
+		e = &keyEntry{pid: ctx.Spawn(keyActorProps(a.cfg, k, a.subscriber, a.renewer))}
+		a.keys[k] = e
+	}
+	e.routed++
+	ctx.Forward(e.pid)
+}
+
+// KeyActorCount asks root how many key actors are alive; the reply is an
+// int. It lets tests and diagnostics observe passivation.
+type KeyActorCount struct{}

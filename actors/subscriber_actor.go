@@ -1,0 +1,203 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/redisio"
+)
+
+const (
+	// receiveTimeout is how long the reader waits before it pings the
+	// connection to find out whether it is still alive.
+	receiveTimeout = 5 * time.Second
+	// reconnectPause is the pause between reconnect attempts.
+	reconnectPause = 50 * time.Millisecond
+)
+
+// pubsubCommand is one SUBSCRIBE or UNSUBSCRIBE to send.
+type pubsubCommand struct {
+	subscribe bool
+	channel   string
+}
+
+// channelState is one subscribed channel: who gets its messages and whether
+// Redis confirmed the subscription.
+type channelState struct {
+	pids      map[string]*actor.PID
+	confirmed bool
+}
+
+// subscriberActor owns the engine's single pub/sub connection: it
+// subscribes a channel on its first key actor's request and unsubscribes
+// after the last one leaves, fans each message out to the channel's key
+// actors, and after a reconnect tells every key actor to retry, since
+// messages sent meanwhile are lost.
+type subscriberActor struct {
+	cfg      *Config
+	ps       redisio.PubSub
+	cancel   context.CancelFunc
+	channels map[string]*channelState
+	commands []pubsubCommand
+	sending  bool
+	down     bool
+	io       sync.WaitGroup
+}
+
+var _ actor.Actor = (*subscriberActor)(nil)
+
+func subscriberProps(cfg *Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{}}
+	})
+}
+
+// Receive handles one message; every state change of the subscriber
+// happens here.
+func (a *subscriberActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.start(ctx)
+	case *subscribe:
+		a.onSubscribe(ctx, m)
+	case *unsubscribe:
+		a.onUnsubscribe(m)
+	case *pubsubCommandDone:
+		a.sending = false
+		if m.Err != nil {
+			a.cfg.Logger.Warn("warden: pub/sub command failed; resubscribed on reconnect", slog.Any("err", m.Err))
+		}
+	case *pubsubEvent:
+		a.onEvent(ctx, m.Event)
+	case *pubsubDown:
+		if !a.down {
+			a.down = true
+			a.cfg.Logger.Warn("warden: pub/sub connection lost; reconnecting", slog.Any("err", m.Err))
+		}
+	case *actor.Stopping:
+		a.cancel()
+		_ = a.ps.Close()
+		a.io.Wait()
+		return
+	}
+	a.flush(ctx)
+}
+
+func (a *subscriberActor) start(ctx actor.Context) {
+	c, cancel := context.WithCancel(a.cfg.IO)
+	a.cancel = cancel
+	a.ps = a.cfg.NewPubSub(c)
+	sys, self, ps, clock := ctx.ActorSystem(), ctx.Self(), a.ps, a.cfg.Clock
+	a.io.Add(1)
+	go func() {
+		defer a.io.Done()
+		for {
+			ev, err := ps.Receive(c, receiveTimeout)
+			switch {
+			case err == nil:
+				sys.Root.Send(self, &pubsubEvent{Event: ev})
+			case c.Err() != nil || redisio.IsClosed(err):
+				return
+			case redisio.IsTimeout(err):
+				if perr := ps.Ping(c); perr != nil {
+					sys.Root.Send(self, &pubsubDown{Err: perr})
+				}
+			default:
+				sys.Root.Send(self, &pubsubDown{Err: err})
+				select {
+				case <-c.Done():
+					return
+				case <-clock.After(reconnectPause):
+				}
+			}
+		}
+	}()
+}
+
+func (a *subscriberActor) onSubscribe(ctx actor.Context, m *subscribe) {
+	st := a.channels[m.Channel]
+	if st == nil {
+		st = &channelState{pids: map[string]*actor.PID{}}
+		a.channels[m.Channel] = st
+		a.commands = append(a.commands, pubsubCommand{subscribe: true, channel: m.Channel})
+	}
+	st.pids[m.PID.String()] = m.PID
+	if st.confirmed {
+		ctx.Send(m.PID, &subscribed{Channel: m.Channel})
+	}
+}
+
+func (a *subscriberActor) onUnsubscribe(m *unsubscribe) {
+	st := a.channels[m.Channel]
+	if st == nil {
+		return
+	}
+	delete(st.pids, m.PID.String())
+	if len(st.pids) == 0 {
+		delete(a.channels, m.Channel)
+		a.commands = append(a.commands, pubsubCommand{channel: m.Channel})
+	}
+}
+
+func (a *subscriberActor) onEvent(ctx actor.Context, ev redisio.Event) {
+	if a.down {
+		// The connection is back and resubscribed: whatever was published
+		// meanwhile is lost, so every key actor retries.
+		a.down = false
+		a.cfg.Logger.Info("warden: pub/sub connection restored")
+		for _, st := range a.channels {
+			for _, pid := range st.pids {
+				ctx.Send(pid, &retry{})
+			}
+		}
+	}
+	st := a.channels[ev.Channel]
+	switch ev.Kind {
+	case redisio.EventSubscribed:
+		if st != nil && !st.confirmed {
+			st.confirmed = true
+			for _, pid := range st.pids {
+				ctx.Send(pid, &subscribed{Channel: ev.Channel})
+			}
+		}
+	case redisio.EventMessage:
+		if st != nil {
+			for _, pid := range st.pids {
+				ctx.Send(pid, &unlocked{Channel: ev.Channel, Payload: ev.Payload})
+			}
+		}
+	}
+}
+
+// flush sends the next queued command, one at a time and in order, on a
+// goroutine the actor owns.
+func (a *subscriberActor) flush(ctx actor.Context) {
+	if a.sending || len(a.commands) == 0 {
+		return
+	}
+	cmd := a.commands[0]
+	a.commands = a.commands[1:]
+	a.sending = true
+	sys, self, ps, cfg := ctx.ActorSystem(), ctx.Self(), a.ps, a.cfg
+	a.io.Add(1)
+	go func() {
+		defer a.io.Done()
+		c, cancel := cfg.ioContext()
+		defer cancel()
+		var err error
+		if cmd.subscribe {
+			err = ps.Subscribe(c, cmd.channel)
+		} else {
+			err = ps.Unsubscribe(c, cmd.channel)
+		}
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		sys.Root.Send(self, &pubsubCommandDone{Err: err})
+	}()
+}

@@ -1,0 +1,53 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+)
+
+// clockTimer is one actor's one-shot timer on the engine clock. Its
+// callback only sends a message carrying the arm generation to the actor,
+// so a tick that raced a Stop or a re-arm is recognised as stale.
+type clockTimer struct {
+	clock clockwork.Clock
+	t     clockwork.Timer
+	gen   uint64
+	at    time.Time
+}
+
+// arm (re)starts the timer to fire at `at`; the message is make(gen).
+func (ct *clockTimer) arm(sys *actor.ActorSystem, self *actor.PID, at time.Time, make func(gen uint64) any) {
+	if ct.t != nil && ct.at.Equal(at) {
+		return
+	}
+	ct.stop()
+	ct.gen++
+	ct.at = at
+	msg := make(ct.gen)
+	d := at.Sub(ct.clock.Now())
+	if d < 0 {
+		d = 0
+	}
+	ct.t = ct.clock.AfterFunc(d, func() { sys.Root.Send(self, msg) })
+}
+
+// stop cancels the timer; a tick already sent is stale from now on.
+func (ct *clockTimer) stop() {
+	if ct.t != nil {
+		ct.t.Stop()
+		ct.t = nil
+		ct.gen++
+	}
+}
+
+// fired reports whether a tick of generation gen is the current one, and
+// marks the timer as no longer armed if so.
+func (ct *clockTimer) fired(gen uint64) bool {
+	if ct.t == nil || gen != ct.gen {
+		return false
+	}
+	ct.t = nil
+	return true
+}

@@ -1,0 +1,233 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/actors"
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// Client is a lock manager on one Redis deployment. It is safe for
+// concurrent use. Close it when done.
+type Client struct {
+	rdb       redis.UniversalClient
+	opts      options
+	scripts   *redisio.Scripts
+	sys       *actor.ActorSystem
+	ownSystem bool
+	root      *actor.PID
+	id        string
+	reqPrefix string
+	owners    atomic.Uint64
+	requests  atomic.Uint64
+	cancelIO  context.CancelFunc
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+
+	lostPID *actor.PID
+	lostMu  sync.Mutex
+	lost    map[holdingKey]chan struct{}
+	early   map[holdingKey]struct{} // LockLost that arrived before its handle asked
+}
+
+// holdingKey names one holding of one owner.
+type holdingKey struct {
+	name    string
+	kind    messages.Kind
+	owner   string
+	holding uint64
+}
+
+// New starts a lock manager on rdb, which the caller owns and closes after
+// Close. rdb may be a single-node, Sentinel (failover) or Cluster client.
+func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
+	if rdb == nil {
+		return nil, invalid("redis client", "nil")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("option", "nil")
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.clientID == "" {
+		o.clientID = uuid.NewString()
+	}
+	scripts, err := redisio.NewScripts("publish")
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		rdb:       rdb,
+		opts:      o,
+		scripts:   scripts,
+		id:        o.clientID,
+		reqPrefix: uuid.NewString()[:8] + ":",
+		done:      make(chan struct{}),
+		lost:      map[holdingKey]chan struct{}{},
+		early:     map[holdingKey]struct{}{},
+	}
+	ioCtx, cancel := context.WithCancel(context.Background())
+	c.cancelIO = cancel
+	props, err := actors.RootProps(actors.Config{
+		Redis:       rdb,
+		Scripts:     scripts,
+		NewPubSub:   func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, rdb) },
+		Clock:       o.clock,
+		Watchdog:    o.watchdog,
+		IdleTimeout: o.idleTimeout,
+		Logger:      o.logger,
+		IO:          ioCtx,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c.sys = o.system
+	if c.sys == nil {
+		c.ownSystem = true
+		c.sys = actor.NewActorSystem(
+			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return o.logger }),
+			actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
+		)
+	}
+	c.lostPID, _ = c.sys.ProcessRegistry.Add(&lostInbox{c: c}, "warden-lost-"+c.sys.ProcessRegistry.NextID())
+	c.root = c.sys.Root.SpawnPrefix(props, "warden-")
+	return c, nil
+}
+
+// ID returns the client's identity, the first part of its owners.
+func (c *Client) ID() string { return c.id }
+
+// PID returns the engine's root actor. Actor applications send it the
+// requests of package messages and get the replies as messages.
+func (c *Client) PID() *actor.PID { return c.root }
+
+// Close stops renewals and the engine. Locks still held are not released:
+// they expire within their lease (the watchdog timeout for watchdog-mode
+// locks), as with Redisson's shutdown. Waiting calls return ErrClosed, and
+// every call afterwards too. The Redis client is left open.
+func (c *Client) Close(ctx context.Context) error {
+	first := false
+	c.closeOnce.Do(func() { first = true })
+	if !first {
+		return ErrClosed
+	}
+	c.closed.Store(true)
+	c.cancelIO()
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.sys.Root.PoisonFuture(c.root).Wait() }()
+	var err error
+	select {
+	case err = <-stopped:
+	case <-ctx.Done():
+		err = ctx.Err()
+		<-stopped
+	}
+	c.sys.ProcessRegistry.Remove(c.lostPID)
+	if c.ownSystem {
+		c.sys.Shutdown()
+	}
+	close(c.done)
+	if err != nil {
+		return fmt.Errorf("warden: close: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) nextOwner() string {
+	return c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10)
+}
+
+func (c *Client) nextRequestID() string {
+	return c.reqPrefix + strconv.FormatUint(c.requests.Add(1), 10)
+}
+
+// errClosed reports ErrClosed once Close has begun.
+func (c *Client) errClosed() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// request sends msg to the engine with a fresh inbox as its sender and
+// returns the inbox's channel and a function that frees the inbox.
+func (c *Client) request(msg any) (<-chan any, func()) {
+	in := &inbox{ch: make(chan any, 1)}
+	pid, _ := c.sys.ProcessRegistry.Add(in, "warden-inbox-"+c.sys.ProcessRegistry.NextID())
+	c.sys.Root.RequestWithCustomSender(c.root, msg, pid)
+	return in.ch, func() { c.sys.ProcessRegistry.Remove(pid) }
+}
+
+// await waits for the reply on ch, or for the engine to stop.
+func (c *Client) await(ch <-chan any) (any, error) {
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-c.done:
+		return nil, ErrClosed
+	}
+}
+
+// send delivers msg to the engine without wanting a reply.
+func (c *Client) send(msg any) {
+	c.sys.Root.Send(c.root, msg)
+}
+
+// watchLost returns the channel closed when the holding is lost.
+func (c *Client) watchLost(k holdingKey, ch chan struct{}) {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if _, gone := c.early[k]; gone {
+		delete(c.early, k)
+		close(ch)
+		return
+	}
+	c.lost[k] = ch
+}
+
+// unwatchLost forgets a holding that ended without loss.
+func (c *Client) unwatchLost(k holdingKey) {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	delete(c.lost, k)
+	delete(c.early, k)
+}
+
+func (c *Client) onLockLost(msg any) {
+	m, ok := msg.(*messages.LockLost)
+	if !ok {
+		return
+	}
+	k := holdingKey{name: m.Name, kind: m.Kind, owner: m.Owner, holding: m.Holding}
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if ch, ok := c.lost[k]; ok {
+		delete(c.lost, k)
+		close(ch)
+		return
+	}
+	c.early[k] = struct{}{}
+}
+
+// notObtained is the error of a blocking acquire whose context ended.
+func notObtained(ctx context.Context) error {
+	return errors.Join(ErrNotObtained, context.Cause(ctx))
+}

@@ -1,0 +1,22 @@
+package client
+
+import "github.com/warden-go/warden/messages"
+
+// The errors warden returns, matched with errors.Is. They are the same
+// values as in package messages, so actor code and Go code agree.
+var (
+	// ErrNotHeld: unlock or query by an owner that does not hold the lock.
+	ErrNotHeld = messages.ErrNotHeld
+	// ErrNotObtained: a blocking wait ended without the lock; joined with
+	// the context's error when the context ended it.
+	ErrNotObtained = messages.ErrNotObtained
+	// ErrNotLocked: RemainTTL on an absent lock.
+	ErrNotLocked = messages.ErrNotLocked
+	// ErrLockLost: a held lock vanished or changed owner while held.
+	ErrLockLost = messages.ErrLockLost
+	// ErrClosed: the Client was closed.
+	ErrClosed = messages.ErrClosed
+	// ErrInvalidArgument: a bad name, lease, wait or option; the message
+	// names the field.
+	ErrInvalidArgument = messages.ErrInvalidArgument
+)

@@ -1,0 +1,331 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// Lock is a handle on a reentrant distributed lock (Redisson's RLock). Its
+// owner is fixed when the handle is made; reentry is the same owner
+// acquiring again, from any goroutine. A handle is safe for concurrent use.
+type Lock struct {
+	c     *Client
+	name  string
+	kind  messages.Kind
+	owner string
+	err   error // a validation error, returned by every call
+
+	mu      sync.Mutex
+	lostCh  chan struct{}
+	bound   bool   // lostCh belongs to holding
+	holding uint64 // the current holding, when bound
+}
+
+// Lock returns a handle on the reentrant lock name, with a fresh owner
+// unless WithOwner says otherwise. An invalid name is reported by every
+// call on the handle.
+func (c *Client) Lock(name string, opts ...LockOption) *Lock {
+	return c.newLock(name, messages.KindLock, opts)
+}
+
+func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lock {
+	var o lockOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	l := &Lock{c: c, name: name, kind: kind, owner: o.owner}
+	if l.owner == "" && len(opts) == 0 {
+		l.owner = c.nextOwner()
+	}
+	l.err = errors.Join(validateName(name), validateOwner(l.owner))
+	return l
+}
+
+// Name returns the lock's name, its Redis key.
+func (l *Lock) Name() string { return l.name }
+
+// Owner returns the handle's owner identity.
+func (l *Lock) Owner() string { return l.owner }
+
+func (l *Lock) check() error {
+	if l == nil || l.c == nil {
+		return invalid("lock", "nil handle")
+	}
+	if l.err != nil {
+		return l.err
+	}
+	return l.c.errClosed()
+}
+
+// Lock acquires the lock in watchdog mode, waiting until it is free or ctx
+// ends (then the error is ErrNotObtained joined with the context's error).
+func (l *Lock) Lock(ctx context.Context) error {
+	_, err := l.acquire(ctx, 0, time.Time{}, true)
+	return err
+}
+
+// LockLease acquires the lock with a fixed lease and no renewal, waiting
+// until it is free or ctx ends.
+func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
+	if err := validateLease(lease, false); err != nil {
+		return err
+	}
+	_, err := l.acquire(ctx, lease, time.Time{}, true)
+	return err
+}
+
+// TryLock makes one attempt to acquire the lock in watchdog mode.
+func (l *Lock) TryLock(ctx context.Context) (bool, error) {
+	return l.TryLockWait(ctx, 0, 0)
+}
+
+// TryLockWait waits up to wait for the lock and holds it for lease (0:
+// watchdog mode). It returns false, with a nil error, when wait runs out.
+func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := errors.Join(validateWait(wait), validateLease(lease, true)); err != nil {
+		return false, err
+	}
+	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false)
+}
+
+// acquire runs one Acquire through the engine. blocking selects the error
+// contract of Lock (ErrNotObtained joined with ctx's error) over that of
+// TryLock (false, ctx's error).
+func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool) (bool, error) {
+	if err := l.check(); err != nil {
+		return false, err
+	}
+	if ctx.Err() != nil {
+		return false, l.ctxErr(ctx, blocking)
+	}
+	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
+		Lease: lease, Deadline: deadline, Watch: true}
+	ch, free := l.c.request(req)
+	defer free()
+	var reply any
+	select {
+	case reply = <-ch:
+	case <-l.c.done:
+		return false, ErrClosed
+	case <-ctx.Done():
+		l.c.send(&messages.Cancel{Name: l.name, Kind: l.kind, RequestID: req.RequestID})
+		r, err := l.c.await(ch)
+		if err != nil {
+			return false, err
+		}
+		if a, ok := r.(*messages.Acquired); ok {
+			// Acquired just before the cancel arrived: give it back.
+			l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
+			l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, a.Holding})
+		}
+		return false, l.ctxErr(ctx, blocking)
+	}
+	switch r := reply.(type) {
+	case *messages.Acquired:
+		l.bindHolding(r.Holding)
+		return true, nil
+	case *messages.AcquireFailed:
+		switch {
+		case errors.Is(r.Err, messages.ErrTimeout):
+			if blocking {
+				return false, ErrNotObtained
+			}
+			return false, nil
+		case errors.Is(r.Err, messages.ErrCancelled):
+			return false, l.ctxErr(ctx, blocking)
+		}
+		return false, r.Err
+	}
+	return false, fmt.Errorf("warden: unexpected reply %T", reply)
+}
+
+func (l *Lock) ctxErr(ctx context.Context, blocking bool) error {
+	if blocking {
+		return notObtained(ctx)
+	}
+	return context.Cause(ctx)
+}
+
+// Unlock releases one hold. It returns ErrNotHeld when the handle's owner
+// does not hold the lock (never held, already released, or expired). When
+// the last hold is released, the lock is deleted and its waiters woken.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	req := &messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()}
+	ch, free := l.c.request(req)
+	defer free()
+	var reply any
+	select {
+	case reply = <-ch:
+	case <-l.c.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("warden: unlock %s: outcome unknown: %w", l.name, context.Cause(ctx))
+	}
+	switch r := reply.(type) {
+	case *messages.Released:
+		if r.Remaining == 0 {
+			l.endHolding()
+		}
+		return nil
+	case *messages.ReleaseFailed:
+		if errors.Is(r.Err, ErrNotHeld) {
+			l.endHolding()
+		}
+		return r.Err
+	}
+	return fmt.Errorf("warden: unexpected reply %T", reply)
+}
+
+// bindHolding ties the handle's lost channel to the holding the engine
+// reported.
+func (l *Lock) bindHolding(id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bound && l.holding == id {
+		return
+	}
+	if l.lostCh == nil || l.bound {
+		l.lostCh = make(chan struct{})
+	}
+	l.bound, l.holding = true, id
+	l.c.watchLost(holdingKey{l.name, l.kind, l.owner, id}, l.lostCh)
+}
+
+// endHolding detaches the lost channel of a holding that ended.
+func (l *Lock) endHolding() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bound {
+		l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, l.holding})
+		l.lostCh, l.bound = nil, false
+	}
+}
+
+// Lost returns a channel that is closed when the handle's current holding
+// is lost: the lock expired, was force-unlocked, or vanished in a Redis
+// restart while held. Each holding (from the first acquire to the unlock
+// that frees it) has its own channel; called before an acquire, Lost
+// returns the channel of the next holding.
+func (l *Lock) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostCh == nil {
+		l.lostCh = make(chan struct{})
+	}
+	return l.lostCh
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
+// reports whether the lock existed. The holder learns of the loss at its
+// next renewal.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := l.check(); err != nil {
+		return false, err
+	}
+	return l.c.scripts.ForceUnlock(ctx, l.c.rdb, l.name)
+}
+
+// IsLocked reports whether anyone holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	if err := l.check(); err != nil {
+		return false, err
+	}
+	return redisio.IsLocked(ctx, l.c.rdb, l.name)
+}
+
+// IsHeld reports whether the handle's owner holds the lock.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times the handle's owner holds the lock, 0
+// when it does not.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	return redisio.HoldCount(ctx, l.c.rdb, l.name, l.owner)
+}
+
+// RemainTTL returns the lock's remaining lease. It returns ErrNotLocked
+// when the lock does not exist, and -1 when it exists without a TTL.
+func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	ttl, exists, err := redisio.RemainTTL(ctx, l.c.rdb, l.name)
+	if err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, ErrNotLocked
+	}
+	return ttl, nil
+}
+
+// Do acquires the lock (watchdog mode), runs fn, and releases the lock.
+// fn's context is cancelled with cause ErrLockLost if the lock is lost
+// while fn runs; Do then returns an error matching ErrLockLost.
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return invalid("fn", "nil")
+	}
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	lost := l.Lost()
+	fctx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Add(1)
+	go func() {
+		defer watcher.Done()
+		select {
+		case <-lost:
+			cancel(ErrLockLost)
+		case <-stop:
+		}
+	}()
+	fnErr := fn(fctx)
+	close(stop)
+	watcher.Wait()
+	wasLost := errors.Is(context.Cause(fctx), ErrLockLost)
+	cancel(nil)
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
+	defer ucancel()
+	unlockErr := l.Unlock(uctx)
+	if wasLost {
+		return errors.Join(fnErr, fmt.Errorf("warden: %s: %w", l.name, ErrLockLost))
+	}
+	return errors.Join(fnErr, unlockErr)
+}
+
+// Locker adapts the handle to sync.Locker. Its methods wait without limit
+// and panic on any error, like etcd's concurrency.NewLocker.
+func (l *Lock) Locker() sync.Locker { return locker{l} }
+
+type locker struct{ l *Lock }
+
+func (k locker) Lock() {
+	if err := k.l.Lock(context.Background()); err != nil {
+		panic(err)
+	}
+}
+
+func (k locker) Unlock() {
+	if err := k.l.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
+}

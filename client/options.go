@@ -1,0 +1,123 @@
+package client
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+)
+
+// Option configures a Client.
+type Option func(*options) error
+
+type options struct {
+	watchdog       time.Duration
+	clock          clockwork.Clock
+	system         *actor.ActorSystem
+	logger         *slog.Logger
+	clientID       string
+	idleTimeout    time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		watchdog:    30 * time.Second,
+		clock:       clockwork.NewRealClock(),
+		logger:      slog.New(slog.DiscardHandler),
+		idleTimeout: 30 * time.Second,
+	}
+}
+
+// WithWatchdogTimeout sets the lease of locks taken in watchdog mode
+// (Lock, TryLock, or a lease of 0): the engine renews each such lock every
+// d/3 while it is held, so a crashed process's locks expire within d. It
+// must be at least 30ms. The default is 30s.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 30*time.Millisecond || d%time.Millisecond != 0 {
+			return invalid("watchdog timeout", "%v: want a whole number of ms, at least 30ms", d)
+		}
+		o.watchdog = d
+		return nil
+	}
+}
+
+// WithClock sets the clock every engine timer runs on: waits, renewals,
+// passivation. Simulations pass a fake clock. The default is the real
+// clock.
+func WithClock(c clockwork.Clock) Option {
+	return func(o *options) error {
+		if c == nil {
+			return invalid("clock", "nil")
+		}
+		o.clock = c
+		return nil
+	}
+}
+
+// WithActorSystem runs the engine's actors in sys, which the caller owns
+// and shuts down after Client.Close. The default is a private system that
+// Close shuts down.
+func WithActorSystem(sys *actor.ActorSystem) Option {
+	return func(o *options) error {
+		if sys == nil {
+			return invalid("actor system", "nil")
+		}
+		o.system = sys
+		return nil
+	}
+}
+
+// WithLogger sets where the engine logs lost locks, renewal failures and
+// pub/sub reconnects. The default discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return invalid("logger", "nil")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithClientID sets the client's identity, the first part of every owner
+// ("<clientID>:<n>"). Two live clients must never share one. The default
+// is a random UUID.
+func WithClientID(id string) Option {
+	return func(o *options) error {
+		if id == "" || len(id) > 1024 {
+			return invalid("client id", "want 1 to 1024 bytes, got %d", len(id))
+		}
+		o.clientID = id
+		return nil
+	}
+}
+
+// WithIdleTimeout sets how long the engine keeps the state of a lock name
+// that nobody in this process holds or waits for before it frees it. The
+// default is 30s.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return invalid("idle timeout", "%v: want > 0", d)
+		}
+		o.idleTimeout = d
+		return nil
+	}
+}
+
+// LockOption configures a lock handle.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	owner string
+}
+
+// WithOwner sets the handle's owner identity, so that several handles (in
+// one process or several) act as one owner: reentry is the same owner
+// acquiring again. The default is a fresh owner per handle,
+// "<clientID>:<n>".
+func WithOwner(owner string) LockOption {
+	return func(o *lockOptions) { o.owner = owner }
+}

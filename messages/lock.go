@@ -1,0 +1,139 @@
+package messages
+
+import "time"
+
+// Kind selects the lock primitive a request is for. Each (name, kind) pair
+// has its own key actor in the engine.
+type Kind uint8
+
+const (
+	// KindLock is the reentrant lock (Redisson's RLock).
+	KindLock Kind = iota
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindLock:
+		return "lock"
+	default:
+		return "unknown"
+	}
+}
+
+// Acquire asks for the lock Name on behalf of Owner. The reply is Acquired
+// or AcquireFailed, sent to the request's sender.
+//
+// The engine makes one attempt at once. If the lock is held elsewhere it
+// waits until Deadline (the zero time waits until Cancel), woken by the
+// holder's unlock message or, if that is lost, by the holder's lease running
+// out. A Deadline at or before now means exactly one attempt (TryLock).
+type Acquire struct {
+	Name  string
+	Kind  Kind
+	Owner string
+	// RequestID identifies this request for Cancel. It must be unique per
+	// sender; it also makes the Redis write idempotent under retries.
+	RequestID string
+	// Lease is the time the lock lives without renewal. Zero selects
+	// watchdog mode: the engine renews the lock while it is held.
+	Lease time.Duration
+	// Deadline bounds the wait; the zero value waits until cancelled.
+	Deadline time.Time
+	// Watch subscribes the sender to LockLost for the holding this request
+	// starts or joins.
+	Watch bool
+}
+
+// Acquired answers Acquire: Owner now holds Name HoldCount times.
+type Acquired struct {
+	Name      string
+	Kind      Kind
+	Owner     string
+	RequestID string
+	// HoldCount is the owner's hold count after this acquire (1 for a first
+	// acquire, more for a reentry).
+	HoldCount int
+	// Holding identifies this holding (from the first acquire to the unlock
+	// that reaches zero or the loss); LockLost carries the same value.
+	Holding uint64
+}
+
+// AcquireFailed answers Acquire when the lock was not obtained. Err is
+// ErrTimeout when the deadline passed, ErrCancelled after Cancel, ErrClosed
+// when the engine stopped, ErrInvalidArgument for bad input, or a Redis error.
+type AcquireFailed struct {
+	Name      string
+	Kind      Kind
+	Owner     string
+	RequestID string
+	Err       error
+}
+
+// Cancel withdraws the Acquire with RequestID. The pending Acquire is then
+// answered with AcquireFailed{Err: ErrCancelled}; if its Redis attempt was
+// already in flight and succeeds, the engine releases the lock itself.
+// Cancel itself has no reply.
+type Cancel struct {
+	Name      string
+	Kind      Kind
+	RequestID string
+}
+
+// Release asks to unlock Name once on behalf of Owner. The reply is Released
+// or ReleaseFailed (Err is ErrNotHeld when Owner does not hold it).
+type Release struct {
+	Name      string
+	Kind      Kind
+	Owner     string
+	RequestID string
+}
+
+// Released answers Release. Remaining is the owner's hold count left; zero
+// means the lock was freed and its waiters woken.
+type Released struct {
+	Name      string
+	Kind      Kind
+	Owner     string
+	RequestID string
+	Remaining int
+}
+
+// ReleaseFailed answers Release when the unlock did not happen, or its
+// outcome is unknown (a Redis error; the lock then expires within its lease).
+type ReleaseFailed struct {
+	Name      string
+	Kind      Kind
+	Owner     string
+	RequestID string
+	Err       error
+}
+
+// Watch subscribes the sender to LockLost for Owner's current holding of
+// Name. The reply is Watched.
+type Watch struct {
+	Name  string
+	Kind  Kind
+	Owner string
+}
+
+// Watched answers Watch. Held is false when this engine knows of no holding
+// by Owner; no LockLost will follow then.
+type Watched struct {
+	Name    string
+	Kind    Kind
+	Owner   string
+	Held    bool
+	Holding uint64
+}
+
+// LockLost is pushed to every watcher of a holding that the engine found
+// gone while it was held: the key expired, was deleted, changed owner, or
+// Redis lost it in a restart. Err wraps ErrLockLost.
+type LockLost struct {
+	Name    string
+	Kind    Kind
+	Owner   string
+	Holding uint64
+	Err     error
+}

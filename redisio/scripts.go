@@ -1,0 +1,210 @@
+package redisio
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/acquire.lua
+	acquireLua string
+	//go:embed scripts/unlock.lua
+	unlockLua string
+	//go:embed scripts/forceunlock.lua
+	forceUnlockLua string
+	//go:embed scripts/renew.lua
+	renewLua string
+	//go:embed scripts/undoacquire.lua
+	undoAcquireLua string
+)
+
+// LatchTTL is how long an acquire or unlock latch remembers a request's
+// result. It must outlast every retry go-redis may send for one call; the
+// engine bounds each call by IOTimeout, which is shorter.
+const LatchTTL = 15 * time.Second
+
+// IOTimeout bounds one engine call to Redis, retries included, so that no
+// retry of a request reaches Redis after its latch expired.
+const IOTimeout = 10 * time.Second
+
+// Redis is what the engine needs of a Redis client: scripts and a few
+// reads. redis.UniversalClient (single node, Sentinel, Cluster) has it.
+type Redis interface {
+	redis.Scripter
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
+	HExists(ctx context.Context, key, field string) *redis.BoolCmd
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	PTTL(ctx context.Context, key string) *redis.DurationCmd
+}
+
+// Scripts runs warden's Lua scripts: EVALSHA, falling back to EVAL (which
+// also loads the script) when the server does not know the script.
+type Scripts struct {
+	acquire, unlock, forceUnlock, renew, undoAcquire *redis.Script
+	publish                                          string
+}
+
+// NewScripts wraps the embedded scripts. publish is the command unlock
+// messages go out with: "publish", or "spublish" on a Redis 7 cluster.
+func NewScripts(publish string) (*Scripts, error) {
+	if publish != "publish" && publish != "spublish" {
+		return nil, fmt.Errorf("redisio: publish command %q: want publish or spublish", publish)
+	}
+	return &Scripts{
+		acquire:     redis.NewScript(acquireLua),
+		unlock:      redis.NewScript(unlockLua),
+		forceUnlock: redis.NewScript(forceUnlockLua),
+		renew:       redis.NewScript(renewLua),
+		undoAcquire: redis.NewScript(undoAcquireLua),
+		publish:     publish,
+	}, nil
+}
+
+// AcquireResult is the outcome of one acquire attempt.
+type AcquireResult struct {
+	// Acquired reports that the owner now holds the lock HoldCount times.
+	Acquired  bool
+	HoldCount int
+	// PTTL is the holder's remaining lease when not acquired; -1 when the
+	// key has no TTL (never set by warden; a foreign writer).
+	PTTL time.Duration
+}
+
+// Millis renders d as whole milliseconds for a script argument, at least 1.
+func Millis(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// Acquire runs one acquire attempt for owner with request ID reqID.
+func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (AcquireResult, error) {
+	v, err := s.acquire.Run(ctx, r, []string{name, AcquireLatchKey(name, owner)},
+		owner, Millis(lease), reqID, Millis(LatchTTL)).Int64Slice()
+	if err != nil {
+		return AcquireResult{}, fmt.Errorf("acquire %s: %w", name, err)
+	}
+	if len(v) != 2 {
+		return AcquireResult{}, fmt.Errorf("acquire %s: unexpected reply %v", name, v)
+	}
+	if v[0] == 1 {
+		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, nil
+	}
+	pttl := time.Duration(v[1]) * time.Millisecond
+	if v[1] < 0 {
+		pttl = -1
+	}
+	return AcquireResult{PTTL: pttl}, nil
+}
+
+// UndoAcquire reverses the acquire with request ID reqID if, and only if,
+// Redis applied it. It reports whether it undid anything.
+func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
+	n, err := s.undoAcquire.Run(ctx, r, []string{name, AcquireLatchKey(name, owner), LockChannel(name)},
+		owner, reqID, s.publish, UnlockMessage).Int64()
+	if err != nil {
+		return false, fmt.Errorf("undo acquire %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// Unlock releases one hold of owner's. It returns the remaining hold count
+// and held=false when owner did not hold the lock. lease is the TTL a lock
+// that stays held is refreshed to.
+func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (remaining int, held bool, err error) {
+	n, err := s.unlock.Run(ctx, r,
+		[]string{name, LockChannel(name), UnlockLatchKey(name, reqID), AcquireLatchKey(name, owner)},
+		UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("unlock %s: %w", name, err)
+	}
+	if n < 0 {
+		return 0, false, nil
+	}
+	return int(n), true, nil
+}
+
+// ForceUnlock deletes the lock whoever holds it; it reports whether it
+// existed.
+func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
+	n, err := s.forceUnlock.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("force unlock %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// Held names one watchdog-mode holding to renew.
+type Held struct {
+	Name, Owner string
+}
+
+// Renew sets the TTL of every lock in batch that its owner still holds. The
+// result has one entry per lock: true renewed, false gone. All names must
+// share a cluster slot when r is a cluster client.
+func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
+	keys := make([]string, len(batch))
+	args := make([]any, 0, len(batch)+1)
+	args = append(args, Millis(ttl))
+	for i, h := range batch {
+		keys[i] = h.Name
+		args = append(args, h.Owner)
+	}
+	v, err := s.renew.Run(ctx, r, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("renew %d locks: %w", len(batch), err)
+	}
+	if len(v) != len(batch) {
+		return nil, fmt.Errorf("renew: %d replies for %d locks", len(v), len(batch))
+	}
+	out := make([]bool, len(v))
+	for i, x := range v {
+		out[i] = x == 1
+	}
+	return out, nil
+}
+
+// IsLocked reports whether the lock exists.
+func IsLocked(ctx context.Context, r Redis, name string) (bool, error) {
+	n, err := r.Exists(ctx, name).Result()
+	if err != nil {
+		return false, fmt.Errorf("is locked %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// HoldCount returns owner's hold count of the lock, 0 when it holds none.
+func HoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
+	n, err := r.HGet(ctx, name, owner).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("hold count %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// RemainTTL returns the lock's remaining TTL. exists is false when the lock
+// is absent; ttl is -1 when it exists without a TTL.
+func RemainTTL(ctx context.Context, r Redis, name string) (ttl time.Duration, exists bool, err error) {
+	d, err := r.PTTL(ctx, name).Result()
+	if err != nil {
+		return 0, false, fmt.Errorf("remain ttl %s: %w", name, err)
+	}
+	switch {
+	case d == -2 || d == -2*time.Millisecond:
+		return 0, false, nil
+	case d == -1 || d == -1*time.Millisecond:
+		return -1, true, nil
+	}
+	return d, true, nil
+}

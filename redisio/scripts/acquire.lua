@@ -1,0 +1,38 @@
+-- Acquire (or re-enter) a reentrant lock, exactly once per request ID.
+--
+-- KEYS[1]  lock hash (the lock's name): owner -> hold count
+-- KEYS[2]  acquire latch warden_acquire_latch:{name}:<owner>: the owner's
+--          last applied request ID
+-- ARGV[1]  owner field ("<clientID>:<n>")
+-- ARGV[2]  lease in ms (integer, 1 .. 2^53)
+-- ARGV[3]  request ID (non-empty)
+-- ARGV[4]  latch TTL in ms (integer, 1 .. 2^53)
+--
+-- Reply: {1, holdCount} acquired (or the same request seen again: its first
+-- result); {0, pttl} held by another owner (pttl -1 when the key has no TTL).
+-- Errors before any write when an argument is malformed.
+local function ms(v)
+  if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
+      or tonumber(v) > 9007199254740992 then
+    return false
+  end
+  return true
+end
+if ARGV[1] == nil or ARGV[1] == '' then return redis.error_reply('ERR warden: empty owner') end
+if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
+if ARGV[3] == nil or ARGV[3] == '' then return redis.error_reply('ERR warden: empty request id') end
+if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+
+if redis.call('get', KEYS[2]) == ARGV[3] then
+  local held = redis.call('hget', KEYS[1], ARGV[1])
+  if held then
+    return {1, tonumber(held)}
+  end
+end
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
+  return {1, n}
+end
+return {0, redis.call('pttl', KEYS[1])}

@@ -1,0 +1,16 @@
+-- Delete a lock whoever holds it, and wake its waiters.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  unlock channel redisson_lock__channel:{name}
+-- ARGV[1]  unlock message ("0")
+-- ARGV[2]  publish command: "publish" or "spublish"
+--
+-- Reply: 1 when the lock existed and was deleted, 0 otherwise.
+if ARGV[2] ~= 'publish' and ARGV[2] ~= 'spublish' then
+  return redis.error_reply('ERR warden: invalid publish command')
+end
+if redis.call('del', KEYS[1]) == 1 then
+  redis.call(ARGV[2], KEYS[2], ARGV[1])
+  return 1
+end
+return 0

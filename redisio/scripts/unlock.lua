@@ -1,0 +1,42 @@
+-- Release one hold of a reentrant lock, exactly once per request ID.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  unlock channel redisson_lock__channel:{name}
+-- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<requestID>
+-- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>
+-- ARGV[1]  unlock message ("0")
+-- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
+-- ARGV[3]  owner field
+-- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5]  latch TTL in ms (integer, 1 .. 2^53)
+--
+-- Reply: the owner's remaining hold count (0 = released, key deleted and
+-- the unlock message published), or -1 when the owner does not hold it.
+-- A repeated request ID returns the first result.
+local function ms(v)
+  if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
+      or tonumber(v) > 9007199254740992 then
+    return false
+  end
+  return true
+end
+if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
+if ARGV[3] == nil or ARGV[3] == '' then return redis.error_reply('ERR warden: empty owner') end
+if ARGV[4] ~= 'publish' and ARGV[4] ~= 'spublish' then
+  return redis.error_reply('ERR warden: invalid publish command')
+end
+if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+
+local done = redis.call('get', KEYS[3])
+if done then return tonumber(done) end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -1 end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if n > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+else
+  n = 0
+  redis.call('del', KEYS[1], KEYS[4])
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
+redis.call('set', KEYS[3], n, 'px', ARGV[5])
+return n
