@@ -57,7 +57,7 @@ const (
 // op is a Redis request of the key actor, queued or in flight.
 type op struct {
 	kind   opKind
-	w      *waiter     // opAttempt
+	w      *waiter           // opAttempt
 	req    *messages.Release // opRelease (nil for an internal release)
 	sender *actor.PID
 	owner  string

@@ -12,12 +12,12 @@ import (
 type Option func(*options) error
 
 type options struct {
-	watchdog       time.Duration
-	clock          clockwork.Clock
-	system         *actor.ActorSystem
-	logger         *slog.Logger
-	clientID       string
-	idleTimeout    time.Duration
+	watchdog    time.Duration
+	clock       clockwork.Clock
+	system      *actor.ActorSystem
+	logger      *slog.Logger
+	clientID    string
+	idleTimeout time.Duration
 }
 
 func defaultOptions() options {
