@@ -27,6 +27,19 @@ type holding struct {
 	watchers []*actor.PID
 }
 
+// watch adds pid to the holding's watchers, once.
+func (h *holding) watch(pid *actor.PID) {
+	if pid == nil {
+		return
+	}
+	for _, w := range h.watchers {
+		if w.Equal(pid) {
+			return
+		}
+	}
+	h.watchers = append(h.watchers, pid)
+}
+
 // waiter is one pending Acquire.
 type waiter struct {
 	req    *messages.Acquire
@@ -187,9 +200,7 @@ func (a *keyActor) onWatch(ctx actor.Context, m *messages.Watch) {
 	reply := &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner}
 	if h != nil {
 		reply.Held, reply.Holding = true, h.id
-		if s := ctx.Sender(); s != nil {
-			h.watchers = append(h.watchers, s)
-		}
+		h.watch(ctx.Sender())
 	}
 	a.respond(ctx, ctx.Sender(), reply)
 }
@@ -307,8 +318,8 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: w.req.RequestID + ":cancel"})
 			break
 		}
-		if w.req.Watch && w.sender != nil {
-			h.watchers = append(h.watchers, w.sender)
+		if w.req.Watch {
+			h.watch(w.sender)
 		}
 		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
 			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id})

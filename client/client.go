@@ -37,7 +37,8 @@ type Client struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	lostPID *actor.PID
+	mailbox *mailbox
+	mbPID   *actor.PID
 	lostMu  sync.Mutex
 	lost    map[holdingKey]chan struct{}
 	early   map[holdingKey]struct{} // LockLost that arrived before its handle asked
@@ -107,7 +108,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 			actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 		)
 	}
-	c.lostPID, _ = c.sys.ProcessRegistry.Add(&lostInbox{c: c}, "warden-lost-"+c.sys.ProcessRegistry.NextID())
+	c.mailbox = &mailbox{c: c, pending: map[string]chan any{}}
+	c.mbPID, _ = c.sys.ProcessRegistry.Add(c.mailbox, "warden-client-"+c.sys.ProcessRegistry.NextID())
 	c.root = c.sys.Root.SpawnPrefix(props, "warden-")
 	return c, nil
 }
@@ -140,7 +142,7 @@ func (c *Client) Close(ctx context.Context) error {
 		err = ctx.Err()
 		<-stopped
 	}
-	c.sys.ProcessRegistry.Remove(c.lostPID)
+	c.sys.ProcessRegistry.Remove(c.mbPID)
 	if c.ownSystem {
 		c.sys.Shutdown()
 	}
@@ -167,13 +169,13 @@ func (c *Client) errClosed() error {
 	return nil
 }
 
-// request sends msg to the engine with a fresh inbox as its sender and
-// returns the inbox's channel and a function that frees the inbox.
-func (c *Client) request(msg any) (<-chan any, func()) {
-	in := &inbox{ch: make(chan any, 1)}
-	pid, _ := c.sys.ProcessRegistry.Add(in, "warden-inbox-"+c.sys.ProcessRegistry.NextID())
-	c.sys.Root.RequestWithCustomSender(c.root, msg, pid)
-	return in.ch, func() { c.sys.ProcessRegistry.Remove(pid) }
+// request sends msg, whose request ID is requestID, to the engine with the
+// client's mailbox as its sender, and returns the channel its reply comes
+// on and a function that stops waiting for it.
+func (c *Client) request(requestID string, msg any) (<-chan any, func()) {
+	ch := c.mailbox.expect(requestID)
+	c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
+	return ch, func() { c.mailbox.forget(requestID) }
 }
 
 // await waits for the reply on ch, or for the engine to stop.
@@ -211,11 +213,7 @@ func (c *Client) unwatchLost(k holdingKey) {
 	delete(c.early, k)
 }
 
-func (c *Client) onLockLost(msg any) {
-	m, ok := msg.(*messages.LockLost)
-	if !ok {
-		return
-	}
+func (c *Client) onLockLost(m *messages.LockLost) {
 	k := holdingKey{name: m.Name, kind: m.Kind, owner: m.Owner, holding: m.Holding}
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()

@@ -1,41 +1,68 @@
 package client
 
 import (
+	"sync"
+
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
 )
 
-// inbox is a one-shot reply address: a Process in the actor system's
-// registry that hands the engine's reply to a waiting Go caller through a
-// channel, so the caller can also watch its context.
-type inbox struct {
-	ch chan any
+// mailbox is the client's one reply address in the actor system: a Process
+// that hands each engine reply to the Go caller waiting for its request ID,
+// through a channel the caller can select on together with its context,
+// and that turns LockLost into closed Lost() channels. It is the boundary
+// between the actor engine and blocking Go callers.
+type mailbox struct {
+	c       *Client
+	mu      sync.Mutex
+	pending map[string]chan any
 }
 
-var _ actor.Process = (*inbox)(nil)
+var _ actor.Process = (*mailbox)(nil)
 
-func (in *inbox) SendUserMessage(_ *actor.PID, message any) {
-	select {
-	case in.ch <- actor.UnwrapEnvelopeMessage(message):
-	default: // a late duplicate; the caller takes one reply only
+// expect registers a caller waiting for the reply to requestID.
+func (m *mailbox) expect(requestID string) chan any {
+	ch := make(chan any, 1)
+	m.mu.Lock()
+	m.pending[requestID] = ch
+	m.mu.Unlock()
+	return ch
+}
+
+// forget drops a caller that no longer waits.
+func (m *mailbox) forget(requestID string) {
+	m.mu.Lock()
+	delete(m.pending, requestID)
+	m.mu.Unlock()
+}
+
+func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
+	var id string
+	switch r := actor.UnwrapEnvelopeMessage(message).(type) {
+	case *messages.Acquired:
+		id = r.RequestID
+	case *messages.AcquireFailed:
+		id = r.RequestID
+	case *messages.Released:
+		id = r.RequestID
+	case *messages.ReleaseFailed:
+		id = r.RequestID
+	case *messages.LockLost:
+		m.c.onLockLost(r)
+		return
+	default:
+		return
+	}
+	m.mu.Lock()
+	ch := m.pending[id]
+	delete(m.pending, id)
+	m.mu.Unlock()
+	if ch != nil {
+		ch <- actor.UnwrapEnvelopeMessage(message)
 	}
 }
 
-func (in *inbox) SendSystemMessage(*actor.PID, any) {}
+func (m *mailbox) SendSystemMessage(*actor.PID, any) {}
 
-func (in *inbox) Stop(*actor.PID) {}
-
-// lostInbox receives every LockLost of the client's handles and closes the
-// lost channel of the holding it names.
-type lostInbox struct {
-	c *Client
-}
-
-var _ actor.Process = (*lostInbox)(nil)
-
-func (l *lostInbox) SendUserMessage(_ *actor.PID, message any) {
-	l.c.onLockLost(actor.UnwrapEnvelopeMessage(message))
-}
-
-func (l *lostInbox) SendSystemMessage(*actor.PID, any) {}
-
-func (l *lostInbox) Stop(*actor.PID) {}
+func (m *mailbox) Stop(*actor.PID) {}

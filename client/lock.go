@@ -108,7 +108,7 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	}
 	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
 		Lease: lease, Deadline: deadline, Watch: true}
-	ch, free := l.c.request(req)
+	ch, free := l.c.request(req.RequestID, req)
 	defer free()
 	var reply any
 	select {
@@ -162,7 +162,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	req := &messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()}
-	ch, free := l.c.request(req)
+	ch, free := l.c.request(req.RequestID, req)
 	defer free()
 	var reply any
 	select {

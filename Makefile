@@ -1,0 +1,63 @@
+# Makefile for warden. Run "make help" (or just "make") to list the targets.
+#
+# The integration tests start real redis-server processes (see
+# internal/redistest), so "make test" first runs "make deps" to make sure
+# redis-server is installed.
+
+GO ?= go
+
+.DEFAULT_GOAL := help
+
+.PHONY: help deps test test-short bench fuzz lint sim
+
+# ensure_cmd fails unless command $(1) is on PATH; when it is missing and we
+# are root it first installs the Debian package(s) $(2) with apt-get.
+define ensure_cmd
+	@if ! command -v $(1) >/dev/null 2>&1; then \
+		if [ "$$(id -u)" -eq 0 ]; then \
+			echo "deps: $(1) is missing; installing $(2) with apt-get"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			{ apt-get update -qq && apt-get install -y -qq $(2); } || exit 1; \
+			command -v $(1) >/dev/null 2>&1 || { echo "deps: $(1) still missing after installing $(2)" >&2; exit 1; }; \
+		else \
+			echo "$(1) is missing: install it with: sudo apt-get install -y $(2)" >&2; \
+			exit 1; \
+		fi; \
+	fi
+endef
+
+help: ## Show this help
+	@echo "Usage: make <target>"
+	@echo
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-11s %s\n", $$1, $$2}'
+
+deps: ## Install redis-server (and gcc, needed by -race) if missing, download Go modules
+	$(call ensure_cmd,redis-server,redis-server)
+	$(call ensure_cmd,gcc,gcc libc6-dev)
+	$(GO) mod download
+
+test: deps ## Run go vet and the full test suite with the race detector
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+test-short: ## Run the tests once without the race detector (quick local loop)
+	$(GO) test -count=1 ./...
+
+bench: ## Run the client benchmarks
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./client/...
+
+fuzz: ## Fuzz key/option validation for 20s
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./client
+
+lint: ## Run go vet and staticcheck
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null 2>&1; then \
+		echo "staticcheck ./..."; staticcheck ./...; \
+	else \
+		echo "$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./..."; \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...; \
+	fi
+
+sim: ## Run the simulation tests
+	$(GO) test -count=1 ./sim/...

@@ -1,0 +1,123 @@
+package client_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/redistest"
+)
+
+// env is one Redis backend for the shared suite: a real redis-server on a
+// real clock, or miniredis on a fake clock that moves Redis TTLs with it.
+type env struct {
+	name string
+	rdb  *redis.Client
+	srv  *redistest.Server    // real tier
+	mini *miniredis.Miniredis // fast tier
+	fake *clockwork.FakeClock // fast tier
+	clk  clockwork.Clock
+
+	closing map[*client.Client]*atomic.Bool
+}
+
+const watchdog = time.Second
+
+// realEnv starts a throwaway redis-server.
+func realEnv(t *testing.T) *env {
+	srv := redistest.Start(t)
+	return &env{name: "redis", rdb: srv.Client(t), srv: srv, clk: clockwork.NewRealClock()}
+}
+
+// miniEnv starts an in-process miniredis whose time follows a fake clock.
+func miniEnv(t *testing.T) *env {
+	m := miniredis.RunT(t)
+	fake := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m.SetTime(fake.Now())
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return &env{name: "miniredis", rdb: rdb, mini: m, fake: fake, clk: fake}
+}
+
+// both runs fn against real Redis and against miniredis.
+func both(t *testing.T, fn func(t *testing.T, e *env)) {
+	t.Run("redis", func(t *testing.T) { fn(t, realEnv(t)) })
+	t.Run("miniredis", func(t *testing.T) { fn(t, miniEnv(t)) })
+}
+
+// advance lets d pass: a real sleep, or on the fast tier the fake clock and
+// miniredis's TTLs moved forward in small steps so the engine's timers fire
+// and their Redis calls complete in order.
+func (e *env) advance(d time.Duration) {
+	if e.fake == nil {
+		time.Sleep(d)
+		return
+	}
+	const step = 20 * time.Millisecond
+	for d > 0 {
+		s := min(step, d)
+		e.fake.Advance(s)
+		e.mini.FastForward(s)
+		e.mini.SetTime(e.fake.Now())
+		d -= s
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// newClient starts a Client on e with a 1 s watchdog in its own actor
+// system, closed at cleanup; the test fails if the engine produced a dead
+// letter before Close.
+func (e *env) newClient(t *testing.T, opts ...client.Option) *client.Client {
+	t.Helper()
+	sys := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	var dead atomic.Int64
+	closing := &atomic.Bool{}
+	sub := sys.EventStream.Subscribe(func(evt any) {
+		if _, ok := evt.(*actor.DeadLetterEvent); ok && !closing.Load() {
+			dead.Add(1)
+		}
+	})
+	opts = append([]client.Option{client.WithWatchdogTimeout(watchdog), client.WithClock(e.clk),
+		client.WithActorSystem(sys)}, opts...)
+	c, err := client.New(e.rdb, opts...)
+	require.NoError(t, err)
+	if e.closing == nil {
+		e.closing = map[*client.Client]*atomic.Bool{}
+	}
+	e.closing[c] = closing
+	t.Cleanup(func() {
+		closing.Store(true)
+		require.Zero(t, dead.Load(), "dead letters while the client ran")
+		err := c.Close(context.Background())
+		if err != nil {
+			require.ErrorIs(t, err, client.ErrClosed)
+		}
+		sys.EventStream.Unsubscribe(sub)
+		sys.Shutdown()
+	})
+	return c
+}
+
+// close closes c from the test itself; dead letters after this point
+// (timers racing the shutdown) are not counted.
+func (e *env) close(t *testing.T, c *client.Client) {
+	t.Helper()
+	e.closing[c].Store(true)
+	require.NoError(t, c.Close(context.Background()))
+}
+
+// eventually waits up to d of real time for cond.
+func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, d, 2*time.Millisecond, msg)
+}

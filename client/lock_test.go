@@ -1,0 +1,543 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+)
+
+func TestReentrancyAndHoldCount(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l, other := c.Lock("reentrant"), c.Lock("reentrant")
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n)
+
+		require.NoError(t, l.Lock(ctx))
+		n, _ = l.HoldCount(ctx)
+		assert.Equal(t, 1, n)
+		require.NoError(t, l.Unlock(ctx))
+		n, _ = l.HoldCount(ctx)
+		assert.Equal(t, 0, n)
+
+		ok, err := l.TryLock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = l.TryLock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "the owner re-enters")
+		n, _ = l.HoldCount(ctx)
+		assert.Equal(t, 2, n)
+		assert.Equal(t, "2", e.rdb.HGet(ctx, "reentrant", l.Owner()).Val(), "Redis count matches")
+
+		require.NoError(t, l.Unlock(ctx))
+		ok, err = other.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "still held once by its owner")
+		require.NoError(t, l.Unlock(ctx))
+		n, _ = l.HoldCount(ctx)
+		assert.Equal(t, 0, n)
+		ok, err = other.TryLock(ctx)
+		require.NoError(t, err)
+		assert.True(t, ok, "free after the last unlock")
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
+
+func TestWithOwnerSharesHolding(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		a := c.Lock("shared", client.WithOwner("svc:worker-1"))
+		b := c.Lock("shared", client.WithOwner("svc:worker-1"))
+		require.Equal(t, "svc:worker-1", a.Owner())
+		require.NoError(t, a.Lock(ctx))
+		ok, err := b.TryLock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "same owner re-enters through another handle")
+		n, _ := a.HoldCount(ctx)
+		assert.Equal(t, 2, n)
+		require.NoError(t, b.Unlock(ctx))
+		require.NoError(t, a.Unlock(ctx))
+		locked, _ := a.IsLocked(ctx)
+		assert.False(t, locked)
+	})
+}
+
+func TestUnlockByNonOwnerFailsAndChangesNothing(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		holder, intruder := c.Lock("guarded"), c.Lock("guarded")
+		require.NoError(t, holder.LockLease(ctx, time.Hour))
+		before := e.rdb.HGetAll(ctx, "guarded").Val()
+
+		err := intruder.Unlock(ctx)
+		require.ErrorIs(t, err, client.ErrNotHeld)
+		assert.Equal(t, before, e.rdb.HGetAll(ctx, "guarded").Val())
+		held, err := holder.IsHeld(ctx)
+		require.NoError(t, err)
+		assert.True(t, held)
+		ttl, err := holder.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 59*time.Minute)
+
+		require.ErrorIs(t, intruder.Unlock(ctx), client.ErrNotHeld, "never held")
+		require.NoError(t, holder.Unlock(ctx))
+		require.ErrorIs(t, holder.Unlock(ctx), client.ErrNotHeld, "already released")
+	})
+}
+
+func TestLeaseExpiryFreesTheLock(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		first, second := c.Lock("expiring"), c.Lock("expiring")
+		require.NoError(t, first.LockLease(ctx, 500*time.Millisecond))
+		lost := first.Lost()
+		ok, err := second.TryLock(ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+
+		e.advance(600 * time.Millisecond)
+		ok, err = second.TryLock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "free once the lease ran out")
+
+		require.ErrorIs(t, first.Unlock(ctx), client.ErrNotHeld, "the expired owner no longer holds it")
+		select {
+		case <-lost:
+		case <-time.After(time.Second):
+			t.Fatal("Lost() not closed after the expired holding was found gone")
+		}
+		require.NoError(t, second.Unlock(ctx))
+	})
+}
+
+func TestWatchdogKeepsTheLockAlive(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l := c.Lock("watched")
+		require.NoError(t, l.Lock(ctx))
+		e.advance(5 * watchdog)
+		held, err := l.IsHeld(ctx)
+		require.NoError(t, err)
+		require.True(t, held, "renewed across five watchdog timeouts")
+		ttl, err := l.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, ttl, watchdog/3)
+		select {
+		case <-l.Lost():
+			t.Fatal("a renewed lock reported lost")
+		default:
+		}
+		require.NoError(t, l.Unlock(ctx))
+		locked, _ := l.IsLocked(ctx)
+		assert.False(t, locked)
+	})
+}
+
+func TestExplicitLeaseIsNotRenewed(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l := c.Lock("leased")
+		require.NoError(t, l.LockLease(ctx, 1500*time.Millisecond))
+		e.advance(1100 * time.Millisecond)
+		ttl, err := l.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, ttl, 400*time.Millisecond, "not renewed")
+		e.advance(600 * time.Millisecond)
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked)
+	})
+}
+
+func TestReentrantLeaseIsKept(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l := c.Lock("lease-kept")
+		for range 3 {
+			require.NoError(t, l.LockLease(ctx, 10*time.Second))
+		}
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		ttl, err := l.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 9*time.Second, "unlock refreshes to the holding's lease, not the watchdog's")
+		assert.LessOrEqual(t, ttl, 10*time.Second)
+
+		require.NoError(t, l.Lock(ctx), "a watchdog-mode reentry")
+		ttl, err = l.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, ttl, watchdog, "back to the watchdog timeout")
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		locked, _ := l.IsLocked(ctx)
+		assert.False(t, locked)
+	})
+}
+
+func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	c := e.newClient(t)
+	holder, waiter := c.Lock("busy"), c.Lock("busy")
+	require.NoError(t, holder.LockLease(ctx, time.Minute))
+	start := time.Now()
+	ok, err := waiter.TryLockWait(ctx, 500*time.Millisecond, 0)
+	took := time.Since(start)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.GreaterOrEqual(t, took, 490*time.Millisecond)
+	assert.Less(t, took, 800*time.Millisecond)
+	require.NoError(t, holder.Unlock(ctx))
+}
+
+func TestWaiterWakesOnUnlockMessage(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	holderClient, waiterClient := e.newClient(t), e.newClient(t)
+	holder, waiter := holderClient.Lock("handoff"), waiterClient.Lock("handoff")
+	require.NoError(t, holder.LockLease(ctx, 10*time.Second), "a long lease: polling on the PTTL would take 10s")
+
+	acquired := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err == nil {
+			acquired <- time.Now()
+		}
+	}()
+	eventually(t, 2*time.Second, func() bool {
+		return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{handoff}").Val()["redisson_lock__channel:{handoff}"] == 1
+	}, "the waiter subscribes to the lock's channel")
+	time.Sleep(20 * time.Millisecond)
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	select {
+	case at := <-acquired:
+		assert.Less(t, at.Sub(released), 100*time.Millisecond, "woken by pub/sub")
+	case <-time.After(3 * time.Second):
+		t.Fatal("waiter not woken by the unlock message")
+	}
+	require.NoError(t, waiter.Unlock(ctx))
+	eventually(t, 2*time.Second, func() bool {
+		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
+	}, "the subscription ends with the last waiter")
+}
+
+func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	holderClient, waiterClient := e.newClient(t), e.newClient(t)
+	holder, waiter := holderClient.Lock("lost-msg"), waiterClient.Lock("lost-msg")
+	require.NoError(t, holder.LockLease(ctx, 800*time.Millisecond))
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	// The holder's lock vanishes without an unlock message (expiry, or a
+	// message lost with the pub/sub connection): the waiter must still get
+	// in within the holder's remaining lease.
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("waiter hung without the unlock message")
+	}
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 700*time.Millisecond)
+	assert.Less(t, took, 1200*time.Millisecond)
+	require.NoError(t, waiter.Unlock(ctx))
+}
+
+func TestForceUnlock(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		holder := c.Lock("forced")
+		require.NoError(t, holder.Lock(ctx))
+		lost := holder.Lost()
+
+		fresh := e.newClient(t).Lock("forced")
+		ok, err := fresh.ForceUnlock(ctx)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		locked, err := fresh.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked)
+		ok, err = fresh.ForceUnlock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "nothing left to delete")
+
+		e.advance(watchdog / 2)
+		select {
+		case <-lost:
+		case <-time.After(2 * time.Second):
+			t.Fatal("the holder was not told its lock was force-unlocked")
+		}
+		require.ErrorIs(t, holder.Unlock(ctx), client.ErrNotHeld)
+	})
+}
+
+func TestQueries(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l, other := c.Lock("queried"), c.Lock("queried")
+		_, err := l.RemainTTL(ctx)
+		require.ErrorIs(t, err, client.ErrNotLocked)
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked)
+
+		require.NoError(t, l.LockLease(ctx, time.Hour))
+		ttl, err := l.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.InDelta(t, float64(time.Hour), float64(ttl), float64(time.Second))
+		for _, h := range []*client.Lock{l, other} {
+			locked, err = h.IsLocked(ctx)
+			require.NoError(t, err)
+			assert.True(t, locked, "visible to every handle")
+		}
+		held, _ := l.IsHeld(ctx)
+		assert.True(t, held)
+		held, _ = other.IsHeld(ctx)
+		assert.False(t, held)
+		require.NoError(t, l.Unlock(ctx))
+		held, _ = l.IsHeld(ctx)
+		assert.False(t, held)
+
+		require.NoError(t, e.rdb.HSet(ctx, "queried", "foreign", 1).Err())
+		ttl, err = l.RemainTTL(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, time.Duration(-1), ttl, "exists without a TTL")
+	})
+}
+
+func TestManyClientsKeepACounterExact(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const clients, iterations = 8, 200
+		var holders, maxHolders atomic.Int32
+		counter := 0
+		var wg sync.WaitGroup
+		for range clients {
+			l := e.newClient(t).Lock("counter")
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range iterations {
+					if err := l.Lock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					h := holders.Add(1)
+					for {
+						m := maxHolders.Load()
+						if h <= m || maxHolders.CompareAndSwap(m, h) {
+							break
+						}
+					}
+					counter++
+					holders.Add(-1)
+					if err := l.Unlock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		assert.Equal(t, clients*iterations, counter)
+		assert.Equal(t, int32(1), maxHolders.Load(), "never two holders")
+	})
+}
+
+func TestCancelledLockLeavesNothingBehind(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		holder, waiter := c.Lock("cancelled"), c.Lock("cancelled")
+		require.NoError(t, holder.LockLease(ctx, time.Hour))
+
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- waiter.Lock(wctx) }()
+		eventually(t, 2*time.Second, func() bool {
+			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
+		}, "the waiter waits on the channel")
+		cancel()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, client.ErrNotObtained)
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(time.Second):
+			t.Fatal("a cancelled Lock did not return promptly")
+		}
+		eventually(t, 2*time.Second, func() bool {
+			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
+		}, "no subscription left")
+		require.NoError(t, holder.Unlock(ctx))
+		locked, _ := holder.IsLocked(ctx)
+		assert.False(t, locked, "the cancelled waiter never took the lock")
+
+		// A deadline that ends the wait reports the deadline.
+		require.NoError(t, holder.Lock(ctx))
+		dctx, dcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer dcancel()
+		err := waiter.Lock(dctx)
+		require.ErrorIs(t, err, client.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		ok, err := waiter.TryLockWait(dctx, time.Second, 0)
+		assert.False(t, ok)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, holder.Unlock(ctx))
+	})
+}
+
+func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l := c.Lock("racy")
+		for i := range 100 {
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- l.Lock(rctx) }()
+			if i%2 == 0 {
+				time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
+			}
+			cancel()
+			if err := <-done; err == nil {
+				require.NoError(t, l.Unlock(ctx))
+			} else {
+				require.ErrorIs(t, err, client.ErrNotObtained)
+			}
+		}
+		eventually(t, 2*time.Second, func() bool {
+			n, _ := e.rdb.Exists(ctx, "racy").Result()
+			return n == 0
+		}, "every acquire that raced a cancel was released")
+	})
+}
+
+func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l := c.Lock("do")
+		errFn := errors.New("fn failed")
+		err := l.Do(ctx, func(ctx context.Context) error {
+			held, err := l.IsHeld(ctx)
+			require.NoError(t, err)
+			assert.True(t, held)
+			return errFn
+		})
+		require.ErrorIs(t, err, errFn)
+		locked, _ := l.IsLocked(ctx)
+		assert.False(t, locked, "released after fn")
+
+		started := make(chan struct{})
+		result := make(chan error, 1)
+		go func() {
+			result <- l.Do(ctx, func(ctx context.Context) error {
+				close(started)
+				<-ctx.Done()
+				assert.ErrorIs(t, context.Cause(ctx), client.ErrLockLost)
+				return ctx.Err()
+			})
+		}()
+		<-started
+		_, err = e.rdb.Del(ctx, "do").Result()
+		require.NoError(t, err)
+		e.advance(watchdog / 2)
+		select {
+		case err := <-result:
+			require.ErrorIs(t, err, client.ErrLockLost)
+		case <-time.After(3 * time.Second):
+			t.Fatal("Do's context not cancelled when the lock was lost")
+		}
+	})
+}
+
+func TestLocker(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		c := e.newClient(t)
+		mu := c.Lock("locker").Locker()
+		mu.Lock()
+		locked, _ := c.Lock("locker").IsLocked(context.Background())
+		assert.True(t, locked)
+		mu.Unlock()
+		assert.Panics(t, mu.Unlock, "unlock of an unheld lock panics")
+	})
+}
+
+func TestClosedClientReturnsErrClosed(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		l := c.Lock("closing")
+		require.NoError(t, l.Lock(ctx))
+		e.close(t, c)
+		require.ErrorIs(t, c.Close(ctx), client.ErrClosed)
+		require.ErrorIs(t, l.Lock(ctx), client.ErrClosed)
+		_, err := l.TryLock(ctx)
+		require.ErrorIs(t, err, client.ErrClosed)
+		require.ErrorIs(t, l.Unlock(ctx), client.ErrClosed)
+		_, err = l.IsLocked(ctx)
+		require.ErrorIs(t, err, client.ErrClosed)
+		_, err = l.ForceUnlock(ctx)
+		require.ErrorIs(t, err, client.ErrClosed)
+		locked, _ := e.rdb.Exists(ctx, "closing").Result()
+		assert.Equal(t, int64(1), locked, "Close releases nothing")
+	})
+}
+
+func TestWaitersGetErrClosedOnClose(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		holderC, waiterC := e.newClient(t), e.newClient(t)
+		require.NoError(t, holderC.Lock("closed-wait").LockLease(ctx, time.Hour))
+		done := make(chan error, 1)
+		go func() { done <- waiterC.Lock("closed-wait").Lock(ctx) }()
+		eventually(t, 2*time.Second, func() bool {
+			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
+		}, "waiting")
+		e.close(t, waiterC)
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, client.ErrClosed)
+		case <-time.After(2 * time.Second):
+			t.Fatal("waiter not released by Close")
+		}
+	})
+}
+
+func TestClosedClientsLockExpiresWithinTheWatchdog(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		require.NoError(t, c.Lock("abandoned").Lock(ctx))
+		e.close(t, c)
+		probe := e.newClient(t).Lock("abandoned")
+		locked, _ := probe.IsLocked(ctx)
+		require.True(t, locked)
+		e.advance(watchdog + 100*time.Millisecond)
+		locked, err := probe.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked, "gone within the watchdog timeout")
+	})
+}
