@@ -12,8 +12,9 @@
 -- result); {0, pttl} held by another owner (pttl -1 when the key has no TTL).
 -- Errors before any write when an argument is malformed.
 local function ms(v)
+  -- 1 .. 2^53, compared as text: Lua numbers are doubles.
   if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
-      or tonumber(v) > 9007199254740992 then
+      or (string.len(v) == 16 and v > '9007199254740992') then
     return false
   end
   return true

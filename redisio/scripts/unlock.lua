@@ -14,8 +14,9 @@
 -- the unlock message published), or -1 when the owner does not hold it.
 -- A repeated request ID returns the first result.
 local function ms(v)
+  -- 1 .. 2^53, compared as text: Lua numbers are doubles.
   if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
-      or tonumber(v) > 9007199254740992 then
+      or (string.len(v) == 16 and v > '9007199254740992') then
     return false
   end
   return true

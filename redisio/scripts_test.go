@@ -1,0 +1,202 @@
+package redisio
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/redistest"
+)
+
+func newScripts(t testing.TB) *Scripts {
+	s, err := NewScripts("publish")
+	require.NoError(t, err)
+	return s
+}
+
+func TestNewScriptsRejectsUnknownPublish(t *testing.T) {
+	_, err := NewScripts("PUBLISH; FLUSHALL")
+	require.Error(t, err)
+}
+
+func TestScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	for _, lease := range []string{"0", "-1", "1.5", "1e3", "", " 5", "9223372036854775808", "9007199254740993", "abc"} {
+		err := s.acquire.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", lease, "r1", "1000").Err()
+		require.Error(t, err, "lease %q", lease)
+		err = s.unlock.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r"), AcquireLatchKey("k", "o")},
+			"0", lease, "o", "publish", "1000").Err()
+		require.Error(t, err, "unlock lease %q", lease)
+		err = s.renew.Run(ctx, rdb, []string{"k"}, lease, "o").Err()
+		require.Error(t, err, "renew ttl %q", lease)
+	}
+	require.Error(t, s.acquire.Run(ctx, rdb, []string{"k", "l"}, "", "1000", "r1", "1000").Err(), "empty owner")
+	require.Error(t, s.acquire.Run(ctx, rdb, []string{"k", "l"}, "o", "1000", "", "1000").Err(), "empty request id")
+	require.Error(t, s.unlock.Run(ctx, rdb, []string{"k", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000").Err())
+	require.Error(t, s.forceUnlock.Run(ctx, rdb, []string{"k", "c"}, "0", "del").Err())
+	require.Error(t, s.renew.Run(ctx, rdb, []string{"k", "j"}, "1000", "o").Err(), "owners must match keys")
+	assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
+
+	ok, err := s.acquire.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", "9007199254740992", "r1", "1000").Int64Slice()
+	require.NoError(t, err, "2^53 ms is the longest lease")
+	assert.Equal(t, []int64{1, 1}, ok)
+}
+
+func TestAcquireAndUnlockAreIdempotentPerRequest(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+
+	r, err := s.Acquire(ctx, rdb, "lk", "o1", "req-1", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
+	r, err = s.Acquire(ctx, rdb, "lk", "o1", "req-1", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r, "the same request again: its first result")
+	r, err = s.Acquire(ctx, rdb, "lk", "o1", "req-2", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 2, r.HoldCount, "a new request re-enters")
+
+	r, err = s.Acquire(ctx, rdb, "lk", "o2", "req-3", time.Minute)
+	require.NoError(t, err)
+	assert.False(t, r.Acquired)
+	assert.InDelta(t, float64(time.Minute), float64(r.PTTL), float64(time.Second))
+
+	n, held, err := s.Unlock(ctx, rdb, "lk", "o1", "u-1", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Equal(t, 1, n)
+	n, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-1", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Equal(t, 1, n, "a retried unlock returns the first result and releases nothing")
+	assert.Equal(t, "1", rdb.HGet(ctx, "lk", "o1").Val())
+
+	sub := rdb.Subscribe(ctx, LockChannel("lk"))
+	defer sub.Close()
+	_, err = sub.Receive(ctx)
+	require.NoError(t, err)
+	n, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-2", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Zero(t, n)
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, UnlockMessage, msg.Payload, "the last unlock publishes")
+	assert.Zero(t, rdb.Exists(ctx, "lk", AcquireLatchKey("lk", "o1")).Val(), "lock and acquire latch deleted")
+	n, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-2", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, held, "retried last unlock: not 'not held'")
+	assert.Zero(t, n)
+	_, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-3", time.Minute)
+	require.NoError(t, err)
+	assert.False(t, held, "a new unlock of a free lock is refused")
+	ttl := rdb.PTTL(ctx, UnlockLatchKey("lk", "u-2")).Val()
+	assert.Greater(t, ttl, time.Duration(0))
+	assert.LessOrEqual(t, ttl, LatchTTL)
+}
+
+func TestAcquireLatchNeverRevivesAnExpiredHold(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	_, err := s.Acquire(ctx, rdb, "short", "o1", "req-1", 50*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(80 * time.Millisecond)
+	r, err := s.Acquire(ctx, rdb, "short", "o1", "req-1", 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r, "a retry after expiry acquires afresh")
+}
+
+func TestUndoAcquire(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	undone, err := s.UndoAcquire(ctx, rdb, "u", "o1", "never-ran")
+	require.NoError(t, err)
+	assert.False(t, undone)
+
+	_, err = s.Acquire(ctx, rdb, "u", "o1", "a1", time.Minute)
+	require.NoError(t, err)
+	_, err = s.Acquire(ctx, rdb, "u", "o1", "a2", time.Minute)
+	require.NoError(t, err)
+	undone, err = s.UndoAcquire(ctx, rdb, "u", "o1", "a1")
+	require.NoError(t, err)
+	assert.False(t, undone, "only the last applied request can be undone")
+	undone, err = s.UndoAcquire(ctx, rdb, "u", "o1", "a2")
+	require.NoError(t, err)
+	assert.True(t, undone)
+	assert.Equal(t, "1", rdb.HGet(ctx, "u", "o1").Val())
+	undone, err = s.UndoAcquire(ctx, rdb, "u", "o1", "a2")
+	require.NoError(t, err)
+	assert.False(t, undone, "undo is itself applied once")
+}
+
+func TestRenewBatchAndForceUnlock(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	for i := range 3 {
+		_, err := s.Acquire(ctx, rdb, "r"+strconv.Itoa(i), "o", "q"+strconv.Itoa(i), time.Second)
+		require.NoError(t, err)
+	}
+	ok, err := s.Renew(ctx, rdb, []Held{{"r0", "o"}, {"r1", "other"}, {"r2", "o"}, {"missing", "o"}}, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, false, true, false}, ok)
+	assert.Greater(t, rdb.PTTL(ctx, "r0").Val(), 59*time.Minute)
+	assert.LessOrEqual(t, rdb.PTTL(ctx, "r1").Val(), time.Second, "another owner's lock is not renewed")
+
+	deleted, err := s.ForceUnlock(ctx, rdb, "r1")
+	require.NoError(t, err)
+	assert.True(t, deleted)
+	deleted, err = s.ForceUnlock(ctx, rdb, "r1")
+	require.NoError(t, err)
+	assert.False(t, deleted)
+}
+
+// FuzzAcquireLease runs the acquire script with arbitrary lease strings: it
+// either refuses before writing, or sets exactly that TTL.
+func FuzzAcquireLease(f *testing.F) {
+	m := miniredis.NewMiniRedis()
+	require.NoError(f, m.Start())
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	s := newScripts(f)
+	for _, seed := range []string{"1", "1000", "0", "-5", "1.5", "1e3", "9007199254740992", "9007199254740993", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, lease string) {
+		ctx := context.Background()
+		m.FlushAll()
+		res, err := s.acquire.Run(ctx, rdb, []string{"k", "latch"}, "o", lease, "r", "1000").Int64Slice()
+		if err != nil {
+			if m.DB(0).Exists("k") || m.DB(0).Exists("latch") {
+				t.Fatalf("lease %q: refused but wrote", lease)
+			}
+			return
+		}
+		want, perr := strconv.ParseInt(lease, 10, 64)
+		if perr != nil || want < 1 || strconv.FormatInt(want, 10) != lease {
+			t.Fatalf("lease %q accepted", lease)
+		}
+		if res[0] != 1 {
+			t.Fatalf("lease %q: reply %v", lease, res)
+		}
+		if want > math.MaxInt64/int64(time.Millisecond) {
+			return // beyond time.Duration: miniredis cannot show this TTL
+		}
+		if m.TTL("k") != time.Duration(want)*time.Millisecond {
+			t.Fatalf("lease %q: reply %v ttl %v", lease, res, m.TTL("k"))
+		}
+	})
+}
