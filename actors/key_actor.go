@@ -91,6 +91,7 @@ type opDone struct {
 // alive, and the one Redis request in flight.
 type keyActor struct {
 	cfg        *Config
+	pool       *ioPool
 	key        key
 	channel    string
 	subscriber *actor.PID
@@ -112,10 +113,11 @@ type keyActor struct {
 
 var _ actor.Actor = (*keyActor)(nil)
 
-func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Props {
+func keyActorProps(cfg *Config, pool *ioPool, k key, subscriber, renewer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &keyActor{
 			cfg:        cfg,
+			pool:       pool,
 			key:        k,
 			channel:    redisio.LockChannel(k.Name),
 			subscriber: subscriber,
@@ -259,7 +261,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	}
 	scripts, r, sys, self := a.cfg.Scripts, a.cfg.Redis, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
-	go func() {
+	a.pool.run(func() {
 		defer a.io.Done()
 		c, cancel := a.cfg.ioContext()
 		defer cancel()
@@ -273,7 +275,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			d.held, d.err = scripts.UndoAcquire(c, r, name, o.owner, o.reqID)
 		}
 		sys.Root.Send(self, d)
-	}()
+	})
 }
 
 func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {

@@ -23,6 +23,7 @@ type renewal struct {
 // the key actor of each holding found gone.
 type renewerActor struct {
 	cfg      *Config
+	pool     *ioPool
 	regs     map[redisio.Held]*actor.PID
 	timer    clockTimer
 	inflight bool
@@ -31,9 +32,9 @@ type renewerActor struct {
 
 var _ actor.Actor = (*renewerActor)(nil)
 
-func renewerProps(cfg *Config) *actor.Props {
+func renewerProps(cfg *Config, pool *ioPool) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*actor.PID{}, timer: clockTimer{clock: cfg.Clock}}
+		return &renewerActor{cfg: cfg, pool: pool, regs: map[redisio.Held]*actor.PID{}, timer: clockTimer{clock: cfg.Clock}}
 	})
 }
 
@@ -83,7 +84,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
-	go func() {
+	a.pool.run(func() {
 		defer a.io.Done()
 		d := &renewDone{Batch: batch, Renewed: make([]bool, 0, len(batch))}
 		for start := 0; start < len(batch); start += renewBatch {
@@ -102,7 +103,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			d.Renewed = append(d.Renewed, ok...)
 		}
 		sys.Root.Send(self, d)
-	}()
+	})
 }
 
 func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {

@@ -121,3 +121,13 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
 	t.Helper()
 	require.Eventually(t, cond, d, 2*time.Millisecond, msg)
 }
+
+// realBenchClient starts a Client with default settings for a benchmark.
+func realBenchClient(b *testing.B, rdb *redis.Client) *client.Client {
+	c, err := client.New(rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}

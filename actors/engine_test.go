@@ -1,0 +1,153 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/redistest"
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// engine is one running engine for a protocol test: its root PID, the actor
+// system, the Redis it uses, and the fake clock its timers run on.
+type engine struct {
+	sys   *actor.ActorSystem
+	root  *actor.PID
+	rdb   *redis.Client
+	clock *clockwork.FakeClock
+	dead  *atomic.Int64
+}
+
+func startEngine(t *testing.T, rdb *redis.Client) *engine {
+	t.Helper()
+	sys := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	dead := &atomic.Int64{}
+	stopping := &atomic.Bool{}
+	sub := sys.EventStream.Subscribe(func(evt any) {
+		if _, ok := evt.(*actor.DeadLetterEvent); ok && !stopping.Load() {
+			dead.Add(1)
+		}
+	})
+	scripts, err := redisio.NewScripts("publish")
+	require.NoError(t, err)
+	clock := clockwork.NewFakeClock()
+	ioCtx, cancel := context.WithCancel(context.Background())
+	props, err := RootProps(Config{
+		Redis:       rdb,
+		Scripts:     scripts,
+		NewPubSub:   func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, rdb) },
+		Clock:       clock,
+		Watchdog:    30 * time.Second,
+		IdleTimeout: time.Minute,
+		Logger:      slog.New(slog.DiscardHandler),
+		IO:          ioCtx,
+	})
+	require.NoError(t, err)
+	e := &engine{sys: sys, root: sys.Root.Spawn(props), rdb: rdb, clock: clock, dead: dead}
+	t.Cleanup(func() {
+		assert.Zero(t, dead.Load(), "dead letters")
+		stopping.Store(true)
+		cancel()
+		require.NoError(t, sys.Root.PoisonFuture(e.root).Wait())
+		sys.EventStream.Unsubscribe(sub)
+		sys.Shutdown()
+	})
+	return e
+}
+
+// ask sends msg to the engine and returns its reply.
+func (e *engine) ask(t *testing.T, msg any) any {
+	t.Helper()
+	r, err := e.sys.Root.RequestFuture(e.root, msg, 5*time.Second).Result()
+	require.NoError(t, err)
+	return r
+}
+
+func (e *engine) keyActors(t *testing.T) int {
+	return e.ask(t, &KeyActorCount{}).(int)
+}
+
+func TestProtocolAcquireReleaseWatch(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	ctx := context.Background()
+	acq := &messages.Acquire{Name: "p", Owner: "o1", RequestID: "a1", Lease: time.Minute}
+	got := e.ask(t, acq).(*messages.Acquired)
+	assert.Equal(t, 1, got.HoldCount)
+	assert.Equal(t, "a1", got.RequestID)
+	holding := got.Holding
+
+	again := e.ask(t, &messages.Acquire{Name: "p", Owner: "o1", RequestID: "a2", Lease: time.Minute}).(*messages.Acquired)
+	assert.Equal(t, 2, again.HoldCount)
+	assert.Equal(t, holding, again.Holding, "a reentry joins the holding")
+
+	refused := e.ask(t, &messages.Acquire{Name: "p", Owner: "o2", RequestID: "b1", Lease: time.Minute,
+		Deadline: e.clock.Now()}).(*messages.AcquireFailed)
+	require.ErrorIs(t, refused.Err, messages.ErrTimeout)
+
+	w := e.ask(t, &messages.Watch{Name: "p", Owner: "o1"}).(*messages.Watched)
+	assert.True(t, w.Held)
+	assert.Equal(t, holding, w.Holding)
+	assert.False(t, e.ask(t, &messages.Watch{Name: "p", Owner: "o2"}).(*messages.Watched).Held)
+
+	r := e.ask(t, &messages.Release{Name: "p", Owner: "o1", RequestID: "r1"}).(*messages.Released)
+	assert.Equal(t, 1, r.Remaining)
+	r = e.ask(t, &messages.Release{Name: "p", Owner: "o1", RequestID: "r2"}).(*messages.Released)
+	assert.Zero(t, r.Remaining)
+	f := e.ask(t, &messages.Release{Name: "p", Owner: "o1", RequestID: "r3"}).(*messages.ReleaseFailed)
+	require.ErrorIs(t, f.Err, messages.ErrNotHeld)
+	assert.Zero(t, e.rdb.Exists(ctx, "p").Val())
+}
+
+func TestProtocolCancelAnswersTheWaiter(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	e.ask(t, &messages.Acquire{Name: "c", Owner: "holder", RequestID: "h", Lease: time.Minute})
+	waiting := e.sys.Root.RequestFuture(e.root, &messages.Acquire{Name: "c", Owner: "w", RequestID: "w1"}, 5*time.Second)
+	time.Sleep(50 * time.Millisecond)
+	e.sys.Root.Send(e.root, &messages.Cancel{Name: "c", RequestID: "w1"})
+	r, err := waiting.Result()
+	require.NoError(t, err)
+	require.ErrorIs(t, r.(*messages.AcquireFailed).Err, messages.ErrCancelled)
+}
+
+func TestProtocolDeadlineOnTheEngineClock(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	e.ask(t, &messages.Acquire{Name: "d", Owner: "holder", RequestID: "h", Lease: time.Hour})
+	waiting := e.sys.Root.RequestFuture(e.root, &messages.Acquire{Name: "d", Owner: "w", RequestID: "w1",
+		Deadline: e.clock.Now().Add(10 * time.Second)}, 5*time.Second)
+	require.NoError(t, e.clock.BlockUntilContext(context.Background(), 1))
+	e.clock.Advance(10 * time.Second)
+	r, err := waiting.Result()
+	require.NoError(t, err)
+	require.ErrorIs(t, r.(*messages.AcquireFailed).Err, messages.ErrTimeout, "the deadline is data, enforced by the fake clock")
+}
+
+func TestIdleKeyActorsArePassivated(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	for i := range 20 {
+		name := "idle:" + string(rune('a'+i))
+		e.ask(t, &messages.Acquire{Name: name, Owner: "o", RequestID: name, Lease: time.Minute})
+		e.ask(t, &messages.Release{Name: name, Owner: "o", RequestID: name + "r"})
+	}
+	assert.Equal(t, 20, e.keyActors(t))
+	held := e.ask(t, &messages.Acquire{Name: "kept", Owner: "o", RequestID: "k", Lease: time.Hour}).(*messages.Acquired)
+	require.Equal(t, 1, held.HoldCount)
+
+	e.clock.Advance(2 * time.Minute)
+	require.Eventually(t, func() bool { return e.keyActors(t) == 1 }, 2*time.Second, 5*time.Millisecond,
+		"idle key actors stopped; the holder's stays")
+	r := e.ask(t, &messages.Release{Name: "kept", Owner: "o", RequestID: "kr"}).(*messages.Released)
+	assert.Zero(t, r.Remaining, "the surviving key actor still knows its holding")
+	again := e.ask(t, &messages.Acquire{Name: "idle:a", Owner: "o", RequestID: "again", Lease: time.Minute}).(*messages.Acquired)
+	assert.Equal(t, 1, again.HoldCount, "a passivated name is served by a new key actor")
+}
