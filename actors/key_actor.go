@@ -21,10 +21,14 @@ type key struct {
 
 // holding is one local owner's current hold of the lock.
 type holding struct {
-	id       uint64
-	count    int
-	lease    time.Duration // 0: watchdog mode
-	watchers []*actor.PID
+	id    uint64
+	count int
+	lease time.Duration // 0: watchdog mode
+	// expiresAt is when an explicit lease ends unless refreshed, measured
+	// from before the Redis call that set it, so never later than Redis's
+	// own expiry. Zero in watchdog mode.
+	expiresAt time.Time
+	watchers  []*actor.PID
 }
 
 // watch adds pid to the holding's watchers, once.
@@ -75,6 +79,9 @@ type op struct {
 	sender *actor.PID
 	owner  string
 	reqID  string
+	// started is when the request was sent; a lease it sets runs from no
+	// earlier than this.
+	started time.Time
 }
 
 // opDone carries the result of the op in flight back to the key actor.
@@ -235,6 +242,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 // opDone.
 func (a *keyActor) start(ctx actor.Context, o *op) {
 	a.inflight = o
+	o.started = a.cfg.Clock.Now()
 	name := a.key.Name
 	lease := a.cfg.Watchdog
 	switch o.kind {
@@ -314,6 +322,10 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		}
 		h.count = d.acquire.HoldCount
 		h.lease = w.req.Lease
+		h.expiresAt = time.Time{}
+		if h.lease > 0 {
+			h.expiresAt = d.op.started.Add(h.lease)
+		}
 		a.dequeue(w)
 		if w.cancelled {
 			// The requester gave up while the attempt was in flight.
@@ -379,6 +391,9 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			a.wakeHead()
 		} else if h != nil {
 			h.count = d.remaining
+			if h.lease > 0 {
+				h.expiresAt = o.started.Add(h.lease) // the unlock refreshed the lease
+			}
 		}
 		a.respondRelease(ctx, o, &messages.Released{Name: a.key.Name, Kind: a.key.Kind, Owner: o.owner,
 			RequestID: o.reqID, Remaining: d.remaining}, nil)
@@ -421,10 +436,17 @@ func (a *keyActor) lose(ctx actor.Context, owner string, h *holding, err error) 
 	a.cfg.Logger.Warn("warden: lock lost", slog.String("name", a.key.Name), slog.String("owner", owner))
 }
 
-// onTick fails waiters whose deadline passed and makes the head due when
-// the holder's lease has run out.
+// onTick fails waiters whose deadline passed, makes the head due when the
+// holder's lease has run out, and ends local holdings whose explicit lease
+// ran out without an unlock.
 func (a *keyActor) onTick(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
+	for owner, h := range a.holdings {
+		if h.expiresAt.IsZero() || now.Before(h.expiresAt) || (a.inflight != nil && a.inflight.owner == owner) {
+			continue
+		}
+		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
+	}
 	kept := a.queue[:0]
 	for _, w := range a.queue {
 		if !w.inflight && !w.cancelled && a.expired(w, now) {
@@ -455,6 +477,11 @@ func (a *keyActor) settle(ctx actor.Context) {
 		}
 		if i == 0 && !w.ready && !w.wakeAt.IsZero() && (next.IsZero() || w.wakeAt.Before(next)) {
 			next = w.wakeAt
+		}
+	}
+	for _, h := range a.holdings {
+		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
+			next = h.expiresAt
 		}
 	}
 	if next.IsZero() {

@@ -110,17 +110,28 @@ func TestLeaseExpiryFreesTheLock(t *testing.T) {
 		require.False(t, ok)
 
 		e.advance(600 * time.Millisecond)
+		select {
+		case <-lost:
+		case <-time.After(time.Second):
+			t.Fatal("Lost() not closed when the lease ran out without an unlock")
+		}
 		ok, err = second.TryLock(ctx)
 		require.NoError(t, err)
 		require.True(t, ok, "free once the lease ran out")
 
 		require.ErrorIs(t, first.Unlock(ctx), client.ErrNotHeld, "the expired owner no longer holds it")
-		select {
-		case <-lost:
-		case <-time.After(time.Second):
-			t.Fatal("Lost() not closed after the expired holding was found gone")
-		}
 		require.NoError(t, second.Unlock(ctx))
+
+		// An owner that unlocks before the lease ends is not told of a loss.
+		require.NoError(t, first.LockLease(ctx, 300*time.Millisecond))
+		kept := first.Lost()
+		require.NoError(t, first.Unlock(ctx))
+		e.advance(400 * time.Millisecond)
+		select {
+		case <-kept:
+			t.Fatal("an unlocked holding reported lost")
+		default:
+		}
 	})
 }
 

@@ -32,8 +32,9 @@ type Acquire struct {
 	Name  string
 	Kind  Kind
 	Owner string
-	// RequestID identifies this request for Cancel. It must be unique per
-	// sender; it also makes the Redis write idempotent under retries.
+	// RequestID identifies this request for Cancel and in the reply. It must
+	// be unique among the owner's requests; it also makes the Redis write
+	// idempotent under retries.
 	RequestID string
 	// Lease is the time the lock lives without renewal. Zero selects
 	// watchdog mode: the engine renews the lock while it is held.
@@ -83,9 +84,12 @@ type Cancel struct {
 // Release asks to unlock Name once on behalf of Owner. The reply is Released
 // or ReleaseFailed (Err is ErrNotHeld when Owner does not hold it).
 type Release struct {
-	Name      string
-	Kind      Kind
-	Owner     string
+	Name  string
+	Kind  Kind
+	Owner string
+	// RequestID must be unique among the owner's requests: a retried
+	// unlock with the same owner and request ID returns the first result
+	// for 15 s instead of unlocking twice.
 	RequestID string
 }
 

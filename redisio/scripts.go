@@ -118,10 +118,12 @@ func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID s
 
 // Unlock releases one hold of owner's. It returns the remaining hold count
 // and held=false when owner did not hold the lock. lease is the TTL a lock
-// that stays held is refreshed to.
+// that stays held is refreshed to. The latch is keyed by owner and reqID
+// together, so two owners that happen to use the same request ID never see
+// each other's result.
 func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (remaining int, held bool, err error) {
 	n, err := s.unlock.Run(ctx, r,
-		[]string{name, LockChannel(name), UnlockLatchKey(name, reqID), AcquireLatchKey(name, owner)},
+		[]string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
 		UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
 		return 0, false, fmt.Errorf("unlock %s: %w", name, err)

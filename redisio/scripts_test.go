@@ -100,9 +100,26 @@ func TestAcquireAndUnlockAreIdempotentPerRequest(t *testing.T) {
 	_, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-3", time.Minute)
 	require.NoError(t, err)
 	assert.False(t, held, "a new unlock of a free lock is refused")
-	ttl := rdb.PTTL(ctx, UnlockLatchKey("lk", "u-2")).Val()
+	ttl := rdb.PTTL(ctx, UnlockLatchKey("lk", "o1:u-2")).Val()
 	assert.Greater(t, ttl, time.Duration(0))
 	assert.LessOrEqual(t, ttl, LatchTTL)
+}
+
+func TestUnlockLatchIsPerOwner(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	_, err := s.Acquire(ctx, rdb, "per-owner", "o1", "a", time.Minute)
+	require.NoError(t, err)
+	_, _, err = s.Unlock(ctx, rdb, "per-owner", "o1", "same-id", time.Minute)
+	require.NoError(t, err)
+	_, err = s.Acquire(ctx, rdb, "per-owner", "o2", "a", time.Minute)
+	require.NoError(t, err)
+	n, held, err := s.Unlock(ctx, rdb, "per-owner", "o2", "same-id", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Zero(t, n)
+	assert.Zero(t, rdb.Exists(ctx, "per-owner").Val(), "o2's unlock ran: it did not get o1's cached result")
 }
 
 func TestAcquireLatchNeverRevivesAnExpiredHold(t *testing.T) {
