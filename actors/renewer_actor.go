@@ -61,13 +61,11 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	a.settle(ctx)
 }
 
-// settle keeps the tick armed exactly while there is something to renew.
+// settle keeps the tick armed while there is something to renew. A tick
+// that finds nothing is simply not re-armed, so a lock taken and released
+// in a loop does not create and cancel a timer every time.
 func (a *renewerActor) settle(ctx actor.Context) {
-	if len(a.regs) == 0 {
-		a.timer.stop()
-		return
-	}
-	if a.timer.t == nil {
+	if len(a.regs) > 0 && a.timer.t == nil {
 		a.timer.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.Watchdog/3),
 			func(g uint64) any { return &tick{Gen: g} })
 	}
