@@ -3,12 +3,15 @@ package client_test
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
 )
 
 // Renewal must never outlive an unlock (Redisson #7272, #6844): after many
@@ -107,4 +110,51 @@ func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
 		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
 	}, "every subscription ended with its last waiter")
 	assert.Zero(t, e.rdb.Exists(ctx, names...).Val())
+}
+
+// One process holds one pub/sub connection however many names it waits
+// on, and one subscription per name however many local waiters it has.
+func TestOnePubSubConnectionPerClient(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	holder, waiters := e.newClient(t), e.newClient(t)
+	const names, perName = 10, 3
+	var wg sync.WaitGroup
+	held := make([]*client.Lock, names)
+	for i := range names {
+		name := "one-conn:" + string(rune('a'+i))
+		held[i] = holder.Lock(name)
+		require.NoError(t, held[i].LockLease(ctx, time.Minute))
+		for range perName {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l := waiters.Lock(name)
+				if err := l.Lock(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	eventually(t, 3*time.Second, func() bool {
+		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == names
+	}, "one subscription per name")
+	pubsubConns := 0
+	for _, line := range strings.Split(e.rdb.ClientList(ctx).Val(), "\n") {
+		if strings.Contains(line, " flags=P ") {
+			pubsubConns++
+		}
+	}
+	assert.Equal(t, 1, pubsubConns, "the waiting client uses one pub/sub connection; the holder subscribes to nothing")
+	for _, n := range e.rdb.PubSubNumSub(ctx, e.rdb.PubSubChannels(ctx, "*").Val()...).Val() {
+		assert.Equal(t, int64(1), n, "one subscriber per channel, shared by the local waiters")
+	}
+	for _, l := range held {
+		require.NoError(t, l.Unlock(ctx))
+	}
+	wg.Wait()
 }
