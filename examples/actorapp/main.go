@@ -19,12 +19,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/exampleredis"
 	"github.com/warden-go/warden/messages"
 )
 
@@ -41,7 +40,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	rdb, where, stopRedis, err := connect(ctx)
+	rdb, where, stopRedis, err := exampleredis.Connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -220,26 +219,4 @@ func (u *lockUser) Receive(ctx actor.Context) {
 func (u *lockUser) nextRequestID() string {
 	u.requests++
 	return fmt.Sprintf("%s:%d", u.owner, u.requests)
-}
-
-// connect returns a client for the Redis at REDIS_ADDR, or else for an
-// embedded miniredis, with a function that closes it.
-func connect(ctx context.Context) (redis.UniversalClient, string, func(), error) {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			_ = rdb.Close()
-			return nil, "", nil, fmt.Errorf("redis at %s: %w", addr, err)
-		}
-		return rdb, addr + " (REDIS_ADDR)", func() { _ = rdb.Close() }, nil
-	}
-	mr, err := miniredis.Run()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, "embedded miniredis at " + mr.Addr() + " (set REDIS_ADDR to use a server)", func() {
-		_ = rdb.Close()
-		mr.Close()
-	}, nil
 }

@@ -18,10 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/exampleredis"
 )
 
 const (
@@ -43,7 +41,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	rdb, where, stopRedis, err := connect(ctx)
+	rdb, where, stopRedis, err := exampleredis.Connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -177,47 +175,4 @@ func (w *worker) turn(ctx context.Context, job func(context.Context, *worker) er
 		fmt.Printf("%s releases it\n", w.name)
 	}
 	return errors.Join(jobErr, w.lock.Unlock(ctx))
-}
-
-// connect returns a client for the Redis at REDIS_ADDR, or else for an
-// embedded miniredis, with a function that closes it.
-func connect(ctx context.Context) (redis.UniversalClient, string, func(), error) {
-	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			_ = rdb.Close()
-			return nil, "", nil, fmt.Errorf("redis at %s: %w", addr, err)
-		}
-		return rdb, addr + " (REDIS_ADDR)", func() { _ = rdb.Close() }, nil
-	}
-
-	mr, err := miniredis.Run()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	// miniredis's TTLs move only when it is told to: advance them with the
-	// real clock, so that a lock nobody renews expires as on a real server.
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				mr.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	return rdb, "embedded miniredis at " + mr.Addr() + " (set REDIS_ADDR to use a server)", func() {
-		_ = rdb.Close()
-		close(stop)
-		<-stopped
-		mr.Close()
-	}, nil
 }
