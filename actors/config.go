@@ -30,6 +30,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives the engine's diagnostics.
 	Logger *slog.Logger
+	// Cluster tells that Redis is a cluster: a batched renewal then sends
+	// one script call per hash slot.
+	Cluster bool
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context

@@ -28,7 +28,9 @@ type engine struct {
 	dead  *atomic.Int64
 }
 
-func startEngine(t *testing.T, rdb *redis.Client) *engine {
+// startEngine runs an engine on rdb; tune may change its config (e.g. to
+// route script calls through a redistest.Hooked).
+func startEngine(t *testing.T, rdb *redis.Client, tune ...func(*Config)) *engine {
 	t.Helper()
 	sys := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
@@ -41,9 +43,10 @@ func startEngine(t *testing.T, rdb *redis.Client) *engine {
 	})
 	scripts, err := redisio.NewScripts("publish")
 	require.NoError(t, err)
+	require.NoError(t, scripts.Load(context.Background(), rdb))
 	clock := clockwork.NewFakeClock()
 	ioCtx, cancel := context.WithCancel(context.Background())
-	props, err := RootProps(Config{
+	cfg := Config{
 		Redis:       rdb,
 		Scripts:     scripts,
 		NewPubSub:   func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, rdb) },
@@ -52,7 +55,11 @@ func startEngine(t *testing.T, rdb *redis.Client) *engine {
 		IdleTimeout: time.Minute,
 		Logger:      slog.New(slog.DiscardHandler),
 		IO:          ioCtx,
-	})
+	}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	props, err := RootProps(cfg)
 	require.NoError(t, err)
 	e := &engine{sys: sys, root: sys.Root.Spawn(props), rdb: rdb, clock: clock, dead: dead}
 	t.Cleanup(func() {
@@ -72,6 +79,35 @@ func (e *engine) ask(t *testing.T, msg any) any {
 	r, err := e.sys.Root.RequestFuture(e.root, msg, 5*time.Second).Result()
 	require.NoError(t, err)
 	return r
+}
+
+// probe is an actor that sends requests for a test and hands every reply
+// and pushed event (LockLost) to the test through a channel.
+type probe struct{ out chan any }
+
+// probeSend asks a probe to send msg to To as a request.
+type probeSend struct {
+	To  *actor.PID
+	Msg any
+}
+
+func (p *probe) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *probeSend:
+		ctx.Request(m.To, m.Msg)
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		p.out <- m
+	}
+}
+
+// request sends msg to the engine from a new probe and returns the channel
+// its replies and events arrive on.
+func (e *engine) request(msg any) <-chan any {
+	out := make(chan any, 16)
+	pid := e.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &probe{out: out} }))
+	e.sys.Root.Send(pid, &probeSend{To: e.root, Msg: msg})
+	return out
 }
 
 func (e *engine) keyActors(t *testing.T) int {

@@ -58,6 +58,11 @@ type waiter struct {
 	wakeAt time.Time
 	// inflight marks the waiter whose attempt is the request in flight.
 	inflight bool
+	// woken records a wake-up (unlock message, subscription, reconnect,
+	// local release) that came while the waiter's attempt was in flight:
+	// the attempt may have read the lock before it was freed, so a refusal
+	// is retried at once instead of sleeping on a stale PTTL.
+	woken bool
 	// cancelled marks a waiter already answered because of Cancel.
 	cancelled bool
 }
@@ -69,6 +74,7 @@ const (
 	opAttempt opKind = iota + 1
 	opRelease
 	opUndo
+	opVerify // is the owner's field still there? (after a renewal found it gone)
 )
 
 // op is a Redis request of the key actor, queued or in flight.
@@ -79,6 +85,8 @@ type op struct {
 	sender *actor.PID
 	owner  string
 	reqID  string
+	// holding is the holding an opVerify checks.
+	holding uint64
 	// started is when the request was sent; a lease it sets runs from no
 	// earlier than this.
 	started time.Time
@@ -281,6 +289,10 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			d.remaining, d.held, d.err = scripts.Unlock(c, r, name, o.owner, o.reqID, lease)
 		case opUndo:
 			d.held, d.err = scripts.UndoAcquire(c, r, name, o.owner, o.reqID)
+		case opVerify:
+			var n int
+			n, d.err = redisio.HoldCount(c, r, name, o.owner)
+			d.held = n > 0
 		}
 		sys.Root.Send(self, d)
 	})
@@ -299,6 +311,8 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
 		}
 		a.syncRenewal(ctx, d.op.owner)
+	case opVerify:
+		a.onVerifyDone(ctx, d)
 	}
 }
 
@@ -312,7 +326,9 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		// was lost. Undo it if it was applied; never assume.
 		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
 		a.dequeue(w)
-		a.replyFailed(ctx, w, d.err)
+		if !w.cancelled {
+			a.replyFailed(ctx, w, a.closedOr(d.err))
+		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
 		if h == nil {
@@ -344,6 +360,8 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		case w.try || a.expired(w, a.cfg.Clock.Now()):
 			a.dequeue(w)
 			a.replyFailed(ctx, w, messages.ErrTimeout)
+		case w.woken:
+			w.woken = false // freed while the attempt was in flight: try again now
 		default:
 			w.ready = false
 			wait := d.acquire.PTTL
@@ -356,10 +374,10 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 				}
 			}
 			w.wakeAt = a.cfg.Clock.Now().Add(wait)
-			if !a.subscribed {
-				a.subscribed = true
-				ctx.Send(a.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
-			}
+		}
+		if !w.cancelled && !a.subscribed && len(a.queue) > 0 {
+			a.subscribed = true
+			ctx.Send(a.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
 		}
 	}
 	a.syncRenewal(ctx, owner)
@@ -368,6 +386,10 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 	o := d.op
 	h := a.holdings[o.owner]
+	var id uint64
+	if h != nil {
+		id = h.id
+	}
 	switch {
 	case d.err != nil:
 		// Unknown outcome. Renewal is already off for a last hold; drop the
@@ -375,12 +397,12 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		if h != nil && h.count <= 1 {
 			delete(a.holdings, o.owner)
 		}
-		a.respondRelease(ctx, o, nil, d.err)
+		a.respondRelease(ctx, o, nil, a.closedOr(d.err), id)
 	case !d.held:
 		if h != nil {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
 		}
-		a.respondRelease(ctx, o, nil, messages.ErrNotHeld)
+		a.respondRelease(ctx, o, nil, messages.ErrNotHeld, id)
 	default:
 		if d.remaining == 0 {
 			if h != nil {
@@ -395,13 +417,15 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 				h.expiresAt = o.started.Add(h.lease) // the unlock refreshed the lease
 			}
 		}
-		a.respondRelease(ctx, o, &messages.Released{Name: a.key.Name, Kind: a.key.Kind, Owner: o.owner,
-			RequestID: o.reqID, Remaining: d.remaining}, nil)
+		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
 	}
 	a.syncRenewal(ctx, o.owner)
 }
 
-func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Released, err error) {
+// respondRelease answers a Release with ok, or with a ReleaseFailed
+// carrying err; an internal release (of a cancelled acquire) only logs a
+// failure.
+func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Released, err error, holding uint64) {
 	if o.req == nil || o.sender == nil {
 		if err != nil {
 			a.cfg.Logger.Warn("warden: release of a cancelled acquire failed; the lock expires within its lease",
@@ -411,20 +435,43 @@ func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Release
 	}
 	if err != nil {
 		a.respond(ctx, o.sender, &messages.ReleaseFailed{Name: o.req.Name, Kind: o.req.Kind, Owner: o.owner,
-			RequestID: o.reqID, Err: err})
+			RequestID: o.reqID, Err: err, Holding: holding})
 		return
 	}
-	ok.Name, ok.Kind = o.req.Name, o.req.Kind
+	ok.Name, ok.Kind, ok.Owner, ok.RequestID, ok.Holding = o.req.Name, o.req.Kind, o.owner, o.reqID, holding
 	a.respond(ctx, o.sender, ok)
 }
 
 func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
 	h := a.holdings[m.Owner]
 	if h == nil || h.lease != 0 || !a.registered[m.Owner] {
-		return // released meanwhile, or not (yet) a confirmed watchdog holding
+		return // released meanwhile, or not a watchdog holding
 	}
-	a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s no longer held by %s at renewal", messages.ErrLockLost, a.key.Name, m.Owner))
-	a.syncRenewal(ctx, m.Owner)
+	// The renewal may have read Redis before this holding's acquire ran
+	// (registration precedes the acquire round trip). Look again, in order
+	// with this key's other requests, before telling anyone.
+	for _, o := range a.ops {
+		if o.kind == opVerify && o.owner == m.Owner {
+			return
+		}
+	}
+	a.ops = append(a.ops, &op{kind: opVerify, owner: m.Owner, holding: h.id})
+}
+
+func (a *keyActor) onVerifyDone(ctx actor.Context, d *opDone) {
+	o := d.op
+	h := a.holdings[o.owner]
+	switch {
+	case h == nil || h.id != o.holding:
+		// The holding ended meanwhile.
+	case d.err != nil:
+		// Unknown: the next renewal tick tells again.
+		a.cfg.Logger.Warn("warden: could not verify a lock its renewal found gone",
+			slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", d.err))
+	case !d.held:
+		a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s no longer held by %s at renewal", messages.ErrLockLost, a.key.Name, o.owner))
+	}
+	a.syncRenewal(ctx, o.owner)
 }
 
 // lose ends a holding that vanished while held and tells its watchers.
@@ -512,10 +559,16 @@ func (a *keyActor) expired(w *waiter, now time.Time) bool {
 	return !w.req.Deadline.IsZero() && !now.Before(w.req.Deadline)
 }
 
-// wakeHead makes the head waiter due for an attempt.
+// wakeHead makes the head waiter due for an attempt, or, if its attempt is
+// in flight, due for another one should that be refused.
 func (a *keyActor) wakeHead() {
-	if len(a.queue) > 0 && !a.queue[0].inflight {
-		a.queue[0].ready = true
+	if len(a.queue) == 0 {
+		return
+	}
+	if h := a.queue[0]; h.inflight {
+		h.woken = true
+	} else {
+		h.ready = true
 	}
 }
 
@@ -568,6 +621,16 @@ func (a *keyActor) unregister(ctx actor.Context, owner string) {
 	}
 }
 
+// closedOr reports an I/O error caused by the engine's shutdown as
+// ErrClosed (joined with the error), so callers do not mistake it for their
+// own context ending.
+func (a *keyActor) closedOr(err error) error {
+	if a.cfg.IO.Err() != nil {
+		return errors.Join(messages.ErrClosed, err)
+	}
+	return err
+}
+
 func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
 	a.respond(ctx, w.sender, &messages.AcquireFailed{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
 		RequestID: w.req.RequestID, Err: err})
@@ -590,12 +653,12 @@ func (a *keyActor) onStopping(ctx actor.Context) {
 	a.queue = nil
 	for _, o := range a.ops {
 		if o.kind == opRelease {
-			a.respondRelease(ctx, o, nil, messages.ErrClosed)
+			a.respondRelease(ctx, o, nil, messages.ErrClosed, 0)
 		}
 	}
 	a.ops = nil
 	if o := a.inflight; o != nil && o.kind == opRelease {
-		a.respondRelease(ctx, o, nil, errors.Join(messages.ErrClosed, errors.New("outcome unknown")))
+		a.respondRelease(ctx, o, nil, errors.Join(messages.ErrClosed, errors.New("outcome unknown")), 0)
 	}
 	a.io.Wait()
 }

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,26 +81,46 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	for h, pid := range a.regs {
 		batch = append(batch, renewal{Name: h.Name, Owner: h.Owner, PID: pid})
 	}
+	if a.cfg.Cluster {
+		// A script's keys must share a slot on a cluster: order the batch by
+		// slot so each call below takes one slot's locks.
+		slices.SortFunc(batch, func(x, y renewal) int { return redisio.Slot(x.Name) - redisio.Slot(y.Name) })
+	}
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
 	a.pool.run(func() {
 		defer a.io.Done()
 		d := &renewDone{Batch: batch, Renewed: make([]bool, 0, len(batch))}
-		for start := 0; start < len(batch); start += renewBatch {
-			part := batch[start:min(start+renewBatch, len(batch))]
-			held := make([]redisio.Held, len(part))
-			for i, r := range part {
-				held[i] = redisio.Held{Name: r.Name, Owner: r.Owner}
+		for start := 0; start < len(batch); {
+			end := min(start+renewBatch, len(batch))
+			if cfg.Cluster {
+				slot := redisio.Slot(batch[start].Name)
+				for i := start + 1; i < end; i++ {
+					if redisio.Slot(batch[i].Name) != slot {
+						end = i
+						break
+					}
+				}
+			}
+			held := make([]redisio.Held, 0, end-start)
+			for _, r := range batch[start:end] {
+				held = append(held, redisio.Held{Name: r.Name, Owner: r.Owner})
 			}
 			c, cancel := cfg.ioContext()
 			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
 			cancel()
 			if err != nil {
-				d.Err = err
-				break
+				// Renewal errors never stop renewal: the locks of this call
+				// count as renewed now and are tried again next tick.
+				d.Err = errors.Join(d.Err, err)
+				ok = make([]bool, len(held))
+				for i := range ok {
+					ok[i] = true
+				}
 			}
 			d.Renewed = append(d.Renewed, ok...)
+			start = end
 		}
 		sys.Root.Send(self, d)
 	})

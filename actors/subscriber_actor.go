@@ -159,7 +159,11 @@ func (a *subscriberActor) onEvent(ctx actor.Context, ev redisio.Event) {
 	st := a.channels[ev.Channel]
 	switch ev.Kind {
 	case redisio.EventSubscribed:
-		if st != nil && !st.confirmed {
+		// Every confirmation is passed on, not only the first: after a quick
+		// unsubscribe and subscribe, an earlier SUBSCRIBE's confirmation can
+		// arrive before the current one takes effect, and the key actors must
+		// retry again once it has.
+		if st != nil {
 			st.confirmed = true
 			for _, pid := range st.pids {
 				ctx.Send(pid, &subscribed{Channel: ev.Channel})

@@ -94,6 +94,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Watchdog:    o.watchdog,
 		IdleTimeout: o.idleTimeout,
 		Logger:      o.logger,
+		Cluster:     isCluster(rdb),
 		IO:          ioCtx,
 	})
 	if err != nil {
@@ -112,6 +113,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.mbPID, _ = c.sys.ProcessRegistry.Add(c.mailbox, "warden-client-"+c.sys.ProcessRegistry.NextID())
 	c.root = c.sys.Root.SpawnPrefix(props, "warden-")
 	return c, nil
+}
+
+// isCluster reports whether rdb talks to a Redis Cluster.
+func isCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // ID returns the client's identity, the first part of its owners.
@@ -225,7 +232,12 @@ func (c *Client) onLockLost(m *messages.LockLost) {
 	c.early[k] = struct{}{}
 }
 
-// notObtained is the error of a blocking acquire whose context ended.
-func notObtained(ctx context.Context) error {
-	return errors.Join(ErrNotObtained, context.Cause(ctx))
+// ctxErr is the error of a context that ended: ctx.Err(), joined with its
+// cause when the canceller gave one.
+func ctxErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return errors.Join(err, cause)
 }

@@ -26,6 +26,8 @@ type env struct {
 	mini *miniredis.Miniredis // fast tier
 	fake *clockwork.FakeClock // fast tier
 	clk  clockwork.Clock
+	// hooked, when set, is what the clients use instead of rdb.
+	hooked *redistest.Hooked
 
 	closing map[*client.Client]*atomic.Bool
 }
@@ -89,7 +91,11 @@ func (e *env) newClient(t *testing.T, opts ...client.Option) *client.Client {
 	})
 	opts = append([]client.Option{client.WithWatchdogTimeout(watchdog), client.WithClock(e.clk),
 		client.WithActorSystem(sys)}, opts...)
-	c, err := client.New(e.rdb, opts...)
+	var rdb redis.UniversalClient = e.rdb
+	if e.hooked != nil {
+		rdb = e.hooked
+	}
+	c, err := client.New(rdb, opts...)
 	require.NoError(t, err)
 	if e.closing == nil {
 		e.closing = map[*client.Client]*atomic.Bool{}

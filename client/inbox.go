@@ -46,6 +46,10 @@ func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
 		id = r.RequestID
 	case *messages.Released:
 		id = r.RequestID
+		if r.Remaining == 0 {
+			// The holding ended, whether or not its caller still waits.
+			m.c.unwatchLost(holdingKey{r.Name, r.Kind, r.Owner, r.Holding})
+		}
 	case *messages.ReleaseFailed:
 		id = r.RequestID
 	case *messages.LockLost:

@@ -122,9 +122,12 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 			return false, err
 		}
 		if a, ok := r.(*messages.Acquired); ok {
-			// Acquired just before the cancel arrived: give it back.
+			// Acquired just before the cancel arrived: give this hold back.
+			// A first hold's holding ends with it; a reentry's does not.
 			l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
-			l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, a.Holding})
+			if a.HoldCount == 1 {
+				l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, a.Holding})
+			}
 		}
 		return false, l.ctxErr(ctx, blocking)
 	}
@@ -149,9 +152,9 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 
 func (l *Lock) ctxErr(ctx context.Context, blocking bool) error {
 	if blocking {
-		return notObtained(ctx)
+		return errors.Join(ErrNotObtained, ctxErr(ctx))
 	}
-	return context.Cause(ctx)
+	return ctxErr(ctx)
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
@@ -170,17 +173,17 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case <-l.c.done:
 		return ErrClosed
 	case <-ctx.Done():
-		return fmt.Errorf("warden: unlock %s: outcome unknown: %w", l.name, context.Cause(ctx))
+		return fmt.Errorf("warden: unlock %s: outcome unknown: %w", l.name, ctxErr(ctx))
 	}
 	switch r := reply.(type) {
 	case *messages.Released:
 		if r.Remaining == 0 {
-			l.endHolding()
+			l.endHolding(r.Holding)
 		}
 		return nil
 	case *messages.ReleaseFailed:
 		if errors.Is(r.Err, ErrNotHeld) {
-			l.endHolding()
+			l.endHolding(r.Holding)
 		}
 		return r.Err
 	}
@@ -202,11 +205,12 @@ func (l *Lock) bindHolding(id uint64) {
 	l.c.watchLost(holdingKey{l.name, l.kind, l.owner, id}, l.lostCh)
 }
 
-// endHolding detaches the lost channel of a holding that ended.
-func (l *Lock) endHolding() {
+// endHolding detaches the lost channel of holding id, which ended, unless
+// the handle has moved on to a newer holding meanwhile.
+func (l *Lock) endHolding(id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.bound {
+	if l.bound && l.holding == id {
 		l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, l.holding})
 		l.lostCh, l.bound = nil, false
 	}

@@ -101,6 +101,9 @@ type Released struct {
 	Owner     string
 	RequestID string
 	Remaining int
+	// Holding is the holding the release belonged to (0 when this engine
+	// knew of none).
+	Holding uint64
 }
 
 // ReleaseFailed answers Release when the unlock did not happen, or its
@@ -111,6 +114,9 @@ type ReleaseFailed struct {
 	Owner     string
 	RequestID string
 	Err       error
+	// Holding is the holding the release was for (0 when this engine knew
+	// of none).
+	Holding uint64
 }
 
 // Watch subscribes the sender to LockLost for Owner's current holding of

@@ -210,3 +210,14 @@ func RemainTTL(ctx context.Context, r Redis, name string) (ttl time.Duration, ex
 	}
 	return d, true, nil
 }
+
+// Load loads every script into Redis's script cache, so that the first
+// EVALSHA of each does not miss.
+func (s *Scripts) Load(ctx context.Context, r redis.Scripter) error {
+	for _, sc := range []*redis.Script{s.acquire, s.unlock, s.forceUnlock, s.renew, s.undoAcquire} {
+		if err := sc.Load(ctx, r).Err(); err != nil {
+			return fmt.Errorf("load scripts: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/redistest"
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// Interleavings forced through a redistest.Hooked Redis.
+
+func isAcquire(c redistest.ScriptCall) bool {
+	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch")
+}
+
+func isRenew(c redistest.ScriptCall) bool {
+	return len(c.Args) == len(c.Keys)+1 && !isAcquire(c)
+}
+
+func hookedEngine(t *testing.T) (*engine, *redistest.Hooked) {
+	rdb := redistest.Start(t).Client(t)
+	h := redistest.NewHooked(rdb)
+	return startEngine(t, rdb, func(c *Config) { c.Redis = h }), h
+}
+
+// A renewal that reads Redis just before a watchdog acquire lands reports
+// the owner gone after the acquire succeeded. That must not be taken for a
+// loss: the lock is held.
+func TestRenewalRacingAcquireIsNotALoss(t *testing.T) {
+	e, h := hookedEngine(t)
+	renewed := make(chan struct{})
+	acquiring := make(chan struct{}, 1)
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		switch {
+		case isAcquire(c) && c.Args[0] == "victim":
+			acquiring <- struct{}{}
+			<-renewed // the renewal runs in Redis first
+			return c.Run()
+		case isRenew(c):
+			r := c.Run()
+			close(renewed)
+			time.Sleep(300 * time.Millisecond) // and its reply comes back last
+			return r
+		}
+		return c.Run()
+	})
+	out := e.request(&messages.Acquire{Name: "L", Owner: "victim", RequestID: "v1", Watch: true})
+	<-acquiring
+	require.NoError(t, e.clock.BlockUntilContext(context.Background(), 1))
+	e.clock.Advance(10 * time.Second) // the renewer's tick
+	require.IsType(t, &messages.Acquired{}, <-out)
+	select {
+	case m := <-out:
+		t.Fatalf("%T while Redis holds the lock (HEXISTS=%v)", m, e.rdb.HExists(context.Background(), "L", "victim").Val())
+	case <-time.After(time.Second):
+	}
+	h.SetHook(nil)
+	e.ask(t, &messages.Release{Name: "L", Owner: "victim", RequestID: "r"})
+}
+
+// An unlock message that arrives while the head waiter's attempt is in
+// flight must not be dropped: if the attempt read the lock before it was
+// freed, the waiter tries again at once rather than sleep on a stale PTTL.
+func TestWakeupDuringAnAttemptInFlightIsKept(t *testing.T) {
+	e, h := hookedEngine(t)
+	ctx := context.Background()
+	e.rdb.HSet(ctx, "L", "other", 1)
+	e.rdb.PExpire(ctx, "L", time.Hour)
+	var attempts atomic.Int32
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if isAcquire(c) && c.Args[0] == "w" && attempts.Add(1) == 2 {
+			r := c.Run() // refused: "other" still holds it
+			e.rdb.Del(ctx, "L")
+			e.rdb.Publish(ctx, redisio.LockChannel("L"), redisio.UnlockMessage)
+			time.Sleep(300 * time.Millisecond) // the message reaches the key actor first
+			return r
+		}
+		return c.Run()
+	})
+	out := e.request(&messages.Acquire{Name: "L", Owner: "w", RequestID: "w1", Lease: time.Minute})
+	select {
+	case m := <-out:
+		require.IsType(t, &messages.Acquired{}, m)
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the lock is free but the waiter sleeps on the old PTTL (1h); attempts=%d", attempts.Load())
+	}
+}
+
+// A waiter cancelled while its attempt is in flight is answered once, even
+// if that attempt then fails.
+func TestCancelThenErrorRepliesOnce(t *testing.T) {
+	e, h := hookedEngine(t)
+	inflight, fail := make(chan struct{}), make(chan struct{})
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if isAcquire(c) && c.Args[0] == "x" {
+			close(inflight)
+			<-fail
+			return redistest.Failed(errors.New("i/o timeout"))
+		}
+		return c.Run()
+	})
+	out := e.request(&messages.Acquire{Name: "L", Owner: "x", RequestID: "x1", Lease: time.Minute})
+	<-inflight
+	e.sys.Root.Send(e.root, &messages.Cancel{Name: "L", RequestID: "x1"})
+	first := (<-out).(*messages.AcquireFailed)
+	require.ErrorIs(t, first.Err, messages.ErrCancelled)
+	close(fail)
+	select {
+	case second := <-out:
+		t.Fatalf("a second reply for x1: %+v", second)
+	case <-time.After(time.Second):
+	}
+}

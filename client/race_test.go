@@ -1,0 +1,87 @@
+package client_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/redistest"
+	"github.com/warden-go/warden/redisio"
+)
+
+func isAcquireCall(c redistest.ScriptCall) bool {
+	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch")
+}
+
+// hookedEnv is a real-Redis env whose client's script calls pass through a
+// hook, with the scripts preloaded so each call is one EVALSHA.
+func hookedEnv(t *testing.T, clk clockwork.Clock) (*env, *redistest.Hooked) {
+	e := realEnv(t)
+	scripts, err := redisio.NewScripts("publish")
+	require.NoError(t, err)
+	require.NoError(t, scripts.Load(context.Background(), e.rdb))
+	h := redistest.NewHooked(e.rdb)
+	e.hooked, e.clk = h, clk
+	return e, h
+}
+
+// A reentrant acquire that races its own cancel gives its hold back, but
+// the outer holding keeps its Lost() channel.
+func TestCancelledReentryKeepsTheOuterHoldingWatched(t *testing.T) {
+	fake := clockwork.NewFakeClock()
+	e, h := hookedEnv(t, fake)
+	c := e.newClient(t)
+	ctx := context.Background()
+	l := c.Lock("R")
+	require.NoError(t, l.LockLease(ctx, time.Minute))
+	lost := l.Lost()
+
+	rctx, cancel := context.WithCancel(ctx)
+	var calls atomic.Int32
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if isAcquireCall(sc) && calls.Add(1) == 1 {
+			r := sc.Run()
+			cancel() // the caller gives up while the reentry is applied
+			return r
+		}
+		return sc.Run()
+	})
+	require.ErrorIs(t, l.LockLease(rctx, time.Minute), client.ErrNotObtained)
+	eventually(t, time.Second, func() bool { n, _ := l.HoldCount(ctx); return n == 1 }, "the reentry was given back")
+
+	require.NoError(t, fake.BlockUntilContext(ctx, 1))
+	fake.Advance(61 * time.Second) // the outer holding's lease runs out
+	select {
+	case <-lost:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the outer holding's Lost() was detached by the cancelled reentry")
+	}
+}
+
+// A Lock whose Redis call is in flight when the client closes reports
+// ErrClosed, not a context error the caller could take for its own.
+func TestCloseDuringAnAcquireInFlightReportsErrClosed(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	inflight := make(chan struct{})
+	var once atomic.Bool
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if isAcquireCall(sc) && once.CompareAndSwap(false, true) {
+			close(inflight)
+			time.Sleep(200 * time.Millisecond) // a slow Redis
+		}
+		return sc.Run()
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- c.Lock("C").Lock(context.Background()) }()
+	<-inflight
+	e.close(t, c)
+	require.ErrorIs(t, <-errc, client.ErrClosed)
+}

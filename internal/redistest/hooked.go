@@ -1,0 +1,63 @@
+package redistest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ScriptCall is one EVALSHA or EVAL passing through a Hooked client. Run
+// sends it to Redis and returns its result; a hook may delay it, run code
+// before or after it, or not run it and return a made-up result.
+type ScriptCall struct {
+	Keys []string
+	Args []any
+	Run  func() *redis.Cmd
+}
+
+// Hooked wraps a Redis client so a test can step into every script call,
+// to force an interleaving or a fault at an exact point.
+type Hooked struct {
+	redis.UniversalClient
+	hook atomic.Pointer[func(ScriptCall) *redis.Cmd]
+}
+
+// NewHooked wraps rdb; until SetHook is called, calls pass through.
+func NewHooked(rdb redis.UniversalClient) *Hooked {
+	return &Hooked{UniversalClient: rdb}
+}
+
+// SetHook makes fn see every later script call; nil removes the hook.
+func (h *Hooked) SetHook(fn func(ScriptCall) *redis.Cmd) {
+	if fn == nil {
+		h.hook.Store(nil)
+		return
+	}
+	h.hook.Store(&fn)
+}
+
+func (h *Hooked) call(keys []string, args []any, run func() *redis.Cmd) *redis.Cmd {
+	if fn := h.hook.Load(); fn != nil {
+		return (*fn)(ScriptCall{Keys: keys, Args: args, Run: run})
+	}
+	return run()
+}
+
+// EvalSha runs through the hook.
+func (h *Hooked) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return h.call(keys, args, func() *redis.Cmd { return h.UniversalClient.EvalSha(ctx, sha, keys, args...) })
+}
+
+// Eval runs through the hook.
+func (h *Hooked) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return h.call(keys, args, func() *redis.Cmd { return h.UniversalClient.Eval(ctx, script, keys, args...) })
+}
+
+// Failed returns a script result that failed with err without reaching
+// Redis.
+func Failed(err error) *redis.Cmd {
+	c := redis.NewCmd(context.Background())
+	c.SetErr(err)
+	return c
+}
