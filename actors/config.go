@@ -30,6 +30,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives the engine's diagnostics.
 	Logger *slog.Logger
+	// ReplicaSync, when it asks for replicas, makes every acquire and unlock
+	// wait for their acknowledgement (WAIT); an acquire they do not
+	// acknowledge is undone and tried again, replicaTries times at most.
+	ReplicaSync redisio.ReplicaSync
 	// Cluster tells that Redis is a cluster: a batched renewal then sends
 	// one script call per hash slot.
 	Cluster bool

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -284,9 +285,17 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		d := &opDone{op: o}
 		switch o.kind {
 		case opAttempt:
-			d.acquire, d.err = scripts.Acquire(c, r, name, o.owner, o.reqID, lease)
+			d.acquire, d.err = acquire(c, a.cfg, name, o.owner, o.reqID, lease)
 		case opRelease:
-			d.remaining, d.held, d.err = scripts.Unlock(c, r, name, o.owner, o.reqID, lease)
+			var acks int
+			rs := a.cfg.ReplicaSync
+			d.remaining, d.held, acks, d.err = scripts.UnlockSynced(c, r, rs, name, o.owner, o.reqID, lease)
+			if d.err == nil && acks < rs.Replicas {
+				// An unlock cannot be undone; a failover before it reached a
+				// replica brings the lock back until its lease ends.
+				a.cfg.Logger.Warn("warden: unlock not acknowledged by enough replicas",
+					slog.String("name", name), slog.Int("acks", acks), slog.Int("replicas", rs.Replicas))
+			}
 		case opUndo:
 			d.held, d.err = scripts.UndoAcquire(c, r, name, o.owner, o.reqID)
 		case opVerify:
@@ -296,6 +305,30 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		}
 		sys.Root.Send(self, d)
 	})
+}
+
+// replicaTries bounds the tries of an acquire its replicas do not
+// acknowledge.
+const replicaTries = 3
+
+// acquire runs one acquire attempt. With replica sync, an acquire the
+// replicas do not acknowledge is undone (by its request ID, so exactly the
+// hold it added) and tried again, replicaTries times at most.
+func acquire(ctx context.Context, cfg *Config, name, owner, reqID string, lease time.Duration) (redisio.AcquireResult, error) {
+	rs := cfg.ReplicaSync
+	for try := 1; ; try++ {
+		res, acks, err := cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, name, owner, reqID, lease)
+		if err != nil || !res.Acquired || acks >= rs.Replicas {
+			return res, err
+		}
+		if _, err := cfg.Scripts.UndoAcquire(ctx, cfg.Redis, name, owner, reqID); err != nil {
+			return redisio.AcquireResult{}, err
+		}
+		if try == replicaTries {
+			return redisio.AcquireResult{}, fmt.Errorf("%w: acquire %s: %d of %d replicas acknowledged in %v, %d tries",
+				messages.ErrNotReplicated, name, acks, rs.Replicas, rs.Timeout, try)
+		}
+	}
 }
 
 func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {

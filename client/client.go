@@ -94,6 +94,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Watchdog:    o.watchdog,
 		IdleTimeout: o.idleTimeout,
 		Logger:      o.logger,
+		ReplicaSync: o.replicaSync,
 		Cluster:     isCluster(rdb),
 		IO:          ioCtx,
 	})

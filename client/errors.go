@@ -19,4 +19,7 @@ var (
 	// ErrInvalidArgument: a bad name, lease, wait or option; the message
 	// names the field.
 	ErrInvalidArgument = messages.ErrInvalidArgument
+	// ErrNotReplicated: with WithReplicaSync, an acquire that the replicas
+	// did not acknowledge in its tries; no hold was left behind.
+	ErrNotReplicated = messages.ErrNotReplicated
 )

@@ -50,6 +50,9 @@ func TestBadOptionsAreRejected(t *testing.T) {
 		client.WithLogger(nil),
 		client.WithClientID(""),
 		client.WithIdleTimeout(0),
+		client.WithReplicaSync(0, time.Second),
+		client.WithReplicaSync(1, 0),
+		client.WithReplicaSync(1, 4*time.Second),
 		nil,
 	} {
 		c, err := client.New(e.rdb, opt)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/warden-go/warden/redisio"
 )
 
 // Option configures a Client.
@@ -18,6 +20,7 @@ type options struct {
 	logger      *slog.Logger
 	clientID    string
 	idleTimeout time.Duration
+	replicaSync redisio.ReplicaSync
 }
 
 func defaultOptions() options {
@@ -103,6 +106,26 @@ func WithIdleTimeout(d time.Duration) Option {
 			return invalid("idle timeout", "%v: want > 0", d)
 		}
 		o.idleTimeout = d
+		return nil
+	}
+}
+
+// WithReplicaSync makes every acquire and unlock wait until replicas
+// replicas acknowledged it, up to timeout (Redis WAIT on the write's
+// connection). An acquire they do not acknowledge is undone, exactly the
+// hold it added, and tried again; after 3 tries it fails with
+// ErrNotReplicated. An unlock is not undone (it only logs). This narrows the
+// window in which a failover loses a lock; it does not close it. replicas
+// must be at least 1 and timeout from 1ms to 3s. The default is off.
+func WithReplicaSync(replicas int, timeout time.Duration) Option {
+	return func(o *options) error {
+		if replicas < 1 {
+			return invalid("replicas", "%d: want at least 1", replicas)
+		}
+		if timeout < time.Millisecond || timeout > 3*time.Second {
+			return invalid("replica sync timeout", "%v: want 1ms to 3s", timeout)
+		}
+		o.replicaSync = redisio.ReplicaSync{Replicas: replicas, Timeout: timeout}
 		return nil
 	}
 }

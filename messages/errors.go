@@ -21,6 +21,10 @@ var (
 	// ErrInvalidArgument reports a bad name, lease, wait, owner or permit
 	// count; the wrapping message names the field.
 	ErrInvalidArgument = errors.New("warden: invalid argument")
+	// ErrNotReplicated reports that an acquire was not acknowledged by the
+	// replicas WithReplicaSync asks for, after its bounded retries; every
+	// hold it made was undone.
+	ErrNotReplicated = errors.New("warden: not acknowledged by enough replicas")
 	// ErrCancelled is the reason of an AcquireFailed sent in answer to a
 	// Cancel: the requester gave up.
 	ErrCancelled = errors.New("warden: acquire cancelled")

@@ -37,6 +37,7 @@ const IOTimeout = 10 * time.Second
 // reads. redis.UniversalClient (single node, Sentinel, Cluster) has it.
 type Redis interface {
 	redis.Scripter
+	Pipeline() redis.Pipeliner
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd
 	HExists(ctx context.Context, key, field string) *redis.BoolCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
@@ -87,22 +88,8 @@ func Millis(d time.Duration) string {
 
 // Acquire runs one acquire attempt for owner with request ID reqID.
 func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (AcquireResult, error) {
-	v, err := s.acquire.Run(ctx, r, []string{name, AcquireLatchKey(name, owner)},
-		owner, Millis(lease), reqID, Millis(LatchTTL)).Int64Slice()
-	if err != nil {
-		return AcquireResult{}, fmt.Errorf("acquire %s: %w", name, err)
-	}
-	if len(v) != 2 {
-		return AcquireResult{}, fmt.Errorf("acquire %s: unexpected reply %v", name, v)
-	}
-	if v[0] == 1 {
-		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, nil
-	}
-	pttl := time.Duration(v[1]) * time.Millisecond
-	if v[1] < 0 {
-		pttl = -1
-	}
-	return AcquireResult{PTTL: pttl}, nil
+	res, _, err := s.AcquireSynced(ctx, r, ReplicaSync{}, name, owner, reqID, lease)
+	return res, err
 }
 
 // UndoAcquire reverses the acquire with request ID reqID if, and only if,
@@ -122,16 +109,8 @@ func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID s
 // together, so two owners that happen to use the same request ID never see
 // each other's result.
 func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (remaining int, held bool, err error) {
-	n, err := s.unlock.Run(ctx, r,
-		[]string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
-		UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return 0, false, fmt.Errorf("unlock %s: %w", name, err)
-	}
-	if n < 0 {
-		return 0, false, nil
-	}
-	return int(n), true, nil
+	remaining, held, _, err = s.UnlockSynced(ctx, r, ReplicaSync{}, name, owner, reqID, lease)
+	return remaining, held, err
 }
 
 // ForceUnlock deletes the lock whoever holds it; it reports whether it
@@ -172,6 +151,98 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 		out[i] = x == 1
 	}
 	return out, nil
+}
+
+// ReplicaSync asks that a write be acknowledged by Replicas replicas
+// within Timeout (Redis WAIT on the write's connection). The zero value
+// asks for nothing.
+type ReplicaSync struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// runSynced runs sc and, when rs asks for replicas, WAIT on the same
+// connection (one pipeline), returning the script's reply and how many
+// replicas acknowledged it.
+func runSynced(ctx context.Context, r Redis, rs ReplicaSync, sc *redis.Script, keys []string, args ...any) (*redis.Cmd, int64, error) {
+	if rs.Replicas <= 0 {
+		c := sc.Run(ctx, r, keys, args...)
+		return c, 0, c.Err()
+	}
+	if cc, ok := r.(interface {
+		MasterForKey(ctx context.Context, key string) (*redis.Client, error)
+	}); ok {
+		// On a cluster, WAIT must go to the master that took the write, on
+		// the same connection: pipeline on that node's client.
+		node, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, 0, err
+		}
+		r = node
+	}
+	c, acks, err := pipelineSynced(ctx, r, rs, sc.EvalSha, keys, args)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// Not cached on this server: send the source.
+		c, acks, err = pipelineSynced(ctx, r, rs, sc.Eval, keys, args)
+	}
+	return c, acks, err
+}
+
+func pipelineSynced(ctx context.Context, r Redis, rs ReplicaSync,
+	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, keys []string, args []any) (*redis.Cmd, int64, error) {
+	pipe := r.Pipeline()
+	c := eval(ctx, pipe, keys, args...)
+	wait := pipe.Do(ctx, "wait", rs.Replicas, rs.Timeout.Milliseconds())
+	_, _ = pipe.Exec(ctx)
+	if err := c.Err(); err != nil {
+		return c, 0, err
+	}
+	acks, err := wait.Int64()
+	if err != nil {
+		return c, 0, fmt.Errorf("wait for replicas: %w", err)
+	}
+	return c, acks, nil
+}
+
+// AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
+// connection. It returns how many replicas acknowledged.
+func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
+	c, acks, err := runSynced(ctx, r, rs, s.acquire, []string{name, AcquireLatchKey(name, owner)},
+		owner, Millis(lease), reqID, Millis(LatchTTL))
+	if err != nil {
+		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
+	}
+	v, err := c.Int64Slice()
+	if err != nil || len(v) != 2 {
+		return AcquireResult{}, 0, fmt.Errorf("acquire %s: unexpected reply %v: %w", name, c.Val(), err)
+	}
+	if v[0] == 1 {
+		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, int(acks), nil
+	}
+	pttl := time.Duration(v[1]) * time.Millisecond
+	if v[1] < 0 {
+		pttl = -1
+	}
+	return AcquireResult{PTTL: pttl}, int(acks), nil
+}
+
+// UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
+// connection. It returns how many replicas acknowledged.
+func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
+	c, n, err := runSynced(ctx, r, rs, s.unlock,
+		[]string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
+		UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL))
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
+	}
+	v, err := c.Int64()
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
+	}
+	if v < 0 {
+		return 0, false, int(n), nil
+	}
+	return int(v), true, int(n), nil
 }
 
 // IsLocked reports whether the lock exists.
