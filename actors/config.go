@@ -37,6 +37,8 @@ type Config struct {
 	// Cluster tells that Redis is a cluster: a batched renewal then sends
 	// one script call per hash slot.
 	Cluster bool
+	// Workers runs the actors' mailboxes and Redis calls.
+	Workers *Workers
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context
@@ -46,8 +48,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.Redis == nil || c.Scripts == nil || c.NewPubSub == nil:
 		return fmt.Errorf("actors: config needs Redis, Scripts and NewPubSub")
-	case c.Clock == nil || c.Logger == nil || c.IO == nil:
-		return fmt.Errorf("actors: config needs Clock, Logger and IO")
+	case c.Clock == nil || c.Logger == nil || c.IO == nil || c.Workers == nil:
+		return fmt.Errorf("actors: config needs Clock, Logger, Workers and IO")
 	case c.Watchdog <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("actors: config needs positive Watchdog and IdleTimeout")
 	}

@@ -46,7 +46,9 @@ func startEngine(t *testing.T, rdb *redis.Client, tune ...func(*Config)) *engine
 	require.NoError(t, scripts.Load(context.Background(), rdb))
 	clock := clockwork.NewFakeClock()
 	ioCtx, cancel := context.WithCancel(context.Background())
+	workers := NewWorkers()
 	cfg := Config{
+		Workers:     workers,
 		Redis:       rdb,
 		Scripts:     scripts,
 		NewPubSub:   func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, rdb) },
@@ -69,6 +71,7 @@ func startEngine(t *testing.T, rdb *redis.Client, tune ...func(*Config)) *engine
 		require.NoError(t, sys.Root.PoisonFuture(e.root).Wait())
 		sys.EventStream.Unsubscribe(sub)
 		sys.Shutdown()
+		workers.Stop()
 	})
 	return e
 }

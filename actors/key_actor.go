@@ -107,7 +107,6 @@ type opDone struct {
 // alive, and the one Redis request in flight.
 type keyActor struct {
 	cfg        *Config
-	pool       *ioPool
 	key        key
 	channel    string
 	subscriber *actor.PID
@@ -129,11 +128,10 @@ type keyActor struct {
 
 var _ actor.Actor = (*keyActor)(nil)
 
-func keyActorProps(cfg *Config, pool *ioPool, k key, subscriber, renewer *actor.PID) *actor.Props {
+func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &keyActor{
 			cfg:        cfg,
-			pool:       pool,
 			key:        k,
 			channel:    redisio.LockChannel(k.Name),
 			subscriber: subscriber,
@@ -143,7 +141,7 @@ func keyActorProps(cfg *Config, pool *ioPool, k key, subscriber, renewer *actor.
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       clockTimer{clock: cfg.Clock},
 		}
-	})
+	}, actor.WithDispatcher(cfg.Workers))
 }
 
 // Receive handles one message; every state change of the key actor happens
@@ -278,7 +276,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	}
 	scripts, r, sys, self := a.cfg.Scripts, a.cfg.Redis, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
-	a.pool.run(func() {
+	a.cfg.Workers.Schedule(func() {
 		defer a.io.Done()
 		c, cancel := a.cfg.ioContext()
 		defer cancel()

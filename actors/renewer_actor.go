@@ -25,7 +25,6 @@ type renewal struct {
 // the key actor of each holding found gone.
 type renewerActor struct {
 	cfg      *Config
-	pool     *ioPool
 	regs     map[redisio.Held]*actor.PID
 	timer    clockTimer
 	inflight bool
@@ -34,10 +33,10 @@ type renewerActor struct {
 
 var _ actor.Actor = (*renewerActor)(nil)
 
-func renewerProps(cfg *Config, pool *ioPool) *actor.Props {
+func renewerProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &renewerActor{cfg: cfg, pool: pool, regs: map[redisio.Held]*actor.PID{}, timer: clockTimer{clock: cfg.Clock}}
-	})
+		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*actor.PID{}, timer: clockTimer{clock: cfg.Clock}}
+	}, actor.WithDispatcher(cfg.Workers))
 }
 
 // Receive handles one message; every state change of the renewer happens
@@ -89,7 +88,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
-	a.pool.run(func() {
+	a.cfg.Workers.Schedule(func() {
 		defer a.io.Done()
 		d := &renewDone{Batch: batch, Renewed: make([]bool, 0, len(batch))}
 		for start := 0; start < len(batch); {

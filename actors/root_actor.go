@@ -21,7 +21,6 @@ type rootActor struct {
 	keys       map[key]*keyEntry
 	subscriber *actor.PID
 	renewer    *actor.PID
-	io         *ioPool
 }
 
 var _ actor.Actor = (*rootActor)(nil)
@@ -33,16 +32,15 @@ func RootProps(cfg Config) (*actor.Props, error) {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
-	}), nil
+	}, actor.WithDispatcher(cfg.Workers)), nil
 }
 
 // Receive handles one message; every state change of root happens here.
 func (a *rootActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.io = newIOPool()
 		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
-		a.renewer = ctx.Spawn(renewerProps(a.cfg, a.io))
+		a.renewer = ctx.Spawn(renewerProps(a.cfg))
 	case *messages.Acquire:
 		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Release:
@@ -58,16 +56,13 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
-	case *actor.Stopped:
-		// Children have stopped, and each waited for its own calls.
-		a.io.stop()
 	}
 }
 
 func (a *rootActor) route(ctx actor.Context, k key) {
 	e := a.keys[k]
 	if e == nil {
-		e = &keyEntry{pid: ctx.Spawn(keyActorProps(a.cfg, a.io, k, a.subscriber, a.renewer))}
+		e = &keyEntry{pid: ctx.Spawn(keyActorProps(a.cfg, k, a.subscriber, a.renewer))}
 		a.keys[k] = e
 	}
 	e.routed++

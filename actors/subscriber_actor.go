@@ -54,7 +54,7 @@ var _ actor.Actor = (*subscriberActor)(nil)
 func subscriberProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{}}
-	})
+	}, actor.WithDispatcher(cfg.Workers))
 }
 
 // Receive handles one message; every state change of the subscriber

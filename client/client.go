@@ -33,6 +33,7 @@ type Client struct {
 	owners    atomic.Uint64
 	requests  atomic.Uint64
 	cancelIO  context.CancelFunc
+	workers   *actors.Workers
 	closed    atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once
@@ -86,6 +87,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
+	c.workers = actors.NewWorkers()
 	props, err := actors.RootProps(actors.Config{
 		Redis:       rdb,
 		Scripts:     scripts,
@@ -96,10 +98,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Logger:      o.logger,
 		ReplicaSync: o.replicaSync,
 		Cluster:     isCluster(rdb),
+		Workers:     c.workers,
 		IO:          ioCtx,
 	})
 	if err != nil {
 		cancel()
+		c.workers.Stop()
 		return nil, err
 	}
 	c.sys = o.system
@@ -154,6 +158,7 @@ func (c *Client) Close(ctx context.Context) error {
 	if c.ownSystem {
 		c.sys.Shutdown()
 	}
+	c.workers.Stop()
 	close(c.done)
 	if err != nil {
 		return fmt.Errorf("warden: close: %w", err)

@@ -1,0 +1,78 @@
+package actors
+
+import (
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+const (
+	// idleWorkers is how many goroutines wait for work between bursts.
+	idleWorkers = 8
+	// throughput is how many messages a mailbox handles per turn on a worker.
+	throughput = 300
+)
+
+// Workers is the engine's goroutine pool. It runs the actors' mailboxes (it
+// is their dispatcher) and their Redis calls on goroutines that keep their
+// grown stacks, which a fresh goroutine per mailbox turn or per call would
+// have to grow again every time. Work is handed to an idle worker if one is
+// waiting, else to a new goroutine, so handing off never blocks. The Client
+// owns it: it is stopped once the actors have stopped.
+type Workers struct {
+	jobs    chan func()
+	mu      sync.RWMutex // guards stopped against a late Schedule racing Stop
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+var _ actor.Dispatcher = (*Workers)(nil)
+
+// NewWorkers starts the pool.
+func NewWorkers() *Workers {
+	w := &Workers{jobs: make(chan func())}
+	w.wg.Add(idleWorkers)
+	for range idleWorkers {
+		go func() {
+			defer w.wg.Done()
+			for job := range w.jobs {
+				job()
+			}
+		}()
+	}
+	return w
+}
+
+// Schedule runs fn on an idle worker or a new goroutine. It implements
+// actor.Dispatcher.
+func (w *Workers) Schedule(fn func()) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if !w.stopped {
+		select {
+		case w.jobs <- fn:
+			return
+		default:
+		}
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		fn()
+	}()
+}
+
+// Throughput implements actor.Dispatcher.
+func (w *Workers) Throughput() int { return throughput }
+
+// Stop ends the idle workers and waits for every piece of work handed to
+// the pool to return.
+func (w *Workers) Stop() {
+	w.mu.Lock()
+	if !w.stopped {
+		w.stopped = true
+		close(w.jobs)
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+}
