@@ -50,14 +50,13 @@ bench: ## Run the client benchmarks
 fuzz: ## Fuzz key/option validation for 20s
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./client
 
-lint: ## Run go vet and staticcheck
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## Run go vet, gofmt and staticcheck (pinned version)
 	$(GO) vet ./...
-	@if command -v staticcheck >/dev/null 2>&1; then \
-		echo "staticcheck ./..."; staticcheck ./...; \
-	else \
-		echo "$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./..."; \
-		$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...; \
-	fi
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
 
 sim: ## Run the simulation tests
 	$(GO) test -count=1 ./sim/...
