@@ -13,7 +13,10 @@ import (
 
 // Lock is a handle on a reentrant distributed lock (Redisson's RLock). Its
 // owner is fixed when the handle is made; reentry is the same owner
-// acquiring again, from any goroutine. A handle is safe for concurrent use.
+// acquiring again, from any goroutine. A handle is safe for concurrent use,
+// but goroutines that share one handle share its owner and so do not
+// exclude each other: give each contender its own handle (handles are
+// cheap), as Redisson gives each thread its own owner.
 type Lock struct {
 	c     *Client
 	name  string
