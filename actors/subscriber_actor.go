@@ -16,8 +16,10 @@ const (
 	// receiveTimeout is how long the reader waits before it pings the
 	// connection to find out whether it is still alive.
 	receiveTimeout = 5 * time.Second
-	// reconnectPause is the pause between reconnect attempts.
-	reconnectPause = 50 * time.Millisecond
+	// reconnectPause is the first pause between reconnect attempts; it
+	// doubles while Redis stays unreachable, up to maxReconnectPause.
+	reconnectPause    = 50 * time.Millisecond
+	maxReconnectPause = time.Second
 )
 
 // pubsubCommand is one SUBSCRIBE or UNSUBSCRIBE to send.
@@ -96,10 +98,12 @@ func (a *subscriberActor) start(ctx actor.Context) {
 	a.io.Add(1)
 	go func() {
 		defer a.io.Done()
+		pause := reconnectPause
 		for {
 			ev, err := ps.Receive(c, receiveTimeout)
 			switch {
 			case err == nil:
+				pause = reconnectPause
 				sys.Root.Send(self, &pubsubEvent{Event: ev})
 			case c.Err() != nil || redisio.IsClosed(err):
 				return
@@ -112,8 +116,9 @@ func (a *subscriberActor) start(ctx actor.Context) {
 				select {
 				case <-c.Done():
 					return
-				case <-clock.After(reconnectPause):
+				case <-clock.After(pause):
 				}
+				pause = min(2*pause, maxReconnectPause)
 			}
 		}
 	}()

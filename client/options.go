@@ -137,10 +137,11 @@ type lockOptions struct {
 	owner string
 }
 
-// WithOwner sets the handle's owner identity, so that several handles (in
-// one process or several) act as one owner: reentry is the same owner
-// acquiring again. The default is a fresh owner per handle,
-// "<clientID>:<n>".
+// WithOwner sets the handle's owner identity, so that several handles act
+// as one owner: reentry is the same owner acquiring again. Use one owner
+// from one Client at a time: the engine keeps each owner's holdings, and
+// the idempotency of its retried requests, per Client. The default is a
+// fresh owner per handle, "<clientID>:<n>".
 func WithOwner(owner string) LockOption {
 	return func(o *lockOptions) { o.owner = owner }
 }
