@@ -148,15 +148,45 @@ func TestProtocolAcquireReleaseWatch(t *testing.T) {
 	assert.Zero(t, e.rdb.Exists(ctx, "p").Val())
 }
 
+func TestProtocolRejectsMalformedRequests(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	for _, m := range []*messages.Acquire{
+		{Name: "", Owner: "o", RequestID: "r"},
+		{Name: "n", Owner: "", RequestID: "r"},
+		{Name: "n", Owner: "o", RequestID: ""},
+		{Name: "n", Owner: "o", RequestID: "r", Lease: -time.Second},
+		{Name: "n", Owner: "o", RequestID: "r", Lease: 1500 * time.Microsecond},
+		{Name: "n", Owner: "o", RequestID: "r", Kind: 42},
+	} {
+		f := e.ask(t, m).(*messages.AcquireFailed)
+		require.ErrorIs(t, f.Err, messages.ErrInvalidArgument, "%+v", m)
+	}
+	f := e.ask(t, &messages.Release{Name: "n", RequestID: "r"}).(*messages.ReleaseFailed)
+	require.ErrorIs(t, f.Err, messages.ErrInvalidArgument)
+	w := e.ask(t, &messages.Watch{Owner: "o"}).(*messages.Watched)
+	require.ErrorIs(t, w.Err, messages.ErrInvalidArgument)
+	assert.Zero(t, e.rdb.DBSize(context.Background()).Val(), "nothing reached Redis")
+	assert.Zero(t, e.keyActors(t), "no key actor was started")
+}
+
 func TestProtocolCancelAnswersTheWaiter(t *testing.T) {
 	e := startEngine(t, redistest.Start(t).Client(t))
 	e.ask(t, &messages.Acquire{Name: "c", Owner: "holder", RequestID: "h", Lease: time.Minute})
-	waiting := e.sys.Root.RequestFuture(e.root, &messages.Acquire{Name: "c", Owner: "w", RequestID: "w1"}, 5*time.Second)
+	out := e.request(&messages.Acquire{Name: "c", Owner: "w", RequestID: "w1"})
 	time.Sleep(50 * time.Millisecond)
-	e.sys.Root.Send(e.root, &messages.Cancel{Name: "c", RequestID: "w1"})
-	r, err := waiting.Result()
-	require.NoError(t, err)
-	require.ErrorIs(t, r.(*messages.AcquireFailed).Err, messages.ErrCancelled)
+	e.sys.Root.Send(e.root, &messages.Cancel{Name: "c", Owner: "someone else", RequestID: "w1"})
+	select {
+	case m := <-out:
+		t.Fatalf("another owner's cancel with the same request ID answered the waiter: %+v", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.sys.Root.Send(e.root, &messages.Cancel{Name: "c", Owner: "w", RequestID: "w1"})
+	select {
+	case m := <-out:
+		require.ErrorIs(t, m.(*messages.AcquireFailed).Err, messages.ErrCancelled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled waiter was not answered")
+	}
 }
 
 func TestProtocolDeadlineOnTheEngineClock(t *testing.T) {
@@ -164,7 +194,9 @@ func TestProtocolDeadlineOnTheEngineClock(t *testing.T) {
 	e.ask(t, &messages.Acquire{Name: "d", Owner: "holder", RequestID: "h", Lease: time.Hour})
 	waiting := e.sys.Root.RequestFuture(e.root, &messages.Acquire{Name: "d", Owner: "w", RequestID: "w1",
 		Deadline: e.clock.Now().Add(10 * time.Second)}, 5*time.Second)
-	require.NoError(t, e.clock.BlockUntilContext(context.Background(), 1))
+	bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, e.clock.BlockUntilContext(bctx, 1))
 	e.clock.Advance(10 * time.Second)
 	r, err := waiting.Result()
 	require.NoError(t, err)

@@ -170,6 +170,12 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.wakeHead()
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
+	case *renewalExpired:
+		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.registered[m.Owner] {
+			a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
+				a.key.Name, m.Owner, a.cfg.Watchdog))
+			a.syncRenewal(ctx, m.Owner)
+		}
 	case *tick:
 		if a.timer.fired(m.Gen) {
 			a.onTick(ctx)
@@ -199,7 +205,7 @@ func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	for i, w := range a.queue {
-		if w.req.RequestID != m.RequestID || w.cancelled {
+		if w.req.RequestID != m.RequestID || w.req.Owner != m.Owner || w.cancelled {
 			continue
 		}
 		w.cancelled = true
@@ -454,12 +460,12 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 }
 
 // respondRelease answers a Release with ok, or with a ReleaseFailed
-// carrying err; an internal release (of a cancelled acquire) only logs a
-// failure.
+// carrying err. A release nobody waits for (the engine's own, of a
+// cancelled acquire, or one sent without a sender) only logs a failure.
 func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Released, err error, holding uint64) {
 	if o.req == nil || o.sender == nil {
 		if err != nil {
-			a.cfg.Logger.Warn("warden: release of a cancelled acquire failed; the lock expires within its lease",
+			a.cfg.Logger.Warn("warden: release failed with nobody to tell; the lock expires within its lease",
 				slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", err))
 		}
 		return

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/warden-go/warden/redisio"
@@ -55,6 +57,13 @@ type renewalGone struct {
 	Owner string
 }
 
+// renewalExpired tells a key actor that no renewal of Owner's holding has
+// succeeded for a whole watchdog timeout (Redis unreachable): the lock has
+// expired.
+type renewalExpired struct {
+	Owner string
+}
+
 // passivate asks root to stop an idle key actor. Seen is how many routed
 // requests the key actor has received; root stops it only if it routed no
 // more than that.
@@ -91,9 +100,11 @@ type pubsubCommandDone struct {
 	Err error
 }
 
-// renewDone carries the results of one renewal tick.
+// renewDone carries the results of one renewal tick: an outcome per
+// holding of Batch, and when the tick's calls were sent.
 type renewDone struct {
-	Batch   []renewal
-	Renewed []bool
-	Err     error
+	Batch    []renewal
+	Sent     time.Time
+	Outcomes []renewOutcome
+	Err      error
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,33 @@ func isRenew(c redistest.ScriptCall) bool {
 	return len(c.Args) == len(c.Keys)+1 && !isAcquire(c)
 }
 
+// within returns what arrives on ch within d, failing the test otherwise.
+func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// gate is a channel a hook blocks on; it is opened at the latest when the
+// test ends, so a failing test never leaves a script call hanging.
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{ch: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
 func hookedEngine(t *testing.T) (*engine, *redistest.Hooked) {
 	rdb := redistest.Start(t).Client(t)
 	h := redistest.NewHooked(rdb)
@@ -37,27 +65,29 @@ func hookedEngine(t *testing.T) (*engine, *redistest.Hooked) {
 // loss: the lock is held.
 func TestRenewalRacingAcquireIsNotALoss(t *testing.T) {
 	e, h := hookedEngine(t)
-	renewed := make(chan struct{})
+	renewed := newGate(t)
 	acquiring := make(chan struct{}, 1)
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
 		switch {
 		case isAcquire(c) && c.Args[0] == "victim":
 			acquiring <- struct{}{}
-			<-renewed // the renewal runs in Redis first
+			<-renewed.ch // the renewal runs in Redis first
 			return c.Run()
 		case isRenew(c):
 			r := c.Run()
-			close(renewed)
+			renewed.open()
 			time.Sleep(300 * time.Millisecond) // and its reply comes back last
 			return r
 		}
 		return c.Run()
 	})
 	out := e.request(&messages.Acquire{Name: "L", Owner: "victim", RequestID: "v1", Watch: true})
-	<-acquiring
-	require.NoError(t, e.clock.BlockUntilContext(context.Background(), 1))
+	within(t, acquiring, 5*time.Second, "the acquire")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, e.clock.BlockUntilContext(ctx, 1))
 	e.clock.Advance(10 * time.Second) // the renewer's tick
-	require.IsType(t, &messages.Acquired{}, <-out)
+	require.IsType(t, &messages.Acquired{}, within(t, out, 5*time.Second, "Acquired"))
 	select {
 	case m := <-out:
 		t.Fatalf("%T while Redis holds the lock (HEXISTS=%v)", m, e.rdb.HExists(context.Background(), "L", "victim").Val())
@@ -99,21 +129,21 @@ func TestWakeupDuringAnAttemptInFlightIsKept(t *testing.T) {
 // if that attempt then fails.
 func TestCancelThenErrorRepliesOnce(t *testing.T) {
 	e, h := hookedEngine(t)
-	inflight, fail := make(chan struct{}), make(chan struct{})
+	inflight, fail := make(chan struct{}, 1), newGate(t)
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
 		if isAcquire(c) && c.Args[0] == "x" {
-			close(inflight)
-			<-fail
+			inflight <- struct{}{}
+			<-fail.ch
 			return redistest.Failed(errors.New("i/o timeout"))
 		}
 		return c.Run()
 	})
 	out := e.request(&messages.Acquire{Name: "L", Owner: "x", RequestID: "x1", Lease: time.Minute})
-	<-inflight
-	e.sys.Root.Send(e.root, &messages.Cancel{Name: "L", RequestID: "x1"})
-	first := (<-out).(*messages.AcquireFailed)
+	within(t, inflight, 5*time.Second, "the attempt")
+	e.sys.Root.Send(e.root, &messages.Cancel{Name: "L", Owner: "x", RequestID: "x1"})
+	first := within(t, out, 5*time.Second, "the answer to Cancel").(*messages.AcquireFailed)
 	require.ErrorIs(t, first.Err, messages.ErrCancelled)
-	close(fail)
+	fail.open()
 	select {
 	case second := <-out:
 		t.Fatalf("a second reply for x1: %+v", second)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -14,18 +15,38 @@ import (
 // renewBatch caps the locks renewed by one script call.
 const renewBatch = 1000
 
-// renewal is one registered watchdog-mode holding.
+// registration is one watchdog-mode holding the renewer keeps alive.
+type registration struct {
+	pid *actor.PID
+	// renewedAt is when the last renewal that succeeded was sent (at first,
+	// when the holding registered, which is before its acquire set the
+	// TTL). Redis keeps the lock at least until renewedAt + Watchdog.
+	renewedAt time.Time
+}
+
+// renewal is one holding in a tick's batch.
 type renewal struct {
 	Name, Owner string
 	PID         *actor.PID
 }
 
+// renewOutcome is what one tick learned of one holding.
+type renewOutcome uint8
+
+const (
+	renewedOK renewOutcome = iota
+	renewedGone
+	renewedUnknown // the call failed: Redis unreachable or erroring
+)
+
 // renewerActor keeps every watchdog-mode holding of the engine alive: every
-// Watchdog/3 it renews all of them with one script call per batch, and tells
-// the key actor of each holding found gone.
+// Watchdog/3 it renews all of them with one script call per batch (per
+// slot on a cluster), tells the key actor of each holding found gone, and
+// of each it could not renew for a whole watchdog timeout, which Redis has
+// then expired.
 type renewerActor struct {
 	cfg      *Config
-	regs     map[redisio.Held]*actor.PID
+	regs     map[redisio.Held]*registration
 	timer    clockTimer
 	inflight bool
 	io       sync.WaitGroup
@@ -35,7 +56,7 @@ var _ actor.Actor = (*renewerActor)(nil)
 
 func renewerProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*actor.PID{}, timer: clockTimer{clock: cfg.Clock}}
+		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*registration{}, timer: clockTimer{clock: cfg.Clock}}
 	}, actor.WithDispatcher(cfg.Workers))
 }
 
@@ -44,7 +65,7 @@ func renewerProps(cfg *Config) *actor.Props {
 func (a *renewerActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *register:
-		a.regs[redisio.Held{Name: m.Name, Owner: m.Owner}] = m.PID
+		a.regs[redisio.Held{Name: m.Name, Owner: m.Owner}] = &registration{pid: m.PID, renewedAt: a.cfg.Clock.Now()}
 	case *unregister:
 		delete(a.regs, redisio.Held{Name: m.Name, Owner: m.Owner})
 	case *tick:
@@ -77,8 +98,8 @@ func (a *renewerActor) renew(ctx actor.Context) {
 		return // the previous tick is still running; this one is skipped
 	}
 	batch := make([]renewal, 0, len(a.regs))
-	for h, pid := range a.regs {
-		batch = append(batch, renewal{Name: h.Name, Owner: h.Owner, PID: pid})
+	for h, r := range a.regs {
+		batch = append(batch, renewal{Name: h.Name, Owner: h.Owner, PID: r.pid})
 	}
 	if a.cfg.Cluster {
 		// A script's keys must share a slot on a cluster: order the batch by
@@ -87,10 +108,11 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	}
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
+	sent := cfg.Clock.Now()
 	a.io.Add(1)
-	a.cfg.Workers.Schedule(func() {
+	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
-		d := &renewDone{Batch: batch, Renewed: make([]bool, 0, len(batch))}
+		d := &renewDone{Batch: batch, Sent: sent, Outcomes: make([]renewOutcome, 0, len(batch))}
 		for start := 0; start < len(batch); {
 			end := min(start+renewBatch, len(batch))
 			if cfg.Cluster {
@@ -109,16 +131,17 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			c, cancel := cfg.ioContext()
 			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
 			cancel()
-			if err != nil {
-				// Renewal errors never stop renewal: the locks of this call
-				// count as renewed now and are tried again next tick.
-				d.Err = errors.Join(d.Err, err)
-				ok = make([]bool, len(held))
-				for i := range ok {
-					ok[i] = true
+			for i := range held {
+				switch {
+				case err != nil:
+					d.Outcomes = append(d.Outcomes, renewedUnknown)
+				case ok[i]:
+					d.Outcomes = append(d.Outcomes, renewedOK)
+				default:
+					d.Outcomes = append(d.Outcomes, renewedGone)
 				}
 			}
-			d.Renewed = append(d.Renewed, ok...)
+			d.Err = errors.Join(d.Err, err)
 			start = end
 		}
 		sys.Root.Send(self, d)
@@ -130,13 +153,26 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 		// Renewal errors never stop renewal: the next tick tries again.
 		a.cfg.Logger.Warn("warden: renewal failed; retrying next tick", slog.Any("err", d.Err))
 	}
-	for i, ok := range d.Renewed {
-		if ok {
-			continue
+	now := a.cfg.Clock.Now()
+	for i, outcome := range d.Outcomes {
+		b := d.Batch[i]
+		reg := a.regs[redisio.Held{Name: b.Name, Owner: b.Owner}]
+		if reg == nil || !reg.pid.Equal(b.PID) {
+			continue // unregistered meanwhile
 		}
-		r := d.Batch[i]
-		if pid, still := a.regs[redisio.Held{Name: r.Name, Owner: r.Owner}]; still && pid.Equal(r.PID) {
-			ctx.Send(pid, &renewalGone{Owner: r.Owner})
+		switch outcome {
+		case renewedOK:
+			if d.Sent.After(reg.renewedAt) {
+				reg.renewedAt = d.Sent
+			}
+		case renewedGone:
+			ctx.Send(reg.pid, &renewalGone{Owner: b.Owner})
+		case renewedUnknown:
+			if now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
+				// No renewal has succeeded for a whole watchdog timeout:
+				// Redis has let the lock expire (or lost it).
+				ctx.Send(reg.pid, &renewalExpired{Owner: b.Owner})
+			}
 		}
 	}
 }

@@ -42,12 +42,26 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
 		a.renewer = ctx.Spawn(renewerProps(a.cfg))
 	case *messages.Acquire:
+		if err := m.Validate(); err != nil {
+			a.reject(ctx, &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
+			return
+		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Release:
+		if err := m.Validate(); err != nil {
+			a.reject(ctx, &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
+			return
+		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Cancel:
-		a.route(ctx, key{m.Name, m.Kind})
+		if m.Validate() == nil {
+			a.route(ctx, key{m.Name, m.Kind})
+		}
 	case *messages.Watch:
+		if err := m.Validate(); err != nil {
+			a.reject(ctx, &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: err})
+			return
+		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *passivate:
 		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) && e.routed == m.Seen {
@@ -56,6 +70,13 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
+	}
+}
+
+// reject answers a request that failed validation; nothing reaches Redis.
+func (a *rootActor) reject(ctx actor.Context, reply any) {
+	if s := ctx.Sender(); s != nil {
+		ctx.Send(s, reply)
 	}
 }
 

@@ -41,8 +41,10 @@ type Client struct {
 	mailbox *mailbox
 	mbPID   *actor.PID
 	lostMu  sync.Mutex
-	lost    map[holdingKey]chan struct{}
-	early   map[holdingKey]struct{} // LockLost that arrived before its handle asked
+	lost    map[holdingKey][]chan struct{} // handles sharing an owner share a holding
+	// early remembers lost holdings for a minute, for handles that bind to
+	// the holding after its LockLost arrived (a reply and the loss crossed).
+	early map[holdingKey]time.Time
 }
 
 // holdingKey names one holding of one owner.
@@ -82,8 +84,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		id:        o.clientID,
 		reqPrefix: uuid.NewString()[:8] + ":",
 		done:      make(chan struct{}),
-		lost:      map[holdingKey]chan struct{}{},
-		early:     map[holdingKey]struct{}{},
+		lost:      map[holdingKey][]chan struct{}{},
+		early:     map[holdingKey]time.Time{},
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
@@ -206,16 +208,16 @@ func (c *Client) send(msg any) {
 	c.sys.Root.Send(c.root, msg)
 }
 
-// watchLost returns the channel closed when the holding is lost.
+// watchLost registers ch to be closed when the holding k is lost (at once
+// if it already was).
 func (c *Client) watchLost(k holdingKey, ch chan struct{}) {
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()
 	if _, gone := c.early[k]; gone {
-		delete(c.early, k)
-		close(ch)
+		close(ch) // kept in early: other handles of the owner may ask too
 		return
 	}
-	c.lost[k] = ch
+	c.lost[k] = append(c.lost[k], ch)
 }
 
 // unwatchLost forgets a holding that ended without loss.
@@ -230,12 +232,17 @@ func (c *Client) onLockLost(m *messages.LockLost) {
 	k := holdingKey{name: m.Name, kind: m.Kind, owner: m.Owner, holding: m.Holding}
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()
-	if ch, ok := c.lost[k]; ok {
-		delete(c.lost, k)
+	for _, ch := range c.lost[k] {
 		close(ch)
-		return
 	}
-	c.early[k] = struct{}{}
+	delete(c.lost, k)
+	now := time.Now()
+	for old, at := range c.early {
+		if now.Sub(at) > time.Minute {
+			delete(c.early, old)
+		}
+	}
+	c.early[k] = now
 }
 
 // ctxErr is the error of a context that ended: ctx.Err(), joined with its

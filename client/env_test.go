@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"log/slog"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,4 +138,44 @@ func realBenchClient(b *testing.B, rdb *redis.Client) *client.Client {
 	}
 	b.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
+}
+
+// within returns what arrives on ch within d, failing the test otherwise.
+func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// waitGroup waits for wg up to d, failing the test otherwise.
+func waitGroup(t *testing.T, wg *sync.WaitGroup, d time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	within(t, done, d, what)
+}
+
+// blockUntil waits up to 5 s of real time for n timers on the fake clock.
+func blockUntil(t *testing.T, fake *clockwork.FakeClock, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, fake.BlockUntilContext(ctx, n))
+}
+
+// settleGoroutines waits up to 2 s for the goroutine count to fall back to
+// before, and fails the test if it does not. It polls by hand: a helper
+// such as require.Eventually runs goroutines of its own.
+func settleGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
 }

@@ -2,15 +2,20 @@ package client_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/faultproxy"
+	"github.com/warden-go/warden/internal/redistest"
 )
 
 // proxied returns an env whose client reaches real Redis through a fault
@@ -33,17 +38,43 @@ func proxied(t *testing.T) (*env, *client.Client, *faultproxy.Proxy) {
 	return pe, c, p
 }
 
+// scriptRuns is how many scripts Redis has run (EVALSHA and EVAL).
+func scriptRuns(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	var n int64
+	for _, line := range strings.Split(rdb.Info(context.Background(), "commandstats").Val(), "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok {
+				v, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				require.NoError(t, err)
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+// faulted runs op with the next reply dropped and checks that Redis ran the
+// script twice: the fault hit op's own script, and go-redis retried it.
+func faulted(t *testing.T, e *env, p *faultproxy.Proxy, op func() error) error {
+	t.Helper()
+	before := scriptRuns(t, e.rdb)
+	p.DropNextReply()
+	err := op()
+	require.Equal(t, int64(2), scriptRuns(t, e.rdb)-before, "the script ran, its reply was lost, go-redis sent it again")
+	return err
+}
+
 func TestAcquireIsAppliedOnceWhenItsReplyIsLost(t *testing.T) {
 	e, c, p := proxied(t)
 	ctx := context.Background()
 	l := c.Lock("once")
 
-	p.DropNextReply() // Redis runs the acquire; its reply is lost; go-redis retries.
-	require.NoError(t, l.Lock(ctx))
+	// Fixed leases: no renewal traffic that a dropped reply could hit instead.
+	require.NoError(t, faulted(t, e, p, func() error { return l.LockLease(ctx, time.Minute) }))
 	assert.Equal(t, "1", e.rdb.HGet(ctx, "once", l.Owner()).Val(), "one acquire, one hold")
 
-	p.DropNextReply()
-	require.NoError(t, l.Lock(ctx), "a reentry under the same fault")
+	require.NoError(t, faulted(t, e, p, func() error { return l.LockLease(ctx, time.Minute) }), "a reentry under the same fault")
 	assert.Equal(t, "2", e.rdb.HGet(ctx, "once", l.Owner()).Val())
 
 	require.NoError(t, l.Unlock(ctx))
@@ -55,16 +86,37 @@ func TestRetriedUnlockReturnsTheFirstResult(t *testing.T) {
 	e, c, p := proxied(t)
 	ctx := context.Background()
 	l := c.Lock("unlock-once")
-	require.NoError(t, l.Lock(ctx))
-	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.LockLease(ctx, time.Minute))
+	require.NoError(t, l.LockLease(ctx, time.Minute))
 
-	p.DropNextReply()
-	require.NoError(t, l.Unlock(ctx), "the retry sees the first run's result")
+	require.NoError(t, faulted(t, e, p, func() error { return l.Unlock(ctx) }), "the retry sees the first run's result")
 	assert.Equal(t, "1", e.rdb.HGet(ctx, "unlock-once", l.Owner()).Val(), "released once, not twice")
 
-	p.DropNextReply()
-	require.NoError(t, l.Unlock(ctx), "not ErrNotHeld: the retry returns the first result")
+	require.NoError(t, faulted(t, e, p, func() error { return l.Unlock(ctx) }), "not ErrNotHeld: the retry returns the first result")
 	assert.Zero(t, e.rdb.Exists(ctx, "unlock-once").Val())
+}
+
+// An acquire that ran in Redis but whose reply timed out is "maybe
+// acquired": the engine undoes it if it was applied, and reports the error.
+func TestTimedOutAcquireIsUndone(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	ctx := context.Background()
+	var once atomic.Bool
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if isAcquireCall(sc) && once.CompareAndSwap(false, true) {
+			sc.Run()                                          // applied in Redis...
+			return redistest.Failed(context.DeadlineExceeded) // ...but the reply timed out
+		}
+		return sc.Run()
+	})
+	l := c.Lock("maybe")
+	require.ErrorIs(t, l.LockLease(ctx, time.Minute), context.DeadlineExceeded)
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, "maybe").Val() == 0 },
+		"the applied acquire was undone")
+	require.NoError(t, l.LockLease(ctx, time.Minute), "and the lock is free")
+	assert.Equal(t, "1", e.rdb.HGet(ctx, "maybe", l.Owner()).Val())
+	require.NoError(t, l.Unlock(ctx))
 }
 
 func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
@@ -96,6 +148,30 @@ func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
 	default:
 	}
 	require.NoError(t, again.Unlock(ctx))
+}
+
+// A watchdog-mode holder is told its lock is lost once no renewal has
+// succeeded for a whole watchdog timeout, even while Redis cannot be
+// reached to confirm it.
+func TestUnrenewableLockIsReportedLost(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	c := e.newClient(t)
+	l := c.Lock("unreachable")
+	require.NoError(t, l.Lock(ctx))
+	lost := l.Lost()
+	e.advance(watchdog / 2) // renewed at least once while Redis is up
+	select {
+	case <-lost:
+		t.Fatal("reported lost while renewals succeed")
+	default:
+	}
+	stopped := time.Now()
+	e.srv.Stop(t)
+	within(t, lost, 3*watchdog, "Lost() while Redis is unreachable")
+	assert.GreaterOrEqual(t, time.Since(stopped), watchdog/3, "not before the renewals had a chance")
+	e.srv.Start(t)
+	require.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld)
 }
 
 func TestRedisDownFailsPromptly(t *testing.T) {
@@ -138,11 +214,6 @@ func TestWaiterRetriesAfterPubSubReconnect(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 	time.Sleep(100 * time.Millisecond)
 	p.Block(false)
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("waiter not retried after the pub/sub reconnect")
-	}
+	require.NoError(t, within(t, done, 5*time.Second, "the waiter, retried after the pub/sub reconnect"))
 	require.NoError(t, waiter.Unlock(ctx))
 }

@@ -28,6 +28,9 @@ func TestBadInputIsRejectedBeforeRedis(t *testing.T) {
 			{"sub-ms lease", func() error { return c.Lock("x").LockLease(ctx, time.Microsecond) }},
 			{"negative wait", func() error { _, err := c.Lock("x").TryLockWait(ctx, -1, time.Second); return err }},
 			{"nil handle", func() error { var l *client.Lock; return l.Lock(ctx) }},
+			{"nil handle, try", func() error { var l *client.Lock; _, err := l.TryLock(ctx); return err }},
+			{"nil handle, try with wait", func() error { var l *client.Lock; _, err := l.TryLockWait(ctx, time.Second, 0); return err }},
+			{"nil handle, unlock", func() error { var l *client.Lock; return l.Unlock(ctx) }},
 			{"nil fn", func() error { return c.Lock("x").Do(ctx, nil) }},
 			{"unlock with bad name", func() error { return c.Lock("").Unlock(ctx) }},
 			{"query with bad name", func() error { _, err := c.Lock("").IsLocked(ctx); return err }},
@@ -37,6 +40,11 @@ func TestBadInputIsRejectedBeforeRedis(t *testing.T) {
 			require.ErrorIs(t, err, client.ErrInvalidArgument, b.what)
 		}
 		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
+
+		l := c.Lock("nil-option", nil)
+		assert.NotEmpty(t, l.Owner(), "a nil option changes nothing")
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
 	})
 }
 

@@ -45,7 +45,7 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 		}
 	}
 	l := &Lock{c: c, name: name, kind: kind, owner: o.owner}
-	if l.owner == "" && len(opts) == 0 {
+	if !o.ownerSet {
 		l.owner = c.nextOwner()
 	}
 	l.err = errors.Join(validateName(name), validateOwner(l.owner))
@@ -93,7 +93,7 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 // TryLockWait waits up to wait for the lock and holds it for lease (0:
 // watchdog mode). It returns false, with a nil error, when wait runs out.
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if err := errors.Join(validateWait(wait), validateLease(lease, true)); err != nil {
+	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return false, err
 	}
 	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false)
@@ -119,7 +119,7 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	case <-l.c.done:
 		return false, ErrClosed
 	case <-ctx.Done():
-		l.c.send(&messages.Cancel{Name: l.name, Kind: l.kind, RequestID: req.RequestID})
+		l.c.send(&messages.Cancel{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: req.RequestID})
 		r, err := l.c.await(ch)
 		if err != nil {
 			return false, err

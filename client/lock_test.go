@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,6 +72,20 @@ func TestWithOwnerSharesHolding(t *testing.T) {
 		require.NoError(t, a.Unlock(ctx))
 		locked, _ := a.IsLocked(ctx)
 		assert.False(t, locked)
+
+		// Both handles of the owner are told when their shared holding is lost.
+		require.NoError(t, a.Lock(ctx))
+		require.NoError(t, b.Lock(ctx))
+		lostA, lostB := a.Lost(), b.Lost()
+		require.NoError(t, e.rdb.Del(ctx, "shared").Err())
+		e.advance(watchdog / 2)
+		for _, lost := range []<-chan struct{}{lostA, lostB} {
+			select {
+			case <-lost:
+			case <-time.After(3 * time.Second):
+				t.Fatal("a handle of the owner was not told of the loss")
+			}
+		}
 	})
 }
 
@@ -195,6 +210,10 @@ func TestReentrantLeaseIsKept(t *testing.T) {
 		ttl, err = l.RemainTTL(ctx)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, ttl, watchdog, "back to the watchdog timeout")
+		e.advance(3 * watchdog)
+		held, err := l.IsHeld(ctx)
+		require.NoError(t, err)
+		assert.True(t, held, "and renewed by the watchdog from then on")
 		require.NoError(t, l.Unlock(ctx))
 		require.NoError(t, l.Unlock(ctx))
 		locked, _ := l.IsLocked(ctx)
@@ -214,7 +233,7 @@ func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.GreaterOrEqual(t, took, 490*time.Millisecond)
-	assert.Less(t, took, 800*time.Millisecond)
+	assert.Less(t, took, 2*time.Second)
 	require.NoError(t, holder.Unlock(ctx))
 }
 
@@ -223,7 +242,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	ctx := context.Background()
 	holderClient, waiterClient := e.newClient(t), e.newClient(t)
 	holder, waiter := holderClient.Lock("handoff"), waiterClient.Lock("handoff")
-	require.NoError(t, holder.LockLease(ctx, 10*time.Second), "a long lease: polling on the PTTL would take 10s")
+	require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling on the PTTL would take a minute")
 
 	acquired := make(chan time.Time, 1)
 	go func() {
@@ -239,7 +258,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 	select {
 	case at := <-acquired:
-		assert.Less(t, at.Sub(released), 100*time.Millisecond, "woken by pub/sub")
+		assert.Less(t, at.Sub(released), 2*time.Second, "woken by pub/sub, not by the minute-long lease")
 	case <-time.After(3 * time.Second):
 		t.Fatal("waiter not woken by the unlock message")
 	}
@@ -254,8 +273,8 @@ func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
 	ctx := context.Background()
 	holderClient, waiterClient := e.newClient(t), e.newClient(t)
 	holder, waiter := holderClient.Lock("lost-msg"), waiterClient.Lock("lost-msg")
-	require.NoError(t, holder.LockLease(ctx, 800*time.Millisecond))
 	start := time.Now()
+	require.NoError(t, holder.LockLease(ctx, 800*time.Millisecond))
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(ctx) }()
 	time.Sleep(100 * time.Millisecond)
@@ -269,8 +288,8 @@ func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
 		t.Fatal("waiter hung without the unlock message")
 	}
 	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, 700*time.Millisecond)
-	assert.Less(t, took, 1200*time.Millisecond)
+	assert.GreaterOrEqual(t, took, 700*time.Millisecond, "not before the lease ends")
+	assert.Less(t, took, 2500*time.Millisecond, "soon after the lease ends")
 	require.NoError(t, waiter.Unlock(ctx))
 }
 
@@ -362,7 +381,9 @@ func TestManyClientsKeepACounterExact(t *testing.T) {
 							break
 						}
 					}
-					counter++
+					v := counter // read, pause, write: overlapping holders would lose updates
+					time.Sleep(50 * time.Microsecond)
+					counter = v + 1
 					holders.Add(-1)
 					if err := l.Unlock(ctx); err != nil {
 						t.Error(err)
@@ -371,7 +392,7 @@ func TestManyClientsKeepACounterExact(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		waitGroup(t, &wg, 2*time.Minute, "the contenders")
 		assert.Equal(t, clients*iterations, counter)
 		assert.Equal(t, int32(1), maxHolders.Load(), "never two holders")
 	})
@@ -384,23 +405,31 @@ func TestCancelledLockLeavesNothingBehind(t *testing.T) {
 		holder, waiter := c.Lock("cancelled"), c.Lock("cancelled")
 		require.NoError(t, holder.LockLease(ctx, time.Hour))
 
-		wctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- waiter.Lock(wctx) }()
-		eventually(t, 2*time.Second, func() bool {
-			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
-		}, "the waiter waits on the channel")
-		cancel()
-		select {
-		case err := <-done:
-			require.ErrorIs(t, err, client.ErrNotObtained)
-			require.ErrorIs(t, err, context.Canceled)
-		case <-time.After(time.Second):
-			t.Fatal("a cancelled Lock did not return promptly")
+		// The first round opens every connection the engine needs (miniredis
+		// serves each on goroutines of its own); the second counts goroutines.
+		for round := range 2 {
+			before := runtime.NumGoroutine()
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- waiter.Lock(wctx) }()
+			eventually(t, 2*time.Second, func() bool {
+				return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
+			}, "the waiter waits on the channel")
+			cancel()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, client.ErrNotObtained)
+				require.ErrorIs(t, err, context.Canceled)
+			case <-time.After(time.Second):
+				t.Fatal("a cancelled Lock did not return promptly")
+			}
+			eventually(t, 2*time.Second, func() bool {
+				return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
+			}, "no subscription left")
+			if round == 1 {
+				settleGoroutines(t, before)
+			}
 		}
-		eventually(t, 2*time.Second, func() bool {
-			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
-		}, "no subscription left")
 		require.NoError(t, holder.Unlock(ctx))
 		locked, _ := holder.IsLocked(ctx)
 		assert.False(t, locked, "the cancelled waiter never took the lock")
@@ -432,7 +461,7 @@ func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
 				time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
 			}
 			cancel()
-			if err := <-done; err == nil {
+			if err := within(t, done, 5*time.Second, "Lock's return"); err == nil {
 				require.NoError(t, l.Unlock(ctx))
 			} else {
 				require.ErrorIs(t, err, client.ErrNotObtained)
@@ -471,7 +500,7 @@ func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
 				return ctx.Err()
 			})
 		}()
-		<-started
+		within(t, started, 5*time.Second, "fn to start")
 		_, err = e.rdb.Del(ctx, "do").Result()
 		require.NoError(t, err)
 		e.advance(watchdog / 2)

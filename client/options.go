@@ -134,7 +134,8 @@ func WithReplicaSync(replicas int, timeout time.Duration) Option {
 type LockOption func(*lockOptions)
 
 type lockOptions struct {
-	owner string
+	owner    string
+	ownerSet bool
 }
 
 // WithOwner sets the handle's owner identity, so that several handles act
@@ -143,5 +144,5 @@ type lockOptions struct {
 // the idempotency of its retried requests, per Client. The default is a
 // fresh owner per handle, "<clientID>:<n>".
 func WithOwner(owner string) LockOption {
-	return func(o *lockOptions) { o.owner = owner }
+	return func(o *lockOptions) { o.owner, o.ownerSet = owner, true }
 }

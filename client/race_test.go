@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,7 +57,7 @@ func TestCancelledReentryKeepsTheOuterHoldingWatched(t *testing.T) {
 	require.ErrorIs(t, l.LockLease(rctx, time.Minute), client.ErrNotObtained)
 	eventually(t, time.Second, func() bool { n, _ := l.HoldCount(ctx); return n == 1 }, "the reentry was given back")
 
-	require.NoError(t, fake.BlockUntilContext(ctx, 1))
+	blockUntil(t, fake, 1)
 	fake.Advance(61 * time.Second) // the outer holding's lease runs out
 	select {
 	case <-lost:
@@ -81,7 +82,36 @@ func TestCloseDuringAnAcquireInFlightReportsErrClosed(t *testing.T) {
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- c.Lock("C").Lock(context.Background()) }()
-	<-inflight
+	within(t, inflight, 5*time.Second, "the acquire in flight")
 	e.close(t, c)
-	require.ErrorIs(t, <-errc, client.ErrClosed)
+	require.ErrorIs(t, within(t, errc, 5*time.Second, "Lock's return"), client.ErrClosed)
+}
+
+// A first acquire that succeeds in Redis just as its caller's context ends
+// is released by the engine: the caller gets ErrNotObtained and the lock is
+// free, with no goroutine left behind.
+func TestAcquireThatRacedItsCancelIsReleased(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	ctx := context.Background()
+	l := c.Lock("raced")
+	require.NoError(t, l.LockLease(ctx, time.Minute)) // warm up: key actor, pools
+	require.NoError(t, l.Unlock(ctx))
+	before := runtime.NumGoroutine()
+
+	rctx, cancel := context.WithCancel(ctx)
+	var once atomic.Bool
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if isAcquireCall(sc) && once.CompareAndSwap(false, true) {
+			r := sc.Run() // acquired in Redis...
+			cancel()      // ...while the caller gives up
+			time.Sleep(20 * time.Millisecond)
+			return r
+		}
+		return sc.Run()
+	})
+	require.ErrorIs(t, l.LockLease(rctx, time.Minute), client.ErrNotObtained)
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, "raced").Val() == 0 },
+		"the engine released the acquire that raced the cancel")
+	settleGoroutines(t, before)
 }

@@ -42,7 +42,7 @@ func TestRenewalNeverOutlivesUnlock(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		waitGroup(t, &wg, time.Minute, "the contenders")
 		locked, _ := l.IsLocked(ctx)
 		require.False(t, locked, "every holding was released")
 
@@ -105,7 +105,7 @@ func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitGroup(t, &wg, time.Minute, "the contenders")
 	eventually(t, 2*time.Second, func() bool {
 		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
 	}, "every subscription ended with its last waiter")
@@ -156,5 +156,5 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 	for _, l := range held {
 		require.NoError(t, l.Unlock(ctx))
 	}
-	wg.Wait()
+	waitGroup(t, &wg, time.Minute, "the waiters")
 }

@@ -22,9 +22,15 @@ func TestReplicaSync(t *testing.T) {
 	master := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
 	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
 	mrdb, rrdb := master.Client(t), replica.Client(t)
-	eventually(t, 5*time.Second, func() bool {
-		return strings.Contains(mrdb.Info(ctx, "replication").Val(), "state=online")
-	}, "the replica is attached")
+	eventually(t, 10*time.Second, func() bool {
+		// Attached, loaded, and acknowledging writes.
+		if !strings.Contains(mrdb.Info(ctx, "replication").Val(), "state=online") {
+			return false
+		}
+		mrdb.Set(ctx, "probe", 1, 0)
+		return mrdb.Do(ctx, "wait", 1, 100).Val() == int64(1)
+	}, "the replica acknowledges writes")
+	require.NoError(t, mrdb.Del(ctx, "probe").Err())
 
 	e := &env{name: "replicated", rdb: mrdb, srv: master, clk: clockwork.NewRealClock()}
 	c := e.newClient(t, client.WithReplicaSync(1, 200*time.Millisecond))

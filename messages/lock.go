@@ -71,13 +71,14 @@ type AcquireFailed struct {
 	Err       error
 }
 
-// Cancel withdraws the Acquire with RequestID. The pending Acquire is then
+// Cancel withdraws Owner's Acquire with RequestID. The pending Acquire is then
 // answered with AcquireFailed{Err: ErrCancelled}; if its Redis attempt was
 // already in flight and succeeds, the engine releases the lock itself.
 // Cancel itself has no reply.
 type Cancel struct {
 	Name      string
 	Kind      Kind
+	Owner     string
 	RequestID string
 }
 
@@ -128,13 +129,15 @@ type Watch struct {
 }
 
 // Watched answers Watch. Held is false when this engine knows of no holding
-// by Owner; no LockLost will follow then.
+// by Owner; no LockLost will follow then. Err is set (ErrInvalidArgument)
+// when the Watch was malformed.
 type Watched struct {
 	Name    string
 	Kind    Kind
 	Owner   string
 	Held    bool
 	Holding uint64
+	Err     error
 }
 
 // LockLost is pushed to every watcher of a holding that the engine found

@@ -1,0 +1,84 @@
+package messages
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		what  string
+		err   error
+		field string // "" when valid
+	}{
+		{"name ok", ValidateName("order:42"), ""},
+		{"name empty", ValidateName(""), "name"},
+		{"name 64 KiB", ValidateName(strings.Repeat("n", MaxNameLen)), ""},
+		{"name too long", ValidateName(strings.Repeat("n", MaxNameLen+1)), "name"},
+		{"owner empty", ValidateOwner(""), "owner"},
+		{"owner ok", ValidateOwner("svc:1"), ""},
+		{"lease 1ms", ValidateLease(time.Millisecond, false), ""},
+		{"lease zero, watchdog allowed", ValidateLease(0, true), ""},
+		{"lease zero, explicit wanted", ValidateLease(0, false), "lease"},
+		{"lease negative", ValidateLease(-time.Second, true), "lease"},
+		{"lease under 1ms", ValidateLease(999*time.Microsecond, false), "lease"},
+		{"lease fraction of ms", ValidateLease(1500*time.Microsecond, false), "lease"},
+		{"lease max duration", ValidateLease(time.Duration(1<<63-1)/time.Millisecond*time.Millisecond, false), ""},
+		{"wait zero", ValidateWait(0), ""},
+		{"wait negative", ValidateWait(-time.Nanosecond), "wait"},
+		{"acquire ok", (&Acquire{Name: "n", Owner: "o", RequestID: "r"}).Validate(), ""},
+		{"acquire negative lease", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Lease: -1}).Validate(), "lease"},
+		{"acquire no request ID", (&Acquire{Name: "n", Owner: "o"}).Validate(), "request ID"},
+		{"acquire unknown kind", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: 99}).Validate(), "kind"},
+		{"acquire nil", (*Acquire)(nil).Validate(), "acquire"},
+		{"release no owner", (&Release{Name: "n", RequestID: "r"}).Validate(), "owner"},
+		{"release ok", (&Release{Name: "n", Owner: "o", RequestID: "r"}).Validate(), ""},
+		{"cancel no owner", (&Cancel{Name: "n", RequestID: "r"}).Validate(), "owner"},
+		{"cancel ok", (&Cancel{Name: "n", Owner: "o", RequestID: "r"}).Validate(), ""},
+		{"watch no name", (&Watch{Owner: "o"}).Validate(), "name"},
+		{"watch ok", (&Watch{Name: "n", Owner: "o"}).Validate(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.what, func(t *testing.T) {
+			if tt.field == "" {
+				assert.NoError(t, tt.err)
+				return
+			}
+			require.ErrorIs(t, tt.err, ErrInvalidArgument)
+			assert.Contains(t, tt.err.Error(), tt.field+":", "the message names the field")
+		})
+	}
+}
+
+func FuzzValidate(f *testing.F) {
+	f.Add("order:42", int64(time.Second), int64(0))
+	f.Add("", int64(0), int64(-1))
+	f.Add("{tag}:x", int64(1), int64(time.Hour))
+	f.Add(strings.Repeat("x", 70000), int64(1500*time.Microsecond), int64(1))
+	f.Fuzz(func(t *testing.T, name string, lease, wait int64) {
+		errName := ValidateName(name)
+		if (name == "" || len(name) > MaxNameLen) != (errName != nil) {
+			t.Fatalf("ValidateName(%d bytes) = %v", len(name), errName)
+		}
+		d := time.Duration(lease)
+		errLease := ValidateLease(d, true)
+		wantLease := d == 0 || (d >= time.Millisecond && d%time.Millisecond == 0)
+		if wantLease != (errLease == nil) {
+			t.Fatalf("ValidateLease(%v) = %v", d, errLease)
+		}
+		errWait := ValidateWait(time.Duration(wait))
+		if (wait < 0) != (errWait != nil) {
+			t.Fatalf("ValidateWait(%v) = %v", time.Duration(wait), errWait)
+		}
+		for _, err := range []error{errName, errLease, errWait} {
+			if err != nil && !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("%v is not ErrInvalidArgument", err)
+			}
+		}
+	})
+}
