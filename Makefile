@@ -47,8 +47,9 @@ test-short: ## Run the tests once without the race detector (quick local loop)
 bench: ## Run the client benchmarks
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./client/...
 
-fuzz: ## Fuzz key/option validation for 20s
-	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./client
+fuzz: ## Fuzz argument validation and the acquire script's lease encoding, 20s each
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./messages
+	$(GO) test -run '^$$' -fuzz FuzzAcquireLease -fuzztime 20s ./redisio
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

@@ -138,7 +138,9 @@ func (c *Client) PID() *actor.PID { return c.root }
 // Close stops renewals and the engine. Locks still held are not released:
 // they expire within their lease (the watchdog timeout for watchdog-mode
 // locks), as with Redisson's shutdown. Waiting calls return ErrClosed, and
-// every call afterwards too. The Redis client is left open.
+// every call afterwards too. The Redis client is left open. If ctx ends
+// first, Close returns its error but still waits for the engine to stop,
+// which takes no longer than the Redis calls in flight (they are aborted).
 func (c *Client) Close(ctx context.Context) error {
 	first := false
 	c.closeOnce.Do(func() { first = true })

@@ -5,7 +5,7 @@ import "github.com/warden-go/warden/messages"
 // The errors warden returns, matched with errors.Is. They are the same
 // values as in package messages, so actor code and Go code agree.
 var (
-	// ErrNotHeld: unlock or query by an owner that does not hold the lock.
+	// ErrNotHeld: unlock by an owner that does not hold the lock.
 	ErrNotHeld = messages.ErrNotHeld
 	// ErrNotObtained: a blocking wait ended without the lock; joined with
 	// the context's error when the context ended it.

@@ -234,8 +234,9 @@ func (l *Lock) Lost() <-chan struct{} {
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock existed. The holder learns of the loss at its
-// next renewal.
+// reports whether the lock existed. A watchdog-mode holder learns of the
+// loss at its next renewal; a fixed-lease holder when its lease would have
+// ended, or at its Unlock (ErrNotHeld).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err

@@ -35,7 +35,7 @@ func defaultOptions() options {
 // WithWatchdogTimeout sets the lease of locks taken in watchdog mode
 // (Lock, TryLock, or a lease of 0): the engine renews each such lock every
 // d/3 while it is held, so a crashed process's locks expire within d. It
-// must be at least 30ms. The default is 30s.
+// must be a whole number of milliseconds, at least 30ms. The default is 30s.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 30*time.Millisecond || d%time.Millisecond != 0 {

@@ -5,8 +5,8 @@ import "errors"
 // Sentinel errors shared by the engine and the client package. Match them
 // with errors.Is; package client re-exports each under the same name.
 var (
-	// ErrNotHeld is returned by an unlock or query of a lock the owner does
-	// not hold (Redisson's IllegalMonitorStateException).
+	// ErrNotHeld is returned by an unlock of a lock the owner does not hold
+	// (Redisson's IllegalMonitorStateException).
 	ErrNotHeld = errors.New("warden: lock not held")
 	// ErrNotObtained is returned when a wait ended without the lock. When a
 	// context ended the wait it is joined with the context's error.

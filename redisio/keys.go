@@ -23,7 +23,9 @@ func LockChannel(name string) string {
 }
 
 // UnlockLatchKey is the key that remembers an unlock request's result for
-// the retry window: redisson_unlock_latch:{name}:<requestID>.
+// the retry window: redisson_unlock_latch:{name}:<requestID>. The engine
+// passes "<owner>:<requestID>" as the request ID, so that two owners' IDs
+// never meet.
 func UnlockLatchKey(name, requestID string) string {
 	return prefixName("redisson_unlock_latch", name) + ":" + requestID
 }

@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  lock hash (the lock's name)
 -- KEYS[2]  unlock channel redisson_lock__channel:{name}
--- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<requestID>
+-- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<owner>:<requestID>
 -- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
