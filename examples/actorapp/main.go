@@ -61,12 +61,13 @@ func run() error {
 	}
 	defer func() { _ = c.Close(context.Background()) }() // ErrClosed after the Close below
 
-	// B takes the lock first and holds it for 300ms.
+	// B takes the lock first and holds it for a second, long enough for A to
+	// answer its pings while it waits, even on a loaded machine.
 	bHolds := make(chan struct{})
 	bDone := make(chan error, 1)
 	b := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &lockUser{label: "B", engine: c.PID(), owner: c.ID() + ":actor-2",
-			work: 300 * time.Millisecond, acquired: bHolds, done: bDone}
+			work: time.Second, acquired: bHolds, done: bDone}
 	}))
 	select {
 	case <-bHolds:
