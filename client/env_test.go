@@ -179,3 +179,22 @@ func settleGoroutines(t *testing.T, before int) {
 	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
 }
+
+// awaitWhileTime lets time pass on e's clock, in small steps, until a value
+// arrives on ch or max has passed on the clock. It returns the value and
+// the clock time that passed.
+func awaitWhileTime[T any](t *testing.T, e *env, ch <-chan T, max time.Duration, what string) (T, time.Duration) {
+	t.Helper()
+	start := e.clk.Now()
+	for {
+		select {
+		case v := <-ch:
+			return v, e.clk.Now().Sub(start)
+		default:
+		}
+		if e.clk.Now().Sub(start) > max {
+			t.Fatalf("%s: nothing after %v", what, max)
+		}
+		e.advance(10 * time.Millisecond)
+	}
+}

@@ -222,75 +222,76 @@ func TestReentrantLeaseIsKept(t *testing.T) {
 }
 
 func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
-	e := realEnv(t)
-	ctx := context.Background()
-	c := e.newClient(t)
-	holder, waiter := c.Lock("busy"), c.Lock("busy")
-	require.NoError(t, holder.LockLease(ctx, time.Minute))
-	start := time.Now()
-	ok, err := waiter.TryLockWait(ctx, 500*time.Millisecond, 0)
-	took := time.Since(start)
-	require.NoError(t, err)
-	assert.False(t, ok)
-	assert.GreaterOrEqual(t, took, 490*time.Millisecond)
-	assert.Less(t, took, 2*time.Second)
-	require.NoError(t, holder.Unlock(ctx))
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		holder, waiter := c.Lock("busy"), c.Lock("busy")
+		require.NoError(t, holder.LockLease(ctx, time.Minute))
+		type result struct {
+			ok  bool
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ok, err := waiter.TryLockWait(ctx, 500*time.Millisecond, 0)
+			done <- result{ok, err}
+		}()
+		r, took := awaitWhileTime(t, e, done, 3*time.Second, "TryLockWait")
+		require.NoError(t, r.err)
+		assert.False(t, r.ok)
+		assert.GreaterOrEqual(t, took, 490*time.Millisecond, "not before its wait ran out")
+		assert.Less(t, took, 2*time.Second, "soon after its wait ran out")
+		require.NoError(t, holder.Unlock(ctx))
+	})
 }
 
 func TestWaiterWakesOnUnlockMessage(t *testing.T) {
-	e := realEnv(t)
-	ctx := context.Background()
-	holderClient, waiterClient := e.newClient(t), e.newClient(t)
-	holder, waiter := holderClient.Lock("handoff"), waiterClient.Lock("handoff")
-	require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling on the PTTL would take a minute")
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		holderClient, waiterClient := e.newClient(t), e.newClient(t)
+		holder, waiter := holderClient.Lock("handoff"), waiterClient.Lock("handoff")
+		require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling on the PTTL would take a minute")
 
-	acquired := make(chan time.Time, 1)
-	go func() {
-		if err := waiter.Lock(ctx); err == nil {
-			acquired <- time.Now()
-		}
-	}()
-	eventually(t, 2*time.Second, func() bool {
-		return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{handoff}").Val()["redisson_lock__channel:{handoff}"] == 1
-	}, "the waiter subscribes to the lock's channel")
-	time.Sleep(20 * time.Millisecond)
-	released := time.Now()
-	require.NoError(t, holder.Unlock(ctx))
-	select {
-	case at := <-acquired:
+		acquired := make(chan time.Time, 1)
+		go func() {
+			if err := waiter.Lock(ctx); err == nil {
+				acquired <- time.Now()
+			}
+		}()
+		eventually(t, 2*time.Second, func() bool {
+			return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{handoff}").Val()["redisson_lock__channel:{handoff}"] == 1
+		}, "the waiter subscribes to the lock's channel")
+		time.Sleep(20 * time.Millisecond)
+		released := time.Now()
+		require.NoError(t, holder.Unlock(ctx))
+		at := within(t, acquired, 3*time.Second, "the waiter, woken by the unlock message")
 		assert.Less(t, at.Sub(released), 2*time.Second, "woken by pub/sub, not by the minute-long lease")
-	case <-time.After(3 * time.Second):
-		t.Fatal("waiter not woken by the unlock message")
-	}
-	require.NoError(t, waiter.Unlock(ctx))
-	eventually(t, 2*time.Second, func() bool {
-		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
-	}, "the subscription ends with the last waiter")
+		require.NoError(t, waiter.Unlock(ctx))
+		eventually(t, 2*time.Second, func() bool {
+			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
+		}, "the subscription ends with the last waiter")
+	})
 }
 
 func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
-	e := realEnv(t)
-	ctx := context.Background()
-	holderClient, waiterClient := e.newClient(t), e.newClient(t)
-	holder, waiter := holderClient.Lock("lost-msg"), waiterClient.Lock("lost-msg")
-	start := time.Now()
-	require.NoError(t, holder.LockLease(ctx, 800*time.Millisecond))
-	done := make(chan error, 1)
-	go func() { done <- waiter.Lock(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	// The holder's lock vanishes without an unlock message (expiry, or a
-	// message lost with the pub/sub connection): the waiter must still get
-	// in within the holder's remaining lease.
-	select {
-	case err := <-done:
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		holderClient, waiterClient := e.newClient(t), e.newClient(t)
+		holder, waiter := holderClient.Lock("lost-msg"), waiterClient.Lock("lost-msg")
+		start := e.clk.Now()
+		require.NoError(t, holder.LockLease(ctx, 800*time.Millisecond))
+		done := make(chan error, 1)
+		go func() { done <- waiter.Lock(ctx) }()
+		// The holder's lock vanishes without an unlock message (expiry, or a
+		// message lost with the pub/sub connection): the waiter must still get
+		// in within the holder's remaining lease.
+		err, _ := awaitWhileTime(t, e, done, 3*time.Second, "the waiter, without an unlock message")
 		require.NoError(t, err)
-	case <-time.After(3 * time.Second):
-		t.Fatal("waiter hung without the unlock message")
-	}
-	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, 700*time.Millisecond, "not before the lease ends")
-	assert.Less(t, took, 2500*time.Millisecond, "soon after the lease ends")
-	require.NoError(t, waiter.Unlock(ctx))
+		took := e.clk.Now().Sub(start)
+		assert.GreaterOrEqual(t, took, 700*time.Millisecond, "not before the lease ends")
+		assert.Less(t, took, 2500*time.Millisecond, "soon after the lease ends")
+		require.NoError(t, waiter.Unlock(ctx))
+	})
 }
 
 func TestForceUnlock(t *testing.T) {
