@@ -170,6 +170,8 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.wakeHead()
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
+	case *crash:
+		panic(fmt.Sprintf("warden: key actor %q told to crash", a.key.Name))
 	case *renewalExpired:
 		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.registered[m.Owner] {
 			a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
@@ -679,23 +681,38 @@ func (a *keyActor) respond(ctx actor.Context, to *actor.PID, msg any) {
 	}
 }
 
+// onStopping answers everybody: on Close with ErrClosed; otherwise (a
+// key actor stopped after a failure; passivation only stops idle ones)
+// with an internal error, and every holding is reported lost and no longer
+// renewed, so its lock expires within its lease.
 func (a *keyActor) onStopping(ctx actor.Context) {
 	a.timer.stop()
 	a.idle.stop()
+	why := messages.ErrClosed
+	if a.cfg.IO.Err() == nil {
+		why = fmt.Errorf("warden: internal error: the engine dropped the state of %s", a.key.Name)
+		for owner, h := range a.holdings {
+			a.lose(ctx, owner, h, fmt.Errorf("%w: %v", messages.ErrLockLost, why))
+			a.unregister(ctx, owner)
+		}
+		if a.subscribed {
+			ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+		}
+	}
 	for _, w := range a.queue {
 		if !w.cancelled {
-			a.replyFailed(ctx, w, messages.ErrClosed)
+			a.replyFailed(ctx, w, why)
 		}
 	}
 	a.queue = nil
 	for _, o := range a.ops {
 		if o.kind == opRelease {
-			a.respondRelease(ctx, o, nil, messages.ErrClosed, 0)
+			a.respondRelease(ctx, o, nil, why, 0)
 		}
 	}
 	a.ops = nil
 	if o := a.inflight; o != nil && o.kind == opRelease {
-		a.respondRelease(ctx, o, nil, errors.Join(messages.ErrClosed, errors.New("outcome unknown")), 0)
+		a.respondRelease(ctx, o, nil, errors.Join(why, errors.New("outcome unknown")), 0)
 	}
 	a.io.Wait()
 }

@@ -73,6 +73,12 @@ type passivate struct {
 	Seen uint64
 }
 
+// crash makes a key actor panic, as a bug would; Key routes it through
+// root. It exists to test that a failing key actor answers everybody.
+type crash struct {
+	Key key
+}
+
 // tick is a clock timer's message to its own actor; Gen tells a stale tick
 // from the current one.
 type tick struct {

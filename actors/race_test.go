@@ -150,3 +150,29 @@ func TestCancelThenErrorRepliesOnce(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+// A key actor that fails (a bug) is stopped, not silently restarted: its
+// waiters are answered, its holders told their holding is lost, and the
+// next request for the name gets a fresh key actor.
+func TestFailingKeyActorAnswersEverybody(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	holder := e.request(&messages.Acquire{Name: "C", Owner: "h", RequestID: "h1", Watch: true})
+	require.IsType(t, &messages.Acquired{}, within(t, holder, 5*time.Second, "the holder's Acquired"))
+	waiter := e.request(&messages.Acquire{Name: "C", Owner: "w", RequestID: "w1"})
+	require.Eventually(t, func() bool {
+		return len(e.rdb.PubSubChannels(context.Background(), "*").Val()) == 1
+	}, 5*time.Second, 5*time.Millisecond, "the waiter waits")
+
+	e.sys.Root.Send(e.root, &crash{Key: key{Name: "C", Kind: messages.KindLock}})
+
+	failed := within(t, waiter, 5*time.Second, "the waiter's answer").(*messages.AcquireFailed)
+	require.ErrorContains(t, failed.Err, "internal error")
+	lost := within(t, holder, 5*time.Second, "the holder's LockLost").(*messages.LockLost)
+	require.ErrorIs(t, lost.Err, messages.ErrLockLost)
+	require.Eventually(t, func() bool { return e.keyActors(t) == 0 }, 5*time.Second, 5*time.Millisecond,
+		"root forgot the failed key actor")
+
+	again := e.ask(t, &messages.Acquire{Name: "C", Owner: "w", RequestID: "w2", Deadline: e.clock.Now()})
+	require.ErrorIs(t, again.(*messages.AcquireFailed).Err, messages.ErrTimeout,
+		"a fresh key actor serves the name (the lock itself expires within its lease)")
+}
