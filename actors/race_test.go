@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
@@ -25,18 +26,6 @@ func isAcquire(c redistest.ScriptCall) bool {
 
 func isRenew(c redistest.ScriptCall) bool {
 	return len(c.Args) == len(c.Keys)+1 && !isAcquire(c)
-}
-
-// within returns what arrives on ch within d, failing the test otherwise.
-func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
 }
 
 // gate is a channel a hook blocks on; it is opened at the latest when the
@@ -82,12 +71,12 @@ func TestRenewalRacingAcquireIsNotALoss(t *testing.T) {
 		return c.Run()
 	})
 	out := e.request(&messages.Acquire{Name: "L", Owner: "victim", RequestID: "v1", Watch: true})
-	within(t, acquiring, 5*time.Second, "the acquire")
+	await.Value(t, acquiring, 5*time.Second, "the acquire")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, e.clock.BlockUntilContext(ctx, 1))
 	e.clock.Advance(10 * time.Second) // the renewer's tick
-	require.IsType(t, &messages.Acquired{}, within(t, out, 5*time.Second, "Acquired"))
+	require.IsType(t, &messages.Acquired{}, await.Value(t, out, 5*time.Second, "Acquired"))
 	select {
 	case m := <-out:
 		t.Fatalf("%T while Redis holds the lock (HEXISTS=%v)", m, e.rdb.HExists(context.Background(), "L", "victim").Val())
@@ -139,9 +128,9 @@ func TestCancelThenErrorRepliesOnce(t *testing.T) {
 		return c.Run()
 	})
 	out := e.request(&messages.Acquire{Name: "L", Owner: "x", RequestID: "x1", Lease: time.Minute})
-	within(t, inflight, 5*time.Second, "the attempt")
+	await.Value(t, inflight, 5*time.Second, "the attempt")
 	e.sys.Root.Send(e.root, &messages.Cancel{Name: "L", Owner: "x", RequestID: "x1"})
-	first := within(t, out, 5*time.Second, "the answer to Cancel").(*messages.AcquireFailed)
+	first := await.Value(t, out, 5*time.Second, "the answer to Cancel").(*messages.AcquireFailed)
 	require.ErrorIs(t, first.Err, messages.ErrCancelled)
 	fail.open()
 	select {
@@ -157,7 +146,7 @@ func TestCancelThenErrorRepliesOnce(t *testing.T) {
 func TestFailingKeyActorAnswersEverybody(t *testing.T) {
 	e := startEngine(t, redistest.Start(t).Client(t))
 	holder := e.request(&messages.Acquire{Name: "C", Owner: "h", RequestID: "h1", Watch: true})
-	require.IsType(t, &messages.Acquired{}, within(t, holder, 5*time.Second, "the holder's Acquired"))
+	require.IsType(t, &messages.Acquired{}, await.Value(t, holder, 5*time.Second, "the holder's Acquired"))
 	waiter := e.request(&messages.Acquire{Name: "C", Owner: "w", RequestID: "w1"})
 	require.Eventually(t, func() bool {
 		return len(e.rdb.PubSubChannels(context.Background(), "*").Val()) == 1
@@ -165,9 +154,9 @@ func TestFailingKeyActorAnswersEverybody(t *testing.T) {
 
 	e.sys.Root.Send(e.root, &crash{Key: key{Name: "C", Kind: messages.KindLock}})
 
-	failed := within(t, waiter, 5*time.Second, "the waiter's answer").(*messages.AcquireFailed)
+	failed := await.Value(t, waiter, 5*time.Second, "the waiter's answer").(*messages.AcquireFailed)
 	require.ErrorContains(t, failed.Err, "internal error")
-	lost := within(t, holder, 5*time.Second, "the holder's LockLost").(*messages.LockLost)
+	lost := await.Value(t, holder, 5*time.Second, "the holder's LockLost").(*messages.LockLost)
 	require.ErrorIs(t, lost.Err, messages.ErrLockLost)
 	require.Eventually(t, func() bool { return e.keyActors(t) == 0 }, 5*time.Second, 5*time.Millisecond,
 		"root forgot the failed key actor")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,26 +137,6 @@ func realBenchClient(b *testing.B, rdb *redis.Client) *client.Client {
 	}
 	b.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
-}
-
-// within returns what arrives on ch within d, failing the test otherwise.
-func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
-// waitGroup waits for wg up to d, failing the test otherwise.
-func waitGroup(t *testing.T, wg *sync.WaitGroup, d time.Duration, what string) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	within(t, done, d, what)
 }
 
 // blockUntil waits up to 5 s of real time for n timers on the fake clock.

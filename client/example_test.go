@@ -12,9 +12,9 @@ import (
 	"github.com/warden-go/warden/client"
 )
 
-// exampleRedis returns a Redis for the examples: an in-process miniredis.
-// Real code passes its own go-redis client (single node, Sentinel or
-// Cluster).
+// exampleRedis returns a Redis for the examples, an in-process miniredis,
+// and a function that closes it. Real code passes its own go-redis client
+// (single node, Sentinel or Cluster).
 func exampleRedis() (*redis.Client, func()) {
 	m := miniredis.NewMiniRedis()
 	if err := m.Start(); err != nil {
@@ -22,6 +22,17 @@ func exampleRedis() (*redis.Client, func()) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	return rdb, func() { _ = rdb.Close(); m.Close() }
+}
+
+// exampleClient returns a Client on exampleRedis, and a function that
+// closes both.
+func exampleClient() (*client.Client, func()) {
+	rdb, stop := exampleRedis()
+	c, err := client.New(rdb)
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { _ = c.Close(context.Background()); stop() }
 }
 
 func Example() {
@@ -59,16 +70,11 @@ func Example() {
 }
 
 func ExampleLock_Do() {
-	rdb, stop := exampleRedis()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(rdb)
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close(ctx)
 
-	err = c.Lock("report:daily").Do(ctx, func(ctx context.Context) error {
+	err := c.Lock("report:daily").Do(ctx, func(ctx context.Context) error {
 		// ctx is cancelled with cause client.ErrLockLost if the lock is lost.
 		fmt.Println("generating the report under the lock")
 		return nil
@@ -80,29 +86,19 @@ func ExampleLock_Do() {
 }
 
 func ExampleLock_Unlock_notHeld() {
-	rdb, stop := exampleRedis()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(rdb)
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close(ctx)
 
-	err = c.Lock("never-taken").Unlock(ctx)
+	err := c.Lock("never-taken").Unlock(ctx)
 	fmt.Println(errors.Is(err, client.ErrNotHeld))
 	// Output: true
 }
 
 func ExampleLock_TryLockWait() {
-	rdb, stop := exampleRedis()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
-	c, err := client.New(rdb)
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close(ctx)
 
 	holder := c.Lock("inventory")
 	_ = holder.Lock(ctx)

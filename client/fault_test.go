@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/faultproxy"
 	"github.com/warden-go/warden/internal/redistest"
 )
@@ -168,7 +169,7 @@ func TestUnrenewableLockIsReportedLost(t *testing.T) {
 	}
 	stopped := time.Now()
 	e.srv.Stop(t)
-	within(t, lost, 3*watchdog, "Lost() while Redis is unreachable")
+	await.Value(t, lost, 3*watchdog, "Lost() while Redis is unreachable")
 	assert.GreaterOrEqual(t, time.Since(stopped), watchdog/3, "not before the renewals had a chance")
 	e.srv.Start(t)
 	require.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld)
@@ -214,6 +215,6 @@ func TestWaiterRetriesAfterPubSubReconnect(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 	time.Sleep(100 * time.Millisecond)
 	p.Block(false)
-	require.NoError(t, within(t, done, 5*time.Second, "the waiter, retried after the pub/sub reconnect"))
+	require.NoError(t, await.Value(t, done, 5*time.Second, "the waiter, retried after the pub/sub reconnect"))
 	require.NoError(t, waiter.Unlock(ctx))
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/await"
 )
 
 // javaPeer speaks Redisson's RLock protocol as a Java service would: the
@@ -134,7 +136,7 @@ func TestSharesALockWithARedissonPeer(t *testing.T) {
 	}, "the Java waiter listens")
 	released = time.Now()
 	require.NoError(t, l.Unlock(ctx))
-	at := within(t, javaGot, 5*time.Second, "the Java waiter")
+	at := await.Value(t, javaGot, 5*time.Second, "the Java waiter")
 	assert.Less(t, at.Sub(released), 2*time.Second, "woken by warden's unlock message, not the minute-long lease")
 	require.NoError(t, java.unlock(ctx, "shared:order", time.Minute))
 }
@@ -188,7 +190,7 @@ func TestMutualExclusionWithARedissonPeer(t *testing.T) {
 			}
 		}()
 	}
-	waitGroup(t, &wg, 2*time.Minute, "the contenders")
+	await.Group(t, &wg, 2*time.Minute, "the contenders")
 	assert.Zero(t, violations.Load(), "two holders at once")
 	assert.Equal(t, 6*rounds, counter)
 }

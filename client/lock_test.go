@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 )
 
 func TestReentrancyAndHoldCount(t *testing.T) {
@@ -264,7 +265,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		released := time.Now()
 		require.NoError(t, holder.Unlock(ctx))
-		at := within(t, acquired, 3*time.Second, "the waiter, woken by the unlock message")
+		at := await.Value(t, acquired, 3*time.Second, "the waiter, woken by the unlock message")
 		assert.Less(t, at.Sub(released), 2*time.Second, "woken by pub/sub, not by the minute-long lease")
 		require.NoError(t, waiter.Unlock(ctx))
 		eventually(t, 2*time.Second, func() bool {
@@ -393,7 +394,7 @@ func TestManyClientsKeepACounterExact(t *testing.T) {
 				}
 			}()
 		}
-		waitGroup(t, &wg, 2*time.Minute, "the contenders")
+		await.Group(t, &wg, 2*time.Minute, "the contenders")
 		assert.Equal(t, clients*iterations, counter)
 		assert.Equal(t, int32(1), maxHolders.Load(), "never two holders")
 	})
@@ -462,7 +463,7 @@ func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
 				time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
 			}
 			cancel()
-			if err := within(t, done, 5*time.Second, "Lock's return"); err == nil {
+			if err := await.Value(t, done, 5*time.Second, "Lock's return"); err == nil {
 				require.NoError(t, l.Unlock(ctx))
 			} else {
 				require.ErrorIs(t, err, client.ErrNotObtained)
@@ -501,7 +502,7 @@ func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
 				return ctx.Err()
 			})
 		}()
-		within(t, started, 5*time.Second, "fn to start")
+		await.Value(t, started, 5*time.Second, "fn to start")
 		_, err = e.rdb.Del(ctx, "do").Result()
 		require.NoError(t, err)
 		e.advance(watchdog / 2)

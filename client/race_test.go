@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/redisio"
 )
@@ -82,9 +83,9 @@ func TestCloseDuringAnAcquireInFlightReportsErrClosed(t *testing.T) {
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- c.Lock("C").Lock(context.Background()) }()
-	within(t, inflight, 5*time.Second, "the acquire in flight")
+	await.Value(t, inflight, 5*time.Second, "the acquire in flight")
 	e.close(t, c)
-	require.ErrorIs(t, within(t, errc, 5*time.Second, "Lock's return"), client.ErrClosed)
+	require.ErrorIs(t, await.Value(t, errc, 5*time.Second, "Lock's return"), client.ErrClosed)
 }
 
 // A first acquire that succeeds in Redis just as its caller's context ends

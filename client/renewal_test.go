@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 )
 
 // Renewal must never outlive an unlock (Redisson #7272, #6844): after many
@@ -42,7 +43,7 @@ func TestRenewalNeverOutlivesUnlock(t *testing.T) {
 				}
 			}()
 		}
-		waitGroup(t, &wg, time.Minute, "the contenders")
+		await.Group(t, &wg, time.Minute, "the contenders")
 		locked, _ := l.IsLocked(ctx)
 		require.False(t, locked, "every holding was released")
 
@@ -105,7 +106,7 @@ func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
 			}
 		}()
 	}
-	waitGroup(t, &wg, time.Minute, "the contenders")
+	await.Group(t, &wg, time.Minute, "the contenders")
 	eventually(t, 2*time.Second, func() bool {
 		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
 	}, "every subscription ended with its last waiter")
@@ -156,5 +157,5 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 	for _, l := range held {
 		require.NoError(t, l.Unlock(ctx))
 	}
-	waitGroup(t, &wg, time.Minute, "the waiters")
+	await.Group(t, &wg, time.Minute, "the waiters")
 }
