@@ -44,8 +44,8 @@ test: deps ## Run go vet and the full test suite with the race detector
 test-short: ## Run the tests once without the race detector (quick local loop)
 	$(GO) test -count=1 ./...
 
-bench: ## Run the client benchmarks
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./client/...
+bench: ## Uncontended lock+unlock against 2xPING and the bare scripts, 4 runs of 20,000 pairs
+	$(GO) test -run '^$$' -bench . -benchtime 20000x -count 4 ./client/...
 
 fuzz: ## Fuzz argument validation and the acquire script's lease encoding, 20s each
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./messages
