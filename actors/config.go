@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -39,9 +40,22 @@ type Config struct {
 	Cluster bool
 	// Workers runs the actors' mailboxes and Redis calls.
 	Workers *Workers
+	// holdings numbers the engine's holdings, unique across its key actors
+	// and their lifetimes. RootProps sets it.
+	holdings *atomic.Uint64
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context
+}
+
+// survive recovers a panic in an actor's Receive, logs it and lets the
+// actor go on with its state as it is. Restarting would lose that state
+// silently (renewal registrations, subscriptions); the key actor, whose
+// state is per name, instead fails and retires (keyActor.fail).
+func survive(cfg *Config, who string) {
+	if r := recover(); r != nil {
+		cfg.Logger.Error("warden: internal error; the actor goes on", slog.String("actor", who), slog.Any("panic", r))
+	}
 }
 
 func (c *Config) validate() error {

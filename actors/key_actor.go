@@ -112,14 +112,16 @@ type keyActor struct {
 	subscriber *actor.PID
 	renewer    *actor.PID
 
-	holdings    map[string]*holding
-	registered  map[string]bool // owners registered with the renewer
-	queue       []*waiter       // FIFO; the head is the one that waits on Redis
-	ops         []*op           // releases and undos, served before attempts
-	inflight    *op
-	subscribed  bool
-	nextHolding uint64
-	seen        uint64 // routed requests received, for the passivation handshake
+	holdings   map[string]*holding
+	registered map[string]bool // owners registered with the renewer
+	queue      []*waiter       // FIFO; the head is the one that waits on Redis
+	ops        []*op           // releases and undos, served before attempts
+	inflight   *op
+	subscribed bool
+	seen       uint64 // routed requests received, for the passivation handshake
+	// fault is set once the actor failed (a panic: a bug); it then answers
+	// every request with it until root stops it.
+	fault error
 
 	timer clockTimer
 	idle  clockTimer
@@ -147,6 +149,15 @@ func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Pr
 // Receive handles one message; every state change of the key actor happens
 // here.
 func (a *keyActor) Receive(ctx actor.Context) {
+	if a.fault != nil {
+		a.receiveFailed(ctx)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a.fail(ctx, r)
+		}
+	}()
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
 		a.seen++
@@ -371,8 +382,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
 		if h == nil {
-			a.nextHolding++
-			h = &holding{id: a.nextHolding}
+			h = &holding{id: a.cfg.holdings.Add(1)}
 			a.holdings[owner] = h
 		}
 		h.count = d.acquire.HoldCount
@@ -681,38 +691,91 @@ func (a *keyActor) respond(ctx actor.Context, to *actor.PID, msg any) {
 	}
 }
 
-// onStopping answers everybody: on Close with ErrClosed; otherwise (a
-// key actor stopped after a failure; passivation only stops idle ones)
-// with an internal error, and every holding is reported lost and no longer
-// renewed, so its lock expires within its lease.
+// onStopping answers everybody left. On Close that is ErrClosed, and the
+// holdings are left to expire (Close releases nothing). Passivation stops
+// only idle key actors, and a failed one has abandoned its state already;
+// any other stop abandons the state as a failure does.
 func (a *keyActor) onStopping(ctx actor.Context) {
 	a.timer.stop()
 	a.idle.stop()
-	why := messages.ErrClosed
-	if a.cfg.IO.Err() == nil {
-		why = fmt.Errorf("warden: internal error: the engine dropped the state of %s", a.key.Name)
-		for owner, h := range a.holdings {
-			a.lose(ctx, owner, h, fmt.Errorf("%w: %v", messages.ErrLockLost, why))
-			a.unregister(ctx, owner)
-		}
-		if a.subscribed {
-			ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
-		}
+	a.io.Wait()
+	if a.cfg.IO.Err() != nil {
+		a.answerAll(ctx, messages.ErrClosed)
+		return
 	}
+	a.abandon(ctx, fmt.Errorf("warden: the engine stopped the state of %s", a.key.Name))
+}
+
+// fail handles a panic in Receive (a bug): the key actor waits for its
+// Redis call, undoes an acquire that call may have made, abandons its
+// state, and asks root to stop it. Until then it answers every request
+// with the fault (receiveFailed), so no caller is left waiting.
+func (a *keyActor) fail(ctx actor.Context, r any) {
+	a.fault = fmt.Errorf("warden: internal error in the engine's state for %s: %v", a.key.Name, r)
+	a.cfg.Logger.Error("warden: key actor failed; its waiters and holders are told", slog.Any("err", a.fault))
+	a.timer.stop()
+	a.idle.stop()
+	a.io.Wait()
+	if o := a.inflight; o != nil && o.kind == opAttempt {
+		c, cancel := a.cfg.ioContext()
+		if _, err := a.cfg.Scripts.UndoAcquire(c, a.cfg.Redis, a.key.Name, o.owner, o.reqID); err != nil {
+			a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
+				slog.String("name", a.key.Name), slog.Any("err", err))
+		}
+		cancel()
+	}
+	a.abandon(ctx, a.fault)
+	ctx.Send(ctx.Parent(), &retire{Key: a.key, PID: ctx.Self()})
+}
+
+// receiveFailed answers a request reaching a failed key actor.
+func (a *keyActor) receiveFailed(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.Acquire:
+		a.respond(ctx, ctx.Sender(), &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
+			RequestID: m.RequestID, Err: a.fault})
+	case *messages.Release:
+		a.respond(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
+			RequestID: m.RequestID, Err: a.fault})
+	case *messages.Watch:
+		a.respond(ctx, ctx.Sender(), &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: a.fault})
+	}
+}
+
+// abandon ends the key actor's state: every waiter and queued release is
+// answered with why, every holding reported lost, every renewal and the
+// subscription stopped, so each lock expires within its lease.
+func (a *keyActor) abandon(ctx actor.Context, why error) {
+	for owner, h := range a.holdings {
+		a.lose(ctx, owner, h, fmt.Errorf("%w: %v", messages.ErrLockLost, why))
+	}
+	for owner := range a.registered {
+		a.unregister(ctx, owner) // including a watchdog acquire still in flight
+	}
+	if a.subscribed {
+		a.subscribed = false
+		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+	}
+	a.answerAll(ctx, why)
+}
+
+// answerAll answers every waiter and every release queued or in flight
+// with err, and forgets them.
+func (a *keyActor) answerAll(ctx actor.Context, err error) {
 	for _, w := range a.queue {
 		if !w.cancelled {
-			a.replyFailed(ctx, w, why)
+			a.replyFailed(ctx, w, err)
 		}
 	}
 	a.queue = nil
 	for _, o := range a.ops {
 		if o.kind == opRelease {
-			a.respondRelease(ctx, o, nil, why, 0)
+			a.respondRelease(ctx, o, nil, err, 0)
 		}
 	}
 	a.ops = nil
 	if o := a.inflight; o != nil && o.kind == opRelease {
-		a.respondRelease(ctx, o, nil, errors.Join(why, errors.New("outcome unknown")), 0)
+		a.respondRelease(ctx, o, nil, errors.Join(err, errors.New("outcome unknown")), 0)
 	}
-	a.io.Wait()
+	a.inflight = nil
 }

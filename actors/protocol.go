@@ -73,6 +73,12 @@ type passivate struct {
 	Seen uint64
 }
 
+// retire asks root to stop a key actor that failed (see keyActor.fail).
+type retire struct {
+	Key key
+	PID *actor.PID
+}
+
 // crash makes a key actor panic, as a bug would; Key routes it through
 // root. It exists to test that a failing key actor answers everybody.
 type crash struct {

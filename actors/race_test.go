@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/internal/await"
@@ -164,4 +165,77 @@ func TestFailingKeyActorAnswersEverybody(t *testing.T) {
 	again := e.ask(t, &messages.Acquire{Name: "C", Owner: "w", RequestID: "w2", Deadline: e.clock.Now()})
 	require.ErrorIs(t, again.(*messages.AcquireFailed).Err, messages.ErrTimeout,
 		"a fresh key actor serves the name (the lock itself expires within its lease)")
+}
+
+// A key actor that fails with a watchdog acquire in flight undoes it and
+// stops its renewal, and answers requests routed to it before root retired
+// it.
+func TestFailureDuringAnAcquireInFlight(t *testing.T) {
+	e, h := hookedEngine(t)
+	ctx := context.Background()
+	inflight, proceed := make(chan struct{}, 1), newGate(t)
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if isAcquire(c) && c.Args[0] == "v" {
+			inflight <- struct{}{}
+			<-proceed.ch
+		}
+		return c.Run()
+	})
+	out := e.request(&messages.Acquire{Name: "F", Owner: "v", RequestID: "v1"})
+	await.Value(t, inflight, 5*time.Second, "the acquire in flight")
+	e.sys.Root.Send(e.root, &crash{Key: key{Name: "F", Kind: messages.KindLock}})
+	late := e.request(&messages.Acquire{Name: "F", Owner: "late", RequestID: "l1"})
+	time.Sleep(50 * time.Millisecond)
+	proceed.open() // the acquire lands in Redis while the key actor fails
+
+	require.ErrorContains(t, await.Value(t, out, 5*time.Second, "the waiter's answer").(*messages.AcquireFailed).Err,
+		"internal error")
+	switch m := await.Value(t, late, 5*time.Second, "an answer to the request sent after the fault").(type) {
+	case *messages.AcquireFailed, *messages.Acquired:
+	default:
+		t.Fatalf("unexpected %T", m)
+	}
+	require.Eventually(t, func() bool { return e.rdb.HExists(ctx, "F", "v").Val() == false }, 5*time.Second,
+		5*time.Millisecond, "the acquire that landed was undone")
+	e.clock.Advance(time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	assert.False(t, e.rdb.HExists(ctx, "F", "v").Val(), "and is not renewed")
+}
+
+// Holding IDs are unique across key actor lifetimes, so a client never
+// takes a new holding for one it was told was lost.
+func TestHoldingIDsOutliveTheKeyActor(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	first := e.ask(t, &messages.Acquire{Name: "H", Owner: "o", RequestID: "a1", Lease: time.Minute}).(*messages.Acquired)
+	e.ask(t, &messages.Release{Name: "H", Owner: "o", RequestID: "r1"})
+	e.clock.Advance(2 * time.Minute)
+	require.Eventually(t, func() bool { return e.keyActors(t) == 0 }, 5*time.Second, 5*time.Millisecond, "passivated")
+	second := e.ask(t, &messages.Acquire{Name: "H", Owner: "o", RequestID: "a2", Lease: time.Minute}).(*messages.Acquired)
+	assert.NotEqual(t, first.Holding, second.Holding)
+}
+
+// A renewal call that hangs does not delay the loss notice past the lease:
+// the owner is told when the watchdog timeout has passed without a
+// successful renewal.
+func TestHungRenewalStillReportsTheLossOnTime(t *testing.T) {
+	e, h := hookedEngine(t)
+	out := e.request(&messages.Acquire{Name: "R", Owner: "o", RequestID: "a", Watch: true})
+	require.IsType(t, &messages.Acquired{}, await.Value(t, out, 5*time.Second, "Acquired"))
+	hang := newGate(t)
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if isRenew(c) {
+			<-hang.ch // Redis stopped answering
+		}
+		return c.Run()
+	})
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		require.NoError(t, e.clock.BlockUntilContext(ctx, 1))
+		cancel()
+		e.clock.Advance(10 * time.Second) // a tick: watchdog 30s / 3
+		time.Sleep(20 * time.Millisecond)
+	}
+	lost := await.Value(t, out, 2*time.Second, "LockLost while the renewal hangs").(*messages.LockLost)
+	require.ErrorIs(t, lost.Err, messages.ErrLockLost)
+	hang.open()
 }

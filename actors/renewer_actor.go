@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -22,6 +23,8 @@ type registration struct {
 	// when the holding registered, which is before its acquire set the
 	// TTL). Redis keeps the lock at least until renewedAt + Watchdog.
 	renewedAt time.Time
+	// expired is set once the key actor was told the lock expired unrenewed.
+	expired bool
 }
 
 // renewal is one holding in a tick's batch.
@@ -63,6 +66,7 @@ func renewerProps(cfg *Config) *actor.Props {
 // Receive handles one message; every state change of the renewer happens
 // here.
 func (a *renewerActor) Receive(ctx actor.Context) {
+	defer survive(a.cfg, "renewer")
 	switch m := ctx.Message().(type) {
 	case *register:
 		a.regs[redisio.Held{Name: m.Name, Owner: m.Owner}] = &registration{pid: m.PID, renewedAt: a.cfg.Clock.Now()}
@@ -70,6 +74,7 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 		delete(a.regs, redisio.Held{Name: m.Name, Owner: m.Owner})
 	case *tick:
 		if a.timer.fired(m.Gen) {
+			a.expire(ctx)
 			a.renew(ctx)
 		}
 	case *renewDone:
@@ -128,7 +133,9 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			for _, r := range batch[start:end] {
 				held = append(held, redisio.Held{Name: r.Name, Owner: r.Owner})
 			}
-			c, cancel := cfg.ioContext()
+			// A renewal later than a third of the watchdog is of no use: the
+			// next tick sends another.
+			c, cancel := context.WithTimeout(cfg.IO, min(redisio.IOTimeout, cfg.Watchdog/3))
 			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
 			cancel()
 			for i := range held {
@@ -153,7 +160,6 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 		// Renewal errors never stop renewal: the next tick tries again.
 		a.cfg.Logger.Warn("warden: renewal failed; retrying next tick", slog.Any("err", d.Err))
 	}
-	now := a.cfg.Clock.Now()
 	for i, outcome := range d.Outcomes {
 		b := d.Batch[i]
 		reg := a.regs[redisio.Held{Name: b.Name, Owner: b.Owner}]
@@ -167,12 +173,21 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 			}
 		case renewedGone:
 			ctx.Send(reg.pid, &renewalGone{Owner: b.Owner})
-		case renewedUnknown:
-			if now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
-				// No renewal has succeeded for a whole watchdog timeout:
-				// Redis has let the lock expire (or lost it).
-				ctx.Send(reg.pid, &renewalExpired{Owner: b.Owner})
-			}
+		}
+	}
+	a.expire(ctx)
+}
+
+// expire tells the key actor of every holding no renewal has reached for a
+// whole watchdog timeout: Redis has let it expire (or lost it). It runs on
+// every tick, even while a renewal call hangs, so the owner hears of it
+// when the lease runs out, not when the call gives up.
+func (a *renewerActor) expire(ctx actor.Context) {
+	now := a.cfg.Clock.Now()
+	for h, reg := range a.regs {
+		if !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
+			reg.expired = true
+			ctx.Send(reg.pid, &renewalExpired{Owner: h.Owner})
 		}
 	}
 }

@@ -1,8 +1,7 @@
 package actors
 
 import (
-	"log/slog"
-	"strings"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -33,13 +32,15 @@ func RootProps(cfg Config) (*actor.Props, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.holdings = &atomic.Uint64{}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
-	}, actor.WithDispatcher(cfg.Workers), actor.WithSupervisor(keySupervisor{})), nil
+	}, actor.WithDispatcher(cfg.Workers)), nil
 }
 
 // Receive handles one message; every state change of root happens here.
 func (a *rootActor) Receive(ctx actor.Context) {
+	defer survive(a.cfg, "root")
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
@@ -77,13 +78,13 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		if e := a.keys[m.Key]; e != nil {
 			ctx.Send(e.pid, m)
 		}
-	case *actor.Terminated:
-		// A key actor that failed was stopped (see keySupervisor); the next
-		// request for its name starts a fresh one.
-		for k, e := range a.keys {
-			if e.pid.Equal(m.Who) {
-				delete(a.keys, k)
-			}
+	case *retire:
+		// A key actor that failed: requests already routed to it are
+		// answered with its fault as Poison drains its mailbox; the next
+		// request for the name starts a fresh key actor.
+		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) {
+			delete(a.keys, m.Key)
+			ctx.Poison(m.PID)
 		}
 	}
 }
@@ -98,33 +99,11 @@ func (a *rootActor) reject(ctx actor.Context, reply any) {
 func (a *rootActor) route(ctx actor.Context, k key) {
 	e := a.keys[k]
 	if e == nil {
-		e = &keyEntry{pid: ctx.SpawnPrefix(keyActorProps(a.cfg, k, a.subscriber, a.renewer), keyActorPrefix)}
+		e = &keyEntry{pid: ctx.Spawn(keyActorProps(a.cfg, k, a.subscriber, a.renewer))}
 		a.keys[k] = e
 	}
 	e.routed++
 	ctx.Forward(e.pid)
-}
-
-// keyActorPrefix starts the ID of every key actor.
-const keyActorPrefix = "key"
-
-// keySupervisor is root's supervision of its children. A key actor that
-// fails (a panic: a bug) is stopped, not restarted: a restart would lose
-// its waiters and holdings silently, while stopping lets it answer every
-// waiter and tell every holder (see keyActor.onStopping). The subscriber
-// and renewer are restarted, as by protoactor's default.
-type keySupervisor struct{}
-
-var _ actor.SupervisorStrategy = keySupervisor{}
-
-func (keySupervisor) HandleFailure(sys *actor.ActorSystem, supervisor actor.Supervisor, child *actor.PID,
-	rs *actor.RestartStatistics, reason, message any) {
-	if strings.Contains(child.Id, "/"+keyActorPrefix) {
-		sys.Logger().Error("warden: key actor failed; its waiters and holders are told", slog.Any("reason", reason))
-		supervisor.StopChildren(child)
-		return
-	}
-	actor.DefaultSupervisorStrategy().HandleFailure(sys, supervisor, child, rs, reason, message)
 }
 
 // KeyActorCount asks root how many key actors are alive; the reply is an

@@ -62,6 +62,7 @@ func subscriberProps(cfg *Config) *actor.Props {
 // Receive handles one message; every state change of the subscriber
 // happens here.
 func (a *subscriberActor) Receive(ctx actor.Context) {
+	defer survive(a.cfg, "subscriber")
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)

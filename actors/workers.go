@@ -43,17 +43,21 @@ func NewWorkers() *Workers {
 	return w
 }
 
-// Schedule runs fn on an idle worker or a new goroutine. It implements
-// actor.Dispatcher.
+// Schedule runs fn on an idle worker or a new goroutine. After Stop (a
+// late timer's message to a stopped engine) it runs fn on the caller's
+// goroutine. It implements actor.Dispatcher.
 func (w *Workers) Schedule(fn func()) {
 	w.mu.RLock()
+	if w.stopped {
+		w.mu.RUnlock()
+		fn()
+		return
+	}
 	defer w.mu.RUnlock()
-	if !w.stopped {
-		select {
-		case w.jobs <- fn:
-			return
-		default:
-		}
+	select {
+	case w.jobs <- fn:
+		return
+	default:
 	}
 	w.wg.Add(1)
 	go func() {

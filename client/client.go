@@ -195,13 +195,22 @@ func (c *Client) request(requestID string, msg any) (<-chan any, func()) {
 	return ch, func() { c.mailbox.forget(requestID) }
 }
 
-// await waits for the reply on ch, or for the engine to stop.
-func (c *Client) await(ch <-chan any) (any, error) {
+// cancelWait bounds the wait for the engine's answer to a Cancel, which it
+// gives at once; past it the caller returns anyway rather than hang on an
+// engine fault.
+const cancelWait = 5 * time.Second
+
+// await waits up to d for the reply on ch, or for the engine to stop.
+func (c *Client) await(ch <-chan any, d time.Duration) (any, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case r := <-ch:
 		return r, nil
 	case <-c.done:
 		return nil, ErrClosed
+	case <-t.C:
+		return nil, fmt.Errorf("warden: no answer to a cancel within %v", d)
 	}
 }
 

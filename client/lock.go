@@ -120,9 +120,9 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		return false, ErrClosed
 	case <-ctx.Done():
 		l.c.send(&messages.Cancel{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: req.RequestID})
-		r, err := l.c.await(ch)
+		r, err := l.c.await(ch, cancelWait)
 		if err != nil {
-			return false, err
+			return false, errors.Join(l.ctxErr(ctx, blocking), err)
 		}
 		if a, ok := r.(*messages.Acquired); ok {
 			// Acquired just before the cancel arrived: give this hold back.
