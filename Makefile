@@ -44,7 +44,8 @@ test: deps ## Run go vet and the full test suite with the race detector
 test-short: ## Run the tests once without the race detector (quick local loop)
 	$(GO) test -count=1 ./...
 
-bench: ## Uncontended lock+unlock against 2xPING and the bare scripts, 4 runs of 20,000 pairs
+bench: ## Uncontended lock+unlock against 2xPING and the bare scripts: the table, then go test -bench
+	$(GO) run ./cmd/warden-bench -pairs 20000 -runs 5
 	$(GO) test -run '^$$' -bench . -benchtime 20000x -count 4 ./client/...
 
 fuzz: ## Fuzz argument validation and the acquire script's lease encoding, 20s each

@@ -2,12 +2,10 @@ package client_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
-	"time"
 
+	"github.com/warden-go/warden/internal/bench"
 	"github.com/warden-go/warden/internal/redistest"
-	"github.com/warden-go/warden/redisio"
 )
 
 // BenchmarkUncontendedLockUnlock measures one lock+unlock pair against two
@@ -24,55 +22,15 @@ func BenchmarkUncontendedLockUnlock(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	c := realBenchClient(b, rdb)
-	scripts, err := redisio.NewScripts("publish")
+	b.ResetTimer()
+	u, err := bench.RunUncontended(context.Background(), c, rdb, b.N)
+	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	l := c.Lock("bench:uncontended")
-	const block = 200
-	var lockTime, pingTime, scriptTime time.Duration
-	var pairs int
-	b.ResetTimer()
-	for done := 0; done < b.N; done += block {
-		n := min(block, b.N-done)
-		start := time.Now()
-		for range n {
-			if err := l.Lock(ctx); err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Unlock(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		lockTime += time.Since(start)
-		start = time.Now()
-		for range n {
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		pingTime += time.Since(start)
-		start = time.Now()
-		for i := range n {
-			id := strconv.Itoa(done + i)
-			if _, err := scripts.Acquire(ctx, rdb, "bench:bare", "bare-owner", id, 30*time.Second); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := scripts.Unlock(ctx, rdb, "bench:bare", "bare-owner", id, 30*time.Second); err != nil {
-				b.Fatal(err)
-			}
-		}
-		scriptTime += time.Since(start)
-		pairs += n
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(lockTime.Nanoseconds())/float64(pairs), "warden-ns/pair")
-	b.ReportMetric(float64(pingTime.Nanoseconds())/float64(pairs), "2xPING-ns/pair")
-	b.ReportMetric(float64(scriptTime.Nanoseconds())/float64(pairs), "scripts-ns/pair")
-	b.ReportMetric(float64(pingTime)/float64(lockTime), "floor/warden")
-	b.ReportMetric(float64(scriptTime)/float64(lockTime), "scripts/warden")
+	b.ReportMetric(float64(u.Warden.Nanoseconds()), "warden-ns/pair")
+	b.ReportMetric(float64(u.Ping.Nanoseconds()), "2xPING-ns/pair")
+	b.ReportMetric(float64(u.Scripts.Nanoseconds()), "scripts-ns/pair")
+	b.ReportMetric(u.FloorRatio(), "floor/warden")
+	b.ReportMetric(u.ScriptsRatio(), "scripts/warden")
 }
