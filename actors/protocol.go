@@ -79,10 +79,12 @@ type retire struct {
 	PID *actor.PID
 }
 
-// crash makes a key actor panic, as a bug would; Key routes it through
-// root. It exists to test that a failing key actor answers everybody.
+// crash makes an actor panic, as a bug would; root routes it to the key
+// actor of Key, or to the renewer or subscriber when Actor names one. It
+// exists to test how each survives a fault.
 type crash struct {
-	Key key
+	Key   key
+	Actor string // "", "renewer" or "subscriber"
 }
 
 // tick is a clock timer's message to its own actor; Gen tells a stale tick

@@ -239,3 +239,34 @@ func TestHungRenewalStillReportsTheLossOnTime(t *testing.T) {
 	require.ErrorIs(t, lost.Err, messages.ErrLockLost)
 	hang.open()
 }
+
+// The renewer and the subscriber survive a panic with their state: renewal
+// goes on, and a waiter is still woken by the unlock message.
+func TestRenewerAndSubscriberSurviveAPanic(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	ctx := context.Background()
+	e.ask(t, &messages.Acquire{Name: "S", Owner: "held", RequestID: "h"}) // watchdog mode
+	e.ask(t, &messages.Acquire{Name: "W", Owner: "holder", RequestID: "w0", Lease: time.Hour})
+	waiter := e.request(&messages.Acquire{Name: "W", Owner: "waiter", RequestID: "w1"})
+	require.Eventually(t, func() bool { return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1 },
+		5*time.Second, 5*time.Millisecond, "the waiter waits")
+
+	e.sys.Root.Send(e.root, &crash{Actor: "renewer"})
+	e.sys.Root.Send(e.root, &crash{Actor: "subscriber"})
+	// Redis runs on real time: lower the TTL so only a renewal can raise it.
+	require.NoError(t, e.rdb.PExpire(ctx, "S", 25*time.Second).Err())
+
+	for range 4 { // two watchdog timeouts of ticks
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		require.NoError(t, e.clock.BlockUntilContext(bctx, 1))
+		cancel()
+		e.clock.Advance(20 * time.Second)
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.True(t, e.rdb.HExists(ctx, "S", "held").Val())
+	assert.Greater(t, e.rdb.PTTL(ctx, "S").Val(), 26*time.Second, "still renewed after the renewer's panic")
+
+	require.NoError(t, e.rdb.Del(ctx, "W").Err())
+	require.NoError(t, e.rdb.Publish(ctx, redisio.LockChannel("W"), redisio.UnlockMessage).Err())
+	require.IsType(t, &messages.Acquired{}, await.Value(t, waiter, 5*time.Second, "the waiter, woken after the subscriber's panic"))
+}

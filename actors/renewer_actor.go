@@ -80,6 +80,8 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	case *renewDone:
 		a.inflight = false
 		a.onRenewDone(ctx, m)
+	case *crash:
+		panic("warden: renewer told to crash")
 	case *actor.Stopping:
 		a.timer.stop()
 		a.io.Wait()

@@ -75,8 +75,15 @@ func (a *rootActor) Receive(ctx actor.Context) {
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
 	case *crash:
-		if e := a.keys[m.Key]; e != nil {
-			ctx.Send(e.pid, m)
+		switch m.Actor {
+		case "renewer":
+			ctx.Send(a.renewer, m)
+		case "subscriber":
+			ctx.Send(a.subscriber, m)
+		default:
+			if e := a.keys[m.Key]; e != nil {
+				ctx.Send(e.pid, m)
+			}
 		}
 	case *retire:
 		// A key actor that failed: requests already routed to it are

@@ -77,6 +77,8 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 		}
 	case *pubsubEvent:
 		a.onEvent(ctx, m.Event)
+	case *crash:
+		panic("warden: subscriber told to crash")
 	case *pubsubDown:
 		if !a.down {
 			a.down = true
