@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
@@ -181,12 +182,8 @@ func TestProtocolCancelAnswersTheWaiter(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	e.sys.Root.Send(e.root, &messages.Cancel{Name: "c", Owner: "w", RequestID: "w1"})
-	select {
-	case m := <-out:
-		require.ErrorIs(t, m.(*messages.AcquireFailed).Err, messages.ErrCancelled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the cancelled waiter was not answered")
-	}
+	m := await.Value(t, out, 5*time.Second, "the cancelled waiter's answer")
+	require.ErrorIs(t, m.(*messages.AcquireFailed).Err, messages.ErrCancelled)
 }
 
 func TestProtocolDeadlineOnTheEngineClock(t *testing.T) {

@@ -107,12 +107,8 @@ func TestWakeupDuringAnAttemptInFlightIsKept(t *testing.T) {
 		return c.Run()
 	})
 	out := e.request(&messages.Acquire{Name: "L", Owner: "w", RequestID: "w1", Lease: time.Minute})
-	select {
-	case m := <-out:
-		require.IsType(t, &messages.Acquired{}, m)
-	case <-time.After(3 * time.Second):
-		t.Fatalf("the lock is free but the waiter sleeps on the old PTTL (1h); attempts=%d", attempts.Load())
-	}
+	m := await.Value(t, out, 3*time.Second, "the waiter, not left sleeping on the old PTTL (1h)")
+	require.IsType(t, &messages.Acquired{}, m, "attempts=%d", attempts.Load())
 }
 
 // A waiter cancelled while its attempt is in flight is answered once, even

@@ -129,11 +129,7 @@ func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
 	lost := l.Lost()
 
 	e.srv.Restart(t) // persistence is off: the lock is gone
-	select {
-	case <-lost:
-	case <-time.After(3 * watchdog):
-		t.Fatal("Lost() not closed after Redis lost the lock")
-	}
+	await.Value(t, lost, 3*watchdog, "Lost() after Redis lost the lock")
 	require.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld)
 
 	// A new holding of the same name is renewed and unlocks cleanly.

@@ -81,11 +81,7 @@ func TestWithOwnerSharesHolding(t *testing.T) {
 		require.NoError(t, e.rdb.Del(ctx, "shared").Err())
 		e.advance(watchdog / 2)
 		for _, lost := range []<-chan struct{}{lostA, lostB} {
-			select {
-			case <-lost:
-			case <-time.After(3 * time.Second):
-				t.Fatal("a handle of the owner was not told of the loss")
-			}
+			await.Value(t, lost, 3*time.Second, "each handle of the owner told of the loss")
 		}
 	})
 }
@@ -126,11 +122,7 @@ func TestLeaseExpiryFreesTheLock(t *testing.T) {
 		require.False(t, ok)
 
 		e.advance(600 * time.Millisecond)
-		select {
-		case <-lost:
-		case <-time.After(time.Second):
-			t.Fatal("Lost() not closed when the lease ran out without an unlock")
-		}
+		await.Value(t, lost, time.Second, "Lost() when the lease ran out without an unlock")
 		ok, err = second.TryLock(ctx)
 		require.NoError(t, err)
 		require.True(t, ok, "free once the lease ran out")
@@ -315,11 +307,7 @@ func TestForceUnlock(t *testing.T) {
 		assert.False(t, ok, "nothing left to delete")
 
 		e.advance(watchdog / 2)
-		select {
-		case <-lost:
-		case <-time.After(2 * time.Second):
-			t.Fatal("the holder was not told its lock was force-unlocked")
-		}
+		await.Value(t, lost, 2*time.Second, "the holder told its lock was force-unlocked")
 		require.ErrorIs(t, holder.Unlock(ctx), client.ErrNotHeld)
 	})
 }
@@ -419,13 +407,9 @@ func TestCancelledLockLeavesNothingBehind(t *testing.T) {
 				return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
 			}, "the waiter waits on the channel")
 			cancel()
-			select {
-			case err := <-done:
-				require.ErrorIs(t, err, client.ErrNotObtained)
-				require.ErrorIs(t, err, context.Canceled)
-			case <-time.After(time.Second):
-				t.Fatal("a cancelled Lock did not return promptly")
-			}
+			err := await.Value(t, done, time.Second, "a cancelled Lock returning promptly")
+			require.ErrorIs(t, err, client.ErrNotObtained)
+			require.ErrorIs(t, err, context.Canceled)
 			eventually(t, 2*time.Second, func() bool {
 				return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 0
 			}, "no subscription left")
@@ -507,12 +491,8 @@ func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
 		_, err = e.rdb.Del(ctx, "do").Result()
 		require.NoError(t, err)
 		e.advance(watchdog / 2)
-		select {
-		case err := <-result:
-			require.ErrorIs(t, err, client.ErrLockLost)
-		case <-time.After(3 * time.Second):
-			t.Fatal("Do's context not cancelled when the lock was lost")
-		}
+		err = await.Value(t, result, 3*time.Second, "Do, its context cancelled when the lock was lost")
+		require.ErrorIs(t, err, client.ErrLockLost)
 	})
 }
 
@@ -560,12 +540,7 @@ func TestWaitersGetErrClosedOnClose(t *testing.T) {
 			return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
 		}, "waiting")
 		e.close(t, waiterC)
-		select {
-		case err := <-done:
-			require.ErrorIs(t, err, client.ErrClosed)
-		case <-time.After(2 * time.Second):
-			t.Fatal("waiter not released by Close")
-		}
+		require.ErrorIs(t, await.Value(t, done, 2*time.Second, "the waiter, released by Close"), client.ErrClosed)
 	})
 }
 

@@ -60,11 +60,7 @@ func TestCancelledReentryKeepsTheOuterHoldingWatched(t *testing.T) {
 
 	blockUntil(t, fake, 1)
 	fake.Advance(61 * time.Second) // the outer holding's lease runs out
-	select {
-	case <-lost:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the outer holding's Lost() was detached by the cancelled reentry")
-	}
+	await.Value(t, lost, 2*time.Second, "the outer holding's Lost(), not detached by the cancelled reentry")
 }
 
 // A Lock whose Redis call is in flight when the client closes reports
