@@ -264,8 +264,8 @@ func (a *keyActor) pump(ctx actor.Context) {
 	}
 }
 
-// start runs o on a goroutine the actor owns; the result comes back as
-// opDone.
+// start runs o on the engine's workers; the actor waits for it (a.io) on
+// stop, and the result comes back as opDone.
 func (a *keyActor) start(ctx actor.Context, o *op) {
 	a.inflight = o
 	o.started = a.cfg.Clock.Now()
@@ -293,31 +293,33 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			}
 		}
 	}
-	scripts, r, sys, self := a.cfg.Scripts, a.cfg.Redis, ctx.ActorSystem(), ctx.Self()
+	// The call below reads only immutable config and o, which the actor
+	// does not touch until the result comes back.
+	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
-	a.cfg.Workers.Schedule(func() {
+	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
-		c, cancel := a.cfg.ioContext()
+		c, cancel := cfg.ioContext()
 		defer cancel()
 		d := &opDone{op: o}
 		switch o.kind {
 		case opAttempt:
-			d.acquire, d.err = acquire(c, a.cfg, name, o.owner, o.reqID, lease)
+			d.acquire, d.err = acquire(c, cfg, name, o.owner, o.reqID, lease)
 		case opRelease:
 			var acks int
-			rs := a.cfg.ReplicaSync
-			d.remaining, d.held, acks, d.err = scripts.UnlockSynced(c, r, rs, name, o.owner, o.reqID, lease)
+			rs := cfg.ReplicaSync
+			d.remaining, d.held, acks, d.err = cfg.Scripts.UnlockSynced(c, cfg.Redis, rs, name, o.owner, o.reqID, lease)
 			if d.err == nil && acks < rs.Replicas {
 				// An unlock cannot be undone; a failover before it reached a
 				// replica brings the lock back until its lease ends.
-				a.cfg.Logger.Warn("warden: unlock not acknowledged by enough replicas",
+				cfg.Logger.Warn("warden: unlock not acknowledged by enough replicas",
 					slog.String("name", name), slog.Int("acks", acks), slog.Int("replicas", rs.Replicas))
 			}
 		case opUndo:
-			d.held, d.err = scripts.UndoAcquire(c, r, name, o.owner, o.reqID)
+			d.held, d.err = cfg.Scripts.UndoAcquire(c, cfg.Redis, name, o.owner, o.reqID)
 		case opVerify:
 			var n int
-			n, d.err = redisio.HoldCount(c, r, name, o.owner)
+			n, d.err = redisio.HoldCount(c, cfg.Redis, name, o.owner)
 			d.held = n > 0
 		}
 		sys.Root.Send(self, d)

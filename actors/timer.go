@@ -17,20 +17,20 @@ type clockTimer struct {
 	at    time.Time
 }
 
-// arm (re)starts the timer to fire at `at`; the message is make(gen).
-func (ct *clockTimer) arm(sys *actor.ActorSystem, self *actor.PID, at time.Time, make func(gen uint64) any) {
+// arm (re)starts the timer to fire at `at`; the message is msg(gen).
+func (ct *clockTimer) arm(sys *actor.ActorSystem, self *actor.PID, at time.Time, msg func(gen uint64) any) {
 	if ct.t != nil && ct.at.Equal(at) {
 		return
 	}
 	ct.stop()
 	ct.gen++
 	ct.at = at
-	msg := make(ct.gen)
+	m := msg(ct.gen)
 	d := at.Sub(ct.clock.Now())
 	if d < 0 {
 		d = 0
 	}
-	ct.t = ct.clock.AfterFunc(d, func() { sys.Root.Send(self, msg) })
+	ct.t = ct.clock.AfterFunc(d, func() { sys.Root.Send(self, m) })
 }
 
 // stop cancels the timer; a tick already sent is stale from now on.

@@ -214,9 +214,11 @@ func (c *Client) await(ch <-chan any, d time.Duration) (any, error) {
 	}
 }
 
-// send delivers msg to the engine without wanting a reply.
+// send delivers msg to the engine without waiting for a reply. The reply,
+// if any, still reaches the mailbox, which keeps the lost-channel
+// bookkeeping right, and is dropped there.
 func (c *Client) send(msg any) {
-	c.sys.Root.Send(c.root, msg)
+	c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
 }
 
 // watchLost registers ch to be closed when the holding k is lost (at once

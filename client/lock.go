@@ -124,13 +124,11 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		if err != nil {
 			return false, errors.Join(l.ctxErr(ctx, blocking), err)
 		}
-		if a, ok := r.(*messages.Acquired); ok {
+		if _, ok := r.(*messages.Acquired); ok {
 			// Acquired just before the cancel arrived: give this hold back.
-			// A first hold's holding ends with it; a reentry's does not.
+			// Nobody waits for the answer; the mailbox still sees it and
+			// forgets the holding if this was its last hold.
 			l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
-			if a.HoldCount == 1 {
-				l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, a.Holding})
-			}
 		}
 		return false, l.ctxErr(ctx, blocking)
 	}
@@ -208,13 +206,13 @@ func (l *Lock) bindHolding(id uint64) {
 	l.c.watchLost(holdingKey{l.name, l.kind, l.owner, id}, l.lostCh)
 }
 
-// endHolding detaches the lost channel of holding id, which ended, unless
-// the handle has moved on to a newer holding meanwhile.
+// endHolding detaches the handle from holding id, which ended (the mailbox
+// forgets the holding itself), unless the handle has moved on to a newer
+// holding meanwhile.
 func (l *Lock) endHolding(id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.bound && l.holding == id {
-		l.c.unwatchLost(holdingKey{l.name, l.kind, l.owner, l.holding})
 		l.lostCh, l.bound = nil, false
 	}
 }

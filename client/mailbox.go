@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -52,6 +53,9 @@ func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
 		}
 	case *messages.ReleaseFailed:
 		id = r.RequestID
+		if errors.Is(r.Err, messages.ErrNotHeld) && r.Holding != 0 {
+			m.c.unwatchLost(holdingKey{r.Name, r.Kind, r.Owner, r.Holding})
+		}
 	case *messages.LockLost:
 		m.c.onLockLost(r)
 		return

@@ -75,18 +75,23 @@ func validateKind(k Kind) error {
 	return nil
 }
 
-// Validate checks every field of the request.
-func (m *Acquire) Validate() error {
-	if m == nil {
-		return Invalid("acquire", "nil")
-	}
-	for _, err := range []error{ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
-		validateRequestID(m.RequestID), ValidateLease(m.Lease, true)} {
+// firstErr returns the first non-nil error of errs.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Validate checks every field of the request.
+func (m *Acquire) Validate() error {
+	if m == nil {
+		return Invalid("acquire", "nil")
+	}
+	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
+		validateRequestID(m.RequestID), ValidateLease(m.Lease, true))
 }
 
 // Validate checks every field of the request.
@@ -94,13 +99,7 @@ func (m *Release) Validate() error {
 	if m == nil {
 		return Invalid("release", "nil")
 	}
-	for _, err := range []error{ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
-		validateRequestID(m.RequestID)} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner), validateRequestID(m.RequestID))
 }
 
 // Validate checks every field of the request.
@@ -108,13 +107,7 @@ func (m *Cancel) Validate() error {
 	if m == nil {
 		return Invalid("cancel", "nil")
 	}
-	for _, err := range []error{ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
-		validateRequestID(m.RequestID)} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner), validateRequestID(m.RequestID))
 }
 
 // Validate checks every field of the request.
@@ -122,10 +115,5 @@ func (m *Watch) Validate() error {
 	if m == nil {
 		return Invalid("watch", "nil")
 	}
-	for _, err := range []error{ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner)} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner))
 }
