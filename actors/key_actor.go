@@ -66,6 +66,8 @@ type waiter struct {
 	woken bool
 	// cancelled marks a waiter already answered because of Cancel.
 	cancelled bool
+	// gone marks a waiter that left the queue (for the deadlines heap).
+	gone bool
 }
 
 // opKind tells what the one Redis request in flight does.
@@ -115,6 +117,7 @@ type keyActor struct {
 	holdings   map[string]*holding
 	registered map[string]bool // owners registered with the renewer
 	queue      []*waiter       // FIFO; the head is the one that waits on Redis
+	deadlines  deadlines       // the queue's waiters with a deadline, earliest first
 	ops        []*op           // releases and undos, served before attempts
 	inflight   *op
 	subscribed bool
@@ -214,6 +217,7 @@ func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 		w.try = true
 	}
 	a.queue = append(a.queue, w)
+	a.deadlines.add(w)
 }
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
@@ -545,16 +549,20 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		}
 		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
 	}
-	kept := a.queue[:0]
-	for _, w := range a.queue {
-		if !w.inflight && !w.cancelled && a.expired(w, now) {
+	if expired := a.deadlines.expired(now); len(expired) > 0 {
+		for _, w := range expired {
+			w.gone = true
 			a.replyFailed(ctx, w, messages.ErrTimeout)
-			continue
 		}
-		kept = append(kept, w)
+		kept := a.queue[:0]
+		for _, w := range a.queue {
+			if !w.gone {
+				kept = append(kept, w)
+			}
+		}
+		clear(a.queue[len(kept):])
+		a.queue = kept
 	}
-	clear(a.queue[len(kept):])
-	a.queue = kept
 	if len(a.queue) > 0 {
 		if h := a.queue[0]; !h.ready && !h.inflight && !now.Before(h.wakeAt) {
 			h.ready = true
@@ -565,15 +573,10 @@ func (a *keyActor) onTick(ctx actor.Context) {
 // settle re-arms the timer for the next deadline or wake-up, unsubscribes
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
-	var next time.Time
-	for i, w := range a.queue {
-		if w.inflight || w.cancelled {
-			continue
-		}
-		if !w.req.Deadline.IsZero() && (next.IsZero() || w.req.Deadline.Before(next)) {
-			next = w.req.Deadline
-		}
-		if i == 0 && !w.ready && !w.wakeAt.IsZero() && (next.IsZero() || w.wakeAt.Before(next)) {
+	next := a.deadlines.next()
+	if len(a.queue) > 0 {
+		if w := a.queue[0]; !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
+			(next.IsZero() || w.wakeAt.Before(next)) {
 			next = w.wakeAt
 		}
 	}
@@ -625,7 +628,11 @@ func (a *keyActor) wakeHead() {
 
 func (a *keyActor) remove(i int) {
 	wasHead := i == 0
-	a.queue = append(a.queue[:i], a.queue[i+1:]...)
+	a.queue[i].gone = true
+	n := len(a.queue)
+	copy(a.queue[i:], a.queue[i+1:])
+	a.queue[n-1] = nil // no stale pointer left in the backing array
+	a.queue = a.queue[:n-1]
 	if wasHead && len(a.queue) > 0 {
 		a.queue[0].ready = a.queue[0].ready || a.queue[0].wakeAt.IsZero()
 	}
@@ -769,7 +776,7 @@ func (a *keyActor) answerAll(ctx actor.Context, err error) {
 			a.replyFailed(ctx, w, err)
 		}
 	}
-	a.queue = nil
+	a.queue, a.deadlines = nil, nil
 	for _, o := range a.ops {
 		if o.kind == opRelease {
 			a.respondRelease(ctx, o, nil, err, 0)

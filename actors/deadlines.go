@@ -1,0 +1,83 @@
+package actors
+
+import (
+	"container/heap"
+	"time"
+)
+
+// deadlines orders a key actor's waiters that have a deadline, earliest
+// first, so the next deadline is found without scanning the queue. A
+// waiter that left the queue (gone) stays in the heap until it reaches the
+// top, where it is dropped.
+type deadlines []*waiter
+
+var _ heap.Interface = (*deadlines)(nil)
+
+func (d deadlines) Len() int           { return len(d) }
+func (d deadlines) Less(i, j int) bool { return d[i].req.Deadline.Before(d[j].req.Deadline) }
+func (d deadlines) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deadlines) Push(x any)        { *d = append(*d, x.(*waiter)) }
+
+func (d *deadlines) Pop() any {
+	old := *d
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*d = old[:len(old)-1]
+	return w
+}
+
+// add tracks w if it has a deadline.
+func (d *deadlines) add(w *waiter) {
+	if !w.req.Deadline.IsZero() {
+		heap.Push(d, w)
+	}
+}
+
+// next returns the earliest deadline of a waiter that is still queued and
+// not in flight (the zero time if none). At most one waiter is in flight,
+// so at most one entry is looked past.
+func (d *deadlines) next() time.Time {
+	d.dropGone()
+	if len(*d) == 0 {
+		return time.Time{}
+	}
+	top := (*d)[0]
+	if !top.inflight && !top.cancelled {
+		return top.req.Deadline
+	}
+	heap.Pop(d)
+	defer heap.Push(d, top)
+	d.dropGone()
+	if len(*d) == 0 {
+		return time.Time{}
+	}
+	return (*d)[0].req.Deadline
+}
+
+// expired removes from the heap, and returns, every queued waiter not in
+// flight whose deadline is at or before now.
+func (d *deadlines) expired(now time.Time) []*waiter {
+	var out, aside []*waiter
+	for {
+		d.dropGone()
+		if len(*d) == 0 || (*d)[0].req.Deadline.After(now) {
+			break
+		}
+		w := heap.Pop(d).(*waiter)
+		if w.inflight || w.cancelled {
+			aside = append(aside, w) // its attempt's answer decides
+			continue
+		}
+		out = append(out, w)
+	}
+	for _, w := range aside {
+		heap.Push(d, w)
+	}
+	return out
+}
+
+func (d *deadlines) dropGone() {
+	for len(*d) > 0 && (*d)[0].gone {
+		heap.Pop(d)
+	}
+}
