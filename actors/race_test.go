@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,14 +19,6 @@ import (
 )
 
 // Interleavings forced through a redistest.Hooked Redis.
-
-func isAcquire(c redistest.ScriptCall) bool {
-	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch")
-}
-
-func isRenew(c redistest.ScriptCall) bool {
-	return len(c.Args) == len(c.Keys)+1 && !isAcquire(c)
-}
 
 // gate is a channel a hook blocks on; it is opened at the latest when the
 // test ends, so a failing test never leaves a script call hanging.
@@ -59,11 +50,11 @@ func TestRenewalRacingAcquireIsNotALoss(t *testing.T) {
 	acquiring := make(chan struct{}, 1)
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
 		switch {
-		case isAcquire(c) && c.Args[0] == "victim":
+		case c.Acquires() && c.Args[0] == "victim":
 			acquiring <- struct{}{}
 			<-renewed.ch // the renewal runs in Redis first
 			return c.Run()
-		case isRenew(c):
+		case c.Renews():
 			r := c.Run()
 			renewed.open()
 			time.Sleep(300 * time.Millisecond) // and its reply comes back last
@@ -97,7 +88,7 @@ func TestWakeupDuringAnAttemptInFlightIsKept(t *testing.T) {
 	e.rdb.PExpire(ctx, "L", time.Hour)
 	var attempts atomic.Int32
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
-		if isAcquire(c) && c.Args[0] == "w" && attempts.Add(1) == 2 {
+		if c.Acquires() && c.Args[0] == "w" && attempts.Add(1) == 2 {
 			r := c.Run() // refused: "other" still holds it
 			e.rdb.Del(ctx, "L")
 			e.rdb.Publish(ctx, redisio.LockChannel("L"), redisio.UnlockMessage)
@@ -117,7 +108,7 @@ func TestCancelThenErrorRepliesOnce(t *testing.T) {
 	e, h := hookedEngine(t)
 	inflight, fail := make(chan struct{}, 1), newGate(t)
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
-		if isAcquire(c) && c.Args[0] == "x" {
+		if c.Acquires() && c.Args[0] == "x" {
 			inflight <- struct{}{}
 			<-fail.ch
 			return redistest.Failed(errors.New("i/o timeout"))
@@ -171,7 +162,7 @@ func TestFailureDuringAnAcquireInFlight(t *testing.T) {
 	ctx := context.Background()
 	inflight, proceed := make(chan struct{}, 1), newGate(t)
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
-		if isAcquire(c) && c.Args[0] == "v" {
+		if c.Acquires() && c.Args[0] == "v" {
 			inflight <- struct{}{}
 			<-proceed.ch
 		}
@@ -219,7 +210,7 @@ func TestHungRenewalStillReportsTheLossOnTime(t *testing.T) {
 	require.IsType(t, &messages.Acquired{}, await.Value(t, out, 5*time.Second, "Acquired"))
 	hang := newGate(t)
 	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
-		if isRenew(c) {
+		if c.Renews() {
 			<-hang.ch // Redis stopped answering
 		}
 		return c.Run()

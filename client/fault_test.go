@@ -105,7 +105,7 @@ func TestTimedOutAcquireIsUndone(t *testing.T) {
 	ctx := context.Background()
 	var once atomic.Bool
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
-		if isAcquireCall(sc) && once.CompareAndSwap(false, true) {
+		if sc.Acquires() && once.CompareAndSwap(false, true) {
 			sc.Run()                                          // applied in Redis...
 			return redistest.Failed(context.DeadlineExceeded) // ...but the reply timed out
 		}

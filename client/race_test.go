@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,10 +16,6 @@ import (
 	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/redisio"
 )
-
-func isAcquireCall(c redistest.ScriptCall) bool {
-	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch")
-}
 
 // hookedEnv is a real-Redis env whose client's script calls pass through a
 // hook, with the scripts preloaded so each call is one EVALSHA.
@@ -48,7 +43,7 @@ func TestCancelledReentryKeepsTheOuterHoldingWatched(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	var calls atomic.Int32
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
-		if isAcquireCall(sc) && calls.Add(1) == 1 {
+		if sc.Acquires() && calls.Add(1) == 1 {
 			r := sc.Run()
 			cancel() // the caller gives up while the reentry is applied
 			return r
@@ -71,7 +66,7 @@ func TestCloseDuringAnAcquireInFlightReportsErrClosed(t *testing.T) {
 	inflight := make(chan struct{})
 	var once atomic.Bool
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
-		if isAcquireCall(sc) && once.CompareAndSwap(false, true) {
+		if sc.Acquires() && once.CompareAndSwap(false, true) {
 			close(inflight)
 			time.Sleep(200 * time.Millisecond) // a slow Redis
 		}
@@ -99,7 +94,7 @@ func TestAcquireThatRacedItsCancelIsReleased(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	var once atomic.Bool
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
-		if isAcquireCall(sc) && once.CompareAndSwap(false, true) {
+		if sc.Acquires() && once.CompareAndSwap(false, true) {
 			r := sc.Run() // acquired in Redis...
 			cancel()      // ...while the caller gives up
 			time.Sleep(20 * time.Millisecond)

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -14,6 +15,18 @@ type ScriptCall struct {
 	Keys []string
 	Args []any
 	Run  func() *redis.Cmd
+}
+
+// Acquires reports whether the call is warden's acquire script (its second
+// key is the owner's acquire latch).
+func (c ScriptCall) Acquires() bool {
+	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch:")
+}
+
+// Renews reports whether the call is warden's batched renewal (one owner
+// argument per key, after the TTL).
+func (c ScriptCall) Renews() bool {
+	return len(c.Args) == len(c.Keys)+1 && !c.Acquires()
 }
 
 // Hooked wraps a Redis client so a test can step into every script call,
