@@ -11,17 +11,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+//go:embed scripts/lib.lua
+var libLua string
+
+// scripts is every script newScript made, for Load.
+var scripts []*redis.Script
+
+// newScript makes a script of body with the shared argument checks
+// (scripts/lib.lua) in front, and registers it for Load.
+func newScript(body string) *redis.Script {
+	sc := redis.NewScript(libLua + "\n" + body)
+	scripts = append(scripts, sc)
+	return sc
+}
+
 var (
 	//go:embed scripts/acquire.lua
-	acquireLua string
+	acquireLua    string
+	acquireScript = newScript(acquireLua)
 	//go:embed scripts/unlock.lua
-	unlockLua string
+	unlockLua    string
+	unlockScript = newScript(unlockLua)
 	//go:embed scripts/forceunlock.lua
-	forceUnlockLua string
+	forceUnlockLua    string
+	forceUnlockScript = newScript(forceUnlockLua)
 	//go:embed scripts/renew.lua
-	renewLua string
+	renewLua    string
+	renewScript = newScript(renewLua)
 	//go:embed scripts/undoacquire.lua
-	undoAcquireLua string
+	undoAcquireLua    string
+	undoAcquireScript = newScript(undoAcquireLua)
 )
 
 // LatchTTL is how long an acquire or unlock latch remembers a request's
@@ -39,6 +58,7 @@ type Redis interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd
+	Get(ctx context.Context, key string) *redis.StringCmd
 	HExists(ctx context.Context, key, field string) *redis.BoolCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	PTTL(ctx context.Context, key string) *redis.DurationCmd
@@ -47,8 +67,7 @@ type Redis interface {
 // Scripts runs warden's Lua scripts: EVALSHA, falling back to EVAL (which
 // also loads the script) when the server does not know the script.
 type Scripts struct {
-	acquire, unlock, forceUnlock, renew, undoAcquire *redis.Script
-	publish                                          string
+	publish string
 }
 
 // NewScripts wraps the embedded scripts. publish is the command unlock
@@ -57,14 +76,7 @@ func NewScripts(publish string) (*Scripts, error) {
 	if publish != "publish" && publish != "spublish" {
 		return nil, fmt.Errorf("redisio: publish command %q: want publish or spublish", publish)
 	}
-	return &Scripts{
-		acquire:     redis.NewScript(acquireLua),
-		unlock:      redis.NewScript(unlockLua),
-		forceUnlock: redis.NewScript(forceUnlockLua),
-		renew:       redis.NewScript(renewLua),
-		undoAcquire: redis.NewScript(undoAcquireLua),
-		publish:     publish,
-	}, nil
+	return &Scripts{publish: publish}, nil
 }
 
 // AcquireResult is the outcome of one acquire attempt.
@@ -95,7 +107,7 @@ func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID strin
 // UndoAcquire reverses the acquire with request ID reqID if, and only if,
 // Redis applied it. It reports whether it undid anything.
 func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := s.undoAcquire.Run(ctx, r, []string{name, AcquireLatchKey(name, owner), LockChannel(name)},
+	n, err := undoAcquireScript.Run(ctx, r, []string{name, AcquireLatchKey(name, owner), LockChannel(name)},
 		owner, reqID, s.publish, UnlockMessage).Int64()
 	if err != nil {
 		return false, fmt.Errorf("undo acquire %s: %w", name, err)
@@ -116,7 +128,7 @@ func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string
 // ForceUnlock deletes the lock whoever holds it; it reports whether it
 // existed.
 func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := s.forceUnlock.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, s.publish).Int64()
+	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("force unlock %s: %w", name, err)
 	}
@@ -139,7 +151,7 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 		keys[i] = h.Name
 		args = append(args, h.Owner)
 	}
-	v, err := s.renew.Run(ctx, r, keys, args...).Int64Slice()
+	v, err := renewScript.Run(ctx, r, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("renew %d locks: %w", len(batch), err)
 	}
@@ -207,7 +219,7 @@ func pipelineSynced(ctx context.Context, r Redis, rs ReplicaSync,
 // AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	c, acks, err := runSynced(ctx, r, rs, s.acquire, []string{name, AcquireLatchKey(name, owner)},
+	c, acks, err := runSynced(ctx, r, rs, acquireScript, []string{name, AcquireLatchKey(name, owner)},
 		owner, Millis(lease), reqID, Millis(LatchTTL))
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
@@ -229,7 +241,7 @@ func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	c, n, err := runSynced(ctx, r, rs, s.unlock,
+	c, n, err := runSynced(ctx, r, rs, unlockScript,
 		[]string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
 		UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL))
 	if err != nil {
@@ -285,7 +297,7 @@ func RemainTTL(ctx context.Context, r Redis, name string) (ttl time.Duration, ex
 // Load loads every script into Redis's script cache, so that the first
 // EVALSHA of each does not miss.
 func (s *Scripts) Load(ctx context.Context, r redis.Scripter) error {
-	for _, sc := range []*redis.Script{s.acquire, s.unlock, s.forceUnlock, s.renew, s.undoAcquire} {
+	for _, sc := range scripts {
 		if err := sc.Load(ctx, r).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}

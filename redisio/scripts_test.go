@@ -29,24 +29,23 @@ func TestNewScriptsRejectsUnknownPublish(t *testing.T) {
 func TestScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
-	s := newScripts(t)
 	for _, lease := range []string{"0", "-1", "1.5", "1e3", "", " 5", "9223372036854775808", "9007199254740993", "abc"} {
-		err := s.acquire.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", lease, "r1", "1000").Err()
+		err := acquireScript.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", lease, "r1", "1000").Err()
 		require.Error(t, err, "lease %q", lease)
-		err = s.unlock.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r"), AcquireLatchKey("k", "o")},
+		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r"), AcquireLatchKey("k", "o")},
 			"0", lease, "o", "publish", "1000").Err()
 		require.Error(t, err, "unlock lease %q", lease)
-		err = s.renew.Run(ctx, rdb, []string{"k"}, lease, "o").Err()
+		err = renewScript.Run(ctx, rdb, []string{"k"}, lease, "o").Err()
 		require.Error(t, err, "renew ttl %q", lease)
 	}
-	require.Error(t, s.acquire.Run(ctx, rdb, []string{"k", "l"}, "", "1000", "r1", "1000").Err(), "empty owner")
-	require.Error(t, s.acquire.Run(ctx, rdb, []string{"k", "l"}, "o", "1000", "", "1000").Err(), "empty request id")
-	require.Error(t, s.unlock.Run(ctx, rdb, []string{"k", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000").Err())
-	require.Error(t, s.forceUnlock.Run(ctx, rdb, []string{"k", "c"}, "0", "del").Err())
-	require.Error(t, s.renew.Run(ctx, rdb, []string{"k", "j"}, "1000", "o").Err(), "owners must match keys")
+	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k", "l"}, "", "1000", "r1", "1000").Err(), "empty owner")
+	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k", "l"}, "o", "1000", "", "1000").Err(), "empty request id")
+	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000").Err())
+	require.Error(t, forceUnlockScript.Run(ctx, rdb, []string{"k", "c"}, "0", "del").Err())
+	require.Error(t, renewScript.Run(ctx, rdb, []string{"k", "j"}, "1000", "o").Err(), "owners must match keys")
 	assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
 
-	ok, err := s.acquire.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", "9007199254740992", "r1", "1000").Int64Slice()
+	ok, err := acquireScript.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", "9007199254740992", "r1", "1000").Int64Slice()
 	require.NoError(t, err, "2^53 ms is the longest lease")
 	assert.Equal(t, []int64{1, 1}, ok)
 }
@@ -188,14 +187,13 @@ func FuzzAcquireLease(f *testing.F) {
 	defer m.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer rdb.Close()
-	s := newScripts(f)
 	for _, seed := range []string{"1", "1000", "0", "-5", "1.5", "1e3", "9007199254740992", "9007199254740993", ""} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, lease string) {
 		ctx := context.Background()
 		m.FlushAll()
-		res, err := s.acquire.Run(ctx, rdb, []string{"k", "latch"}, "o", lease, "r", "1000").Int64Slice()
+		res, err := acquireScript.Run(ctx, rdb, []string{"k", "latch"}, "o", lease, "r", "1000").Int64Slice()
 		if err != nil {
 			if m.DB(0).Exists("k") || m.DB(0).Exists("latch") {
 				t.Fatalf("lease %q: refused but wrote", lease)

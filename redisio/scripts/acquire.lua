@@ -11,17 +11,9 @@
 -- Reply: {1, holdCount} acquired (or the same request seen again: its first
 -- result); {0, pttl} held by another owner (pttl -1 when the key has no TTL).
 -- Errors before any write when an argument is malformed.
-local function ms(v)
-  -- 1 .. 2^53, compared as text: Lua numbers are doubles.
-  if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
-      or (string.len(v) == 16 and v > '9007199254740992') then
-    return false
-  end
-  return true
-end
-if ARGV[1] == nil or ARGV[1] == '' then return redis.error_reply('ERR warden: empty owner') end
+if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
-if ARGV[3] == nil or ARGV[3] == '' then return redis.error_reply('ERR warden: empty request id') end
+if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty request id') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
 if redis.call('get', KEYS[2]) == ARGV[3] then

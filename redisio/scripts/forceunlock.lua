@@ -6,9 +6,7 @@
 -- ARGV[2]  publish command: "publish" or "spublish"
 --
 -- Reply: 1 when the lock existed and was deleted, 0 otherwise.
-if ARGV[2] ~= 'publish' and ARGV[2] ~= 'spublish' then
-  return redis.error_reply('ERR warden: invalid publish command')
-end
+if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 if redis.call('del', KEYS[1]) == 1 then
   redis.call(ARGV[2], KEYS[2], ARGV[1])
   return 1

@@ -7,11 +7,7 @@
 --
 -- Reply: an array of n integers, 1 when KEYS[i] still held ARGV[i+1]'s
 -- field and was renewed, 0 when the lock is gone or held by another owner.
-local ttl = ARGV[1]
-if type(ttl) ~= 'string' or not string.match(ttl, '^[1-9]%d*$') or string.len(ttl) > 16
-    or (string.len(ttl) == 16 and ttl > '9007199254740992') then
-  return redis.error_reply('ERR warden: invalid ttl')
-end
+if not ms(ARGV[1]) then return redis.error_reply('ERR warden: invalid ttl') end
 if #ARGV ~= #KEYS + 1 then return redis.error_reply('ERR warden: owners do not match keys') end
 local out = {}
 for i = 1, #KEYS do

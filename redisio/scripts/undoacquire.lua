@@ -11,10 +11,8 @@
 --
 -- Reply: 1 when the acquire had been applied and was undone, 0 when it had
 -- not been applied (nothing changed).
-if ARGV[3] ~= 'publish' and ARGV[3] ~= 'spublish' then
-  return redis.error_reply('ERR warden: invalid publish command')
-end
-if ARGV[2] == nil or ARGV[2] == '' then return redis.error_reply('ERR warden: empty request id') end
+if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id') end
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 redis.call('del', KEYS[2])
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0 end

@@ -13,19 +13,9 @@
 -- Reply: the owner's remaining hold count (0 = released, key deleted and
 -- the unlock message published), or -1 when the owner does not hold it.
 -- A repeated request ID returns the first result.
-local function ms(v)
-  -- 1 .. 2^53, compared as text: Lua numbers are doubles.
-  if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
-      or (string.len(v) == 16 and v > '9007199254740992') then
-    return false
-  end
-  return true
-end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
-if ARGV[3] == nil or ARGV[3] == '' then return redis.error_reply('ERR warden: empty owner') end
-if ARGV[4] ~= 'publish' and ARGV[4] ~= 'spublish' then
-  return redis.error_reply('ERR warden: invalid publish command')
-end
+if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty owner') end
+if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
 local done = redis.call('get', KEYS[3])

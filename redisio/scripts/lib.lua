@@ -1,0 +1,32 @@
+-- Argument checks shared by every warden script; redisio prepends this file
+-- to each script's source, so every check runs before the script's first
+-- write.
+
+-- ms: v is a whole number of milliseconds, 1 .. 2^53, compared as text
+-- (Lua numbers are doubles).
+local function ms(v)
+  if type(v) ~= 'string' or not string.match(v, '^[1-9]%d*$') or string.len(v) > 16
+      or (string.len(v) == 16 and v > '9007199254740992') then
+    return false
+  end
+  return true
+end
+
+-- int: v is an integer, -2^53 .. 2^53, compared as text.
+local function int(v)
+  if type(v) ~= 'string' then return false end
+  local digits = v
+  if string.sub(v, 1, 1) == '-' then digits = string.sub(v, 2) end
+  if digits == '0' then return v == '0' end
+  return ms(digits)
+end
+
+-- text: v is a non-empty string.
+local function text(v)
+  return type(v) == 'string' and v ~= ''
+end
+
+-- pubcmd: v names a publish command warden sends messages with.
+local function pubcmd(v)
+  return v == 'publish' or v == 'spublish'
+end
