@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,7 +44,7 @@ func (h *holding) watch(pid *actor.PID) {
 	h.watchers = append(h.watchers, pid)
 }
 
-// waiter is one pending Acquire.
+// waiter is one pending Acquire, of a key actor or a count actor.
 type waiter struct {
 	req    *messages.Acquire
 	sender *actor.PID
@@ -64,10 +63,16 @@ type waiter struct {
 	// the attempt may have read the lock before it was freed, so a refusal
 	// is retried at once instead of sleeping on a stale PTTL.
 	woken bool
+	// refused marks a waiter refused at least once: it listens on its
+	// channel from then on, and a fair waiter has a place in Redis's queue
+	// to give up when it leaves.
+	refused bool
 	// cancelled marks a waiter already answered because of Cancel.
 	cancelled bool
 	// gone marks a waiter that left the queue (for the deadlines heap).
 	gone bool
+	// permitID is the permit a permit-expirable semaphore waiter asks for.
+	permitID string
 }
 
 // opKind tells what the one Redis request in flight does.
@@ -78,12 +83,13 @@ const (
 	opRelease
 	opUndo
 	opVerify // is the owner's field still there? (after a renewal found it gone)
+	opGiveUp // a fair waiter leaves the Redis queue
 )
 
 // op is a Redis request of the key actor, queued or in flight.
 type op struct {
 	kind   opKind
-	w      *waiter           // opAttempt
+	w      *waiter           // opAttempt, opGiveUp
 	req    *messages.Release // opRelease (nil for an internal release)
 	sender *actor.PID
 	owner  string
@@ -110,7 +116,7 @@ type opDone struct {
 type keyActor struct {
 	cfg        *Config
 	key        key
-	channel    string
+	rio        lockIO
 	subscriber *actor.PID
 	renewer    *actor.PID
 
@@ -120,8 +126,8 @@ type keyActor struct {
 	deadlines  deadlines       // the queue's waiters with a deadline, earliest first
 	ops        []*op           // releases and undos, served before attempts
 	inflight   *op
-	subscribed bool
-	seen       uint64 // routed requests received, for the passivation handshake
+	subs       map[string]bool // channels subscribed
+	seen       uint64          // routed requests received, for the passivation handshake
 	// fault is set once the actor failed (a panic: a bug); it then answers
 	// every request with it until root stops it.
 	fault error
@@ -138,11 +144,12 @@ func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Pr
 		return &keyActor{
 			cfg:        cfg,
 			key:        k,
-			channel:    redisio.LockChannel(k.Name),
+			rio:        lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
 			subscriber: subscriber,
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
 			registered: map[string]bool{},
+			subs:       map[string]bool{},
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       clockTimer{clock: cfg.Clock},
 		}
@@ -177,11 +184,15 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *opDone:
 		a.onOpDone(ctx, m)
 	case *subscribed:
-		a.wakeHead()
+		a.wakeChannel(m.Channel, "")
 	case *unlocked:
-		a.wakeHead()
+		a.wakeChannel(m.Channel, m.Payload)
 	case *retry:
-		a.wakeHead()
+		if a.rio.perWaiter() {
+			a.wakeAll()
+		} else {
+			a.wakeHead()
+		}
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
 	case *crash:
@@ -229,6 +240,7 @@ func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 		a.replyFailed(ctx, w, messages.ErrCancelled)
 		if !w.inflight {
 			a.remove(i)
+			a.leave(w)
 		}
 		return
 	}
@@ -261,7 +273,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 		if w.cancelled || !w.ready {
 			continue
 		}
-		if i == 0 || w.try || a.holdings[w.req.Owner] != nil {
+		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.perWaiter() {
 			a.start(ctx, &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
 			return
 		}
@@ -299,7 +311,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	}
 	// The call below reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
-	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
+	cfg, rio, sys, self := a.cfg, a.rio, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -308,11 +320,11 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		d := &opDone{op: o}
 		switch o.kind {
 		case opAttempt:
-			d.acquire, d.err = acquire(c, cfg, name, o.owner, o.reqID, lease)
+			d.acquire, d.err = rio.acquireSynced(c, o.w, lease)
 		case opRelease:
 			var acks int
 			rs := cfg.ReplicaSync
-			d.remaining, d.held, acks, d.err = cfg.Scripts.UnlockSynced(c, cfg.Redis, rs, name, o.owner, o.reqID, lease)
+			d.remaining, d.held, acks, d.err = rio.unlock(c, o.owner, o.reqID, lease)
 			if d.err == nil && acks < rs.Replicas {
 				// An unlock cannot be undone; a failover before it reached a
 				// replica brings the lock back until its lease ends.
@@ -320,38 +332,16 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 					slog.String("name", name), slog.Int("acks", acks), slog.Int("replicas", rs.Replicas))
 			}
 		case opUndo:
-			d.held, d.err = cfg.Scripts.UndoAcquire(c, cfg.Redis, name, o.owner, o.reqID)
+			d.held, d.err = rio.undo(c, o.owner, o.reqID)
 		case opVerify:
 			var n int
-			n, d.err = redisio.HoldCount(c, cfg.Redis, name, o.owner)
+			n, d.err = rio.holdCount(c, o.owner)
 			d.held = n > 0
+		case opGiveUp:
+			d.err = rio.giveUp(c, o.w)
 		}
 		sys.Root.Send(self, d)
 	})
-}
-
-// replicaTries bounds the tries of an acquire its replicas do not
-// acknowledge.
-const replicaTries = 3
-
-// acquire runs one acquire attempt. With replica sync, an acquire the
-// replicas do not acknowledge is undone (by its request ID, so exactly the
-// hold it added) and tried again, replicaTries times at most.
-func acquire(ctx context.Context, cfg *Config, name, owner, reqID string, lease time.Duration) (redisio.AcquireResult, error) {
-	rs := cfg.ReplicaSync
-	for try := 1; ; try++ {
-		res, acks, err := cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, name, owner, reqID, lease)
-		if err != nil || !res.Acquired || acks >= rs.Replicas {
-			return res, err
-		}
-		if _, err := cfg.Scripts.UndoAcquire(ctx, cfg.Redis, name, owner, reqID); err != nil {
-			return redisio.AcquireResult{}, err
-		}
-		if try == replicaTries {
-			return redisio.AcquireResult{}, fmt.Errorf("%w: acquire %s: %d of %d replicas acknowledged in %v, %d tries",
-				messages.ErrNotReplicated, name, acks, rs.Replicas, rs.Timeout, try)
-		}
-	}
 }
 
 func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
@@ -369,6 +359,11 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 		a.syncRenewal(ctx, d.op.owner)
 	case opVerify:
 		a.onVerifyDone(ctx, d)
+	case opGiveUp:
+		if d.err != nil {
+			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
+				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
+		}
 	}
 }
 
@@ -392,12 +387,12 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.holdings[owner] = h
 		}
 		h.count = d.acquire.HoldCount
+		h.expiresAt = a.leaseEnd(h, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
-		h.expiresAt = time.Time{}
-		if h.lease > 0 {
-			h.expiresAt = d.op.started.Add(h.lease)
-		}
 		a.dequeue(w)
+		if a.rio.shared() {
+			a.wakeHead() // a shared hold: the next reader may join at once
+		}
 		if w.cancelled {
 			// The requester gave up while the attempt was in flight.
 			a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: w.req.RequestID + ":cancel"})
@@ -409,30 +404,22 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
 			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id})
 	default:
+		if !w.try {
+			w.refused = true
+		}
 		switch {
 		case w.cancelled:
 			a.dequeue(w)
+			a.leave(w)
 		case w.try || a.expired(w, a.cfg.Clock.Now()):
 			a.dequeue(w)
+			a.leave(w)
 			a.replyFailed(ctx, w, messages.ErrTimeout)
 		case w.woken:
 			w.woken = false // freed while the attempt was in flight: try again now
 		default:
 			w.ready = false
-			wait := d.acquire.PTTL
-			if wait <= 0 {
-				// No TTL on the key (a foreign writer) or just expired: look
-				// again after a bounded pause rather than spin or hang.
-				wait = min(a.cfg.Watchdog/3, 100*time.Millisecond)
-				if d.acquire.PTTL == 0 {
-					wait = time.Millisecond
-				}
-			}
-			w.wakeAt = a.cfg.Clock.Now().Add(wait)
-		}
-		if !w.cancelled && !a.subscribed && len(a.queue) > 0 {
-			a.subscribed = true
-			ctx.Send(a.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
+			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(d.acquire.PTTL))
 		}
 	}
 	a.syncRenewal(ctx, owner)
@@ -468,13 +455,57 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			a.wakeHead()
 		} else if h != nil {
 			h.count = d.remaining
-			if h.lease > 0 {
+			if h.lease > 0 && a.key.Kind != messages.KindReadLock {
 				h.expiresAt = o.started.Add(h.lease) // the unlock refreshed the lease
 			}
 		}
 		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
 	}
 	a.syncRenewal(ctx, o.owner)
+}
+
+// sleep is how long a refused waiter waits for a message before it tries
+// again anyway, given the PTTL the refusal reported.
+func (a *keyActor) sleep(pttl time.Duration) time.Duration {
+	wait := pttl
+	if wait <= 0 {
+		// No TTL on the key (a foreign writer) or just expired: look again
+		// after a bounded pause rather than spin or hang.
+		wait = min(a.cfg.Watchdog/3, 100*time.Millisecond)
+		if pttl == 0 && !a.rio.perWaiter() {
+			wait = time.Millisecond
+		}
+	}
+	if a.rio.perWaiter() {
+		// A fair waiter's bound is its predecessor's deadline, minutes
+		// away: should its wake-up message be lost, it looks again within
+		// a renewal period.
+		wait = min(wait, a.cfg.Watchdog/3)
+	}
+	return wait
+}
+
+// leaseEnd is when a holding's explicit lease ends after an acquire with
+// lease that started at started; zero in watchdog mode. A write lock's
+// reentry adds its lease to the time left, as Redis does.
+func (a *keyActor) leaseEnd(h *holding, lease time.Duration, started time.Time) time.Time {
+	switch {
+	case lease == 0:
+		return time.Time{}
+	case a.key.Kind == messages.KindWriteLock && !h.expiresAt.IsZero():
+		return h.expiresAt.Add(lease)
+	case a.key.Kind == messages.KindReadLock && h.expiresAt.After(started.Add(lease)):
+		return h.expiresAt // the hash lives as long as its longest read hold
+	}
+	return started.Add(lease)
+}
+
+// leave gives up a waiter's place in Redis's queue (a fair waiter that was
+// refused there) when it leaves without the lock.
+func (a *keyActor) leave(w *waiter) {
+	if a.rio.perWaiter() && w.refused {
+		a.ops = append(a.ops, &op{kind: opGiveUp, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
+	}
 }
 
 // respondRelease answers a Release with ok, or with a ReleaseFailed
@@ -553,6 +584,7 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		for _, w := range expired {
 			w.gone = true
 			a.replyFailed(ctx, w, messages.ErrTimeout)
+			a.leave(w)
 		}
 		kept := a.queue[:0]
 		for _, w := range a.queue {
@@ -563,9 +595,12 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		clear(a.queue[len(kept):])
 		a.queue = kept
 	}
-	if len(a.queue) > 0 {
-		if h := a.queue[0]; !h.ready && !h.inflight && !now.Before(h.wakeAt) {
-			h.ready = true
+	for i, w := range a.queue {
+		if i > 0 && !a.rio.perWaiter() {
+			break // only the head waits on Redis
+		}
+		if !w.ready && !w.inflight && !now.Before(w.wakeAt) {
+			w.ready = true
 		}
 	}
 }
@@ -574,8 +609,11 @@ func (a *keyActor) onTick(ctx actor.Context) {
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
 	next := a.deadlines.next()
-	if len(a.queue) > 0 {
-		if w := a.queue[0]; !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
+	for i, w := range a.queue {
+		if i > 0 && !a.rio.perWaiter() {
+			break // only the head waits on Redis
+		}
+		if !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
 			(next.IsZero() || w.wakeAt.Before(next)) {
 			next = w.wakeAt
 		}
@@ -590,10 +628,7 @@ func (a *keyActor) settle(ctx actor.Context) {
 	} else {
 		a.timer.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &tick{Gen: g} })
 	}
-	if len(a.queue) == 0 && a.subscribed {
-		a.subscribed = false
-		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
-	}
+	a.syncSubscriptions(ctx)
 	if a.isIdle() {
 		if a.idle.t == nil {
 			a.idle.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.IdleTimeout),
@@ -604,9 +639,36 @@ func (a *keyActor) settle(ctx actor.Context) {
 	}
 }
 
+// syncSubscriptions keeps the key actor subscribed to exactly the channels
+// its refused waiters listen on: the name's channel, or each fair waiter's
+// own.
+func (a *keyActor) syncSubscriptions(ctx actor.Context) {
+	want := map[string]bool{}
+	for _, w := range a.queue {
+		if w.refused && !w.cancelled {
+			want[a.rio.channel(w.req.Owner)] = true
+			if !a.rio.perWaiter() {
+				break
+			}
+		}
+	}
+	for ch := range a.subs {
+		if !want[ch] {
+			delete(a.subs, ch)
+			ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
+		}
+	}
+	for ch := range want {
+		if !a.subs[ch] {
+			a.subs[ch] = true
+			ctx.Send(a.subscriber, &subscribe{Channel: ch, PID: ctx.Self()})
+		}
+	}
+}
+
 func (a *keyActor) isIdle() bool {
 	return len(a.holdings) == 0 && len(a.queue) == 0 && len(a.ops) == 0 && a.inflight == nil &&
-		!a.subscribed && len(a.registered) == 0
+		len(a.subs) == 0 && len(a.registered) == 0
 }
 
 func (a *keyActor) expired(w *waiter, now time.Time) bool {
@@ -616,13 +678,41 @@ func (a *keyActor) expired(w *waiter, now time.Time) bool {
 // wakeHead makes the head waiter due for an attempt, or, if its attempt is
 // in flight, due for another one should that be refused.
 func (a *keyActor) wakeHead() {
-	if len(a.queue) == 0 {
-		return
+	if len(a.queue) > 0 {
+		wake(a.queue[0])
 	}
-	if h := a.queue[0]; h.inflight {
-		h.woken = true
+}
+
+// wakeAll wakes every waiter.
+func (a *keyActor) wakeAll() {
+	for _, w := range a.queue {
+		wake(w)
+	}
+}
+
+// wakeChannel wakes whom a message (or a confirmed subscription, payload
+// "") on channel concerns: a fair waiter listening on it, every waiter
+// after a write unlock, or else the head.
+func (a *keyActor) wakeChannel(channel, payload string) {
+	switch {
+	case a.rio.wakesAll(payload):
+		a.wakeAll()
+	case a.rio.perWaiter():
+		for _, w := range a.queue {
+			if a.rio.channel(w.req.Owner) == channel {
+				wake(w)
+			}
+		}
+	default:
+		a.wakeHead()
+	}
+}
+
+func wake(w *waiter) {
+	if w.inflight {
+		w.woken = true
 	} else {
-		h.ready = true
+		w.ready = true
 	}
 }
 
@@ -668,14 +758,14 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 func (a *keyActor) register(ctx actor.Context, owner string) {
 	if !a.registered[owner] {
 		a.registered[owner] = true
-		ctx.Send(a.renewer, &register{Name: a.key.Name, Owner: owner, PID: ctx.Self()})
+		ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self()})
 	}
 }
 
 func (a *keyActor) unregister(ctx actor.Context, owner string) {
 	if a.registered[owner] {
 		delete(a.registered, owner)
-		ctx.Send(a.renewer, &unregister{Name: a.key.Name, Owner: owner})
+		ctx.Send(a.renewer, &unregister{Held: a.rio.held(owner)})
 	}
 }
 
@@ -727,7 +817,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 	a.io.Wait()
 	if o := a.inflight; o != nil && o.kind == opAttempt {
 		c, cancel := a.cfg.ioContext()
-		if _, err := a.cfg.Scripts.UndoAcquire(c, a.cfg.Redis, a.key.Name, o.owner, o.reqID); err != nil {
+		if _, err := a.rio.undo(c, o.owner, o.reqID); err != nil {
 			a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
 				slog.String("name", a.key.Name), slog.Any("err", err))
 		}
@@ -761,9 +851,9 @@ func (a *keyActor) abandon(ctx actor.Context, why error) {
 	for owner := range a.registered {
 		a.unregister(ctx, owner) // including a watchdog acquire still in flight
 	}
-	if a.subscribed {
-		a.subscribed = false
-		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+	for ch := range a.subs {
+		delete(a.subs, ch)
+		ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
 	}
 	a.answerAll(ctx, why)
 }

@@ -40,16 +40,17 @@ type unlocked struct {
 // connection was re-established) and its waiters should try again.
 type retry struct{}
 
-// register asks the renewer to renew Owner's holding of Name in watchdog
-// mode and to report a renewal that finds it gone (renewalGone). No reply.
+// register asks the renewer to renew Owner's holding Held in watchdog mode
+// and to report a renewal that finds it gone (renewalGone). No reply.
 type register struct {
-	Name, Owner string
-	PID         *actor.PID
+	Held  redisio.Held
+	Owner string
+	PID   *actor.PID
 }
 
-// unregister stops renewing Owner's holding of Name. No reply.
+// unregister stops renewing the holding Held. No reply.
 type unregister struct {
-	Name, Owner string
+	Held redisio.Held
 }
 
 // renewalGone tells a key actor that a renewal found Owner's holding gone.

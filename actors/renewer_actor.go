@@ -25,12 +25,14 @@ type registration struct {
 	renewedAt time.Time
 	// expired is set once the key actor was told the lock expired unrenewed.
 	expired bool
+	owner   string
 }
 
 // renewal is one holding in a tick's batch.
 type renewal struct {
-	Name, Owner string
-	PID         *actor.PID
+	Held  redisio.Held
+	Owner string
+	PID   *actor.PID
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -69,9 +71,9 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "renewer")
 	switch m := ctx.Message().(type) {
 	case *register:
-		a.regs[redisio.Held{Name: m.Name, Owner: m.Owner}] = &registration{pid: m.PID, renewedAt: a.cfg.Clock.Now()}
+		a.regs[m.Held] = &registration{pid: m.PID, owner: m.Owner, renewedAt: a.cfg.Clock.Now()}
 	case *unregister:
-		delete(a.regs, redisio.Held{Name: m.Name, Owner: m.Owner})
+		delete(a.regs, m.Held)
 	case *tick:
 		if a.timer.fired(m.Gen) {
 			a.expire(ctx)
@@ -106,12 +108,12 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	}
 	batch := make([]renewal, 0, len(a.regs))
 	for h, r := range a.regs {
-		batch = append(batch, renewal{Name: h.Name, Owner: h.Owner, PID: r.pid})
+		batch = append(batch, renewal{Held: h, Owner: r.owner, PID: r.pid})
 	}
 	if a.cfg.Cluster {
 		// A script's keys must share a slot on a cluster: order the batch by
 		// slot so each call below takes one slot's locks.
-		slices.SortFunc(batch, func(x, y renewal) int { return redisio.Slot(x.Name) - redisio.Slot(y.Name) })
+		slices.SortFunc(batch, func(x, y renewal) int { return redisio.Slot(x.Held.Name) - redisio.Slot(y.Held.Name) })
 	}
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
@@ -123,9 +125,9 @@ func (a *renewerActor) renew(ctx actor.Context) {
 		for start := 0; start < len(batch); {
 			end := min(start+renewBatch, len(batch))
 			if cfg.Cluster {
-				slot := redisio.Slot(batch[start].Name)
+				slot := redisio.Slot(batch[start].Held.Name)
 				for i := start + 1; i < end; i++ {
-					if redisio.Slot(batch[i].Name) != slot {
+					if redisio.Slot(batch[i].Held.Name) != slot {
 						end = i
 						break
 					}
@@ -133,7 +135,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			}
 			held := make([]redisio.Held, 0, end-start)
 			for _, r := range batch[start:end] {
-				held = append(held, redisio.Held{Name: r.Name, Owner: r.Owner})
+				held = append(held, r.Held)
 			}
 			// A renewal later than a third of the watchdog is of no use: the
 			// next tick sends another.
@@ -164,7 +166,7 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 	}
 	for i, outcome := range d.Outcomes {
 		b := d.Batch[i]
-		reg := a.regs[redisio.Held{Name: b.Name, Owner: b.Owner}]
+		reg := a.regs[b.Held]
 		if reg == nil || !reg.pid.Equal(b.PID) {
 			continue // unregistered meanwhile
 		}
@@ -186,10 +188,10 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 // when the lease runs out, not when the call gives up.
 func (a *renewerActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
-	for h, reg := range a.regs {
+	for _, reg := range a.regs {
 		if !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
 			reg.expired = true
-			ctx.Send(reg.pid, &renewalExpired{Owner: h.Owner})
+			ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
 		}
 	}
 }

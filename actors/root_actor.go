@@ -15,7 +15,8 @@ type keyEntry struct {
 }
 
 // rootActor is the engine's entry point: it spawns the subscriber, the
-// renewer and, on first use of a (name, kind), its key actor; routes every
+// renewer and, on first use of a (name, kind), its key actor (a count
+// actor for the counting kinds); routes every
 // messages.* request to the key actor; and stops a key actor that reports
 // itself idle if nothing was routed to it since.
 type rootActor struct {
@@ -106,7 +107,11 @@ func (a *rootActor) reject(ctx actor.Context, reply any) {
 func (a *rootActor) route(ctx actor.Context, k key) {
 	e := a.keys[k]
 	if e == nil {
-		e = &keyEntry{pid: ctx.Spawn(keyActorProps(a.cfg, k, a.subscriber, a.renewer))}
+		props := countActorProps(a.cfg, k, a.subscriber)
+		if k.Kind.Held() {
+			props = keyActorProps(a.cfg, k, a.subscriber, a.renewer)
+		}
+		e = &keyEntry{pid: ctx.Spawn(props)}
 		a.keys[k] = e
 	}
 	e.routed++

@@ -37,6 +37,14 @@ func (c *Client) Lock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindLock, opts)
 }
 
+// FairLock returns a handle on the fair lock name (Redisson's RFairLock):
+// waiters across all processes acquire in the order they asked. A waiter
+// keeps its place in the queue for its wait (TryLockWait) or 5 minutes
+// (Lock) beyond its predecessor's; TryLock never takes a place.
+func (c *Client) FairLock(name string, opts ...LockOption) *Lock {
+	return c.newLock(name, messages.KindFairLock, opts)
+}
+
 func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lock {
 	var o lockOptions
 	for _, opt := range opts {
@@ -71,7 +79,7 @@ func (l *Lock) check() error {
 // Lock acquires the lock in watchdog mode, waiting until it is free or ctx
 // ends (then the error is ErrNotObtained joined with the context's error).
 func (l *Lock) Lock(ctx context.Context) error {
-	_, err := l.acquire(ctx, 0, time.Time{}, true)
+	_, err := l.acquire(ctx, 0, time.Time{}, true, 0)
 	return err
 }
 
@@ -81,7 +89,7 @@ func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
 	if err := validateLease(lease, false); err != nil {
 		return err
 	}
-	_, err := l.acquire(ctx, lease, time.Time{}, true)
+	_, err := l.acquire(ctx, lease, time.Time{}, true, 0)
 	return err
 }
 
@@ -96,66 +104,32 @@ func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool
 	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return false, err
 	}
-	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false)
+	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false, wait)
 }
 
 // acquire runs one Acquire through the engine. blocking selects the error
 // contract of Lock (ErrNotObtained joined with ctx's error) over that of
-// TryLock (false, ctx's error).
-func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool) (bool, error) {
+// TryLock (false, ctx's error). wait is a fair lock waiter's allowance in
+// the queue (0: the default).
+func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err
 	}
-	if ctx.Err() != nil {
-		return false, l.ctxErr(ctx, blocking)
-	}
 	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
 		Lease: lease, Deadline: deadline, Watch: true}
-	ch, free := l.c.request(req.RequestID, req)
-	defer free()
-	var reply any
-	select {
-	case reply = <-ch:
-	case <-l.c.done:
-		return false, ErrClosed
-	case <-ctx.Done():
-		l.c.send(&messages.Cancel{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: req.RequestID})
-		r, err := l.c.await(ch, cancelWait)
-		if err != nil {
-			return false, errors.Join(l.ctxErr(ctx, blocking), err)
-		}
-		if _, ok := r.(*messages.Acquired); ok {
-			// Acquired just before the cancel arrived: give this hold back.
-			// Nobody waits for the answer; the mailbox still sees it and
-			// forgets the holding if this was its last hold.
-			l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
-		}
-		return false, l.ctxErr(ctx, blocking)
+	if l.kind == messages.KindFairLock {
+		req.Wait = wait
 	}
-	switch r := reply.(type) {
-	case *messages.Acquired:
-		l.bindHolding(r.Holding)
-		return true, nil
-	case *messages.AcquireFailed:
-		switch {
-		case errors.Is(r.Err, messages.ErrTimeout):
-			if blocking {
-				return false, ErrNotObtained
-			}
-			return false, nil
-		case errors.Is(r.Err, messages.ErrCancelled):
-			return false, l.ctxErr(ctx, blocking)
-		}
-		return false, r.Err
+	r, err := l.c.wait(ctx, req, blocking, func(*messages.Acquired) {
+		// Give this hold back. Nobody waits for the answer; the mailbox
+		// still sees it and forgets the holding if this was its last hold.
+		l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
+	})
+	if r == nil {
+		return false, err
 	}
-	return false, fmt.Errorf("warden: unexpected reply %T", reply)
-}
-
-func (l *Lock) ctxErr(ctx context.Context, blocking bool) error {
-	if blocking {
-		return errors.Join(ErrNotObtained, ctxErr(ctx))
-	}
-	return ctxErr(ctx)
+	l.bindHolding(r.Holding)
+	return true, nil
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
@@ -232,20 +206,37 @@ func (l *Lock) Lost() <-chan struct{} {
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock existed. A watchdog-mode holder learns of the
+// reports whether the lock existed. A read or write lock's ForceUnlock
+// deletes it only while it is held in its own mode. A watchdog-mode holder learns of the
 // loss at its next renewal; a fixed-lease holder when its lease would have
 // ended, or at its Unlock (ErrNotHeld).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err
 	}
+	switch l.kind {
+	case messages.KindFairLock:
+		return l.c.scripts.FairForceUnlock(ctx, l.c.rdb, l.name, l.c.opts.clock.Now())
+	case messages.KindReadLock:
+		return l.c.scripts.ReadForceUnlock(ctx, l.c.rdb, l.name)
+	case messages.KindWriteLock:
+		return l.c.scripts.WriteForceUnlock(ctx, l.c.rdb, l.name)
+	}
 	return l.c.scripts.ForceUnlock(ctx, l.c.rdb, l.name)
 }
 
-// IsLocked reports whether anyone holds the lock.
+// IsLocked reports whether anyone holds the lock. For a read lock: whether
+// it is held for reading (also by the write holder); for a write lock:
+// whether it is held for writing.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, err
+	}
+	switch l.kind {
+	case messages.KindReadLock:
+		return redisio.ReadIsLocked(ctx, l.c.rdb, l.name)
+	case messages.KindWriteLock:
+		return redisio.WriteIsLocked(ctx, l.c.rdb, l.name)
 	}
 	return redisio.IsLocked(ctx, l.c.rdb, l.name)
 }
@@ -261,6 +252,12 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if err := l.check(); err != nil {
 		return 0, err
+	}
+	switch l.kind {
+	case messages.KindReadLock:
+		return redisio.ReadHoldCount(ctx, l.c.rdb, l.name, l.owner)
+	case messages.KindWriteLock:
+		return redisio.WriteHoldCount(ctx, l.c.rdb, l.name, l.owner)
 	}
 	return redisio.HoldCount(ctx, l.c.rdb, l.name, l.owner)
 }

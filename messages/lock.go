@@ -9,16 +9,48 @@ type Kind uint8
 const (
 	// KindLock is the reentrant lock (Redisson's RLock).
 	KindLock Kind = iota
+	// KindFairLock is the fair lock (RFairLock): FIFO across processes.
+	KindFairLock
+	// KindReadLock is the read side of a read/write lock (RReadWriteLock).
+	KindReadLock
+	// KindWriteLock is the write side of a read/write lock.
+	KindWriteLock
+	// KindSemaphore is the counting semaphore (RSemaphore). Its Acquire
+	// takes Permits permits; it has no holder and no Release message (the
+	// client releases permits directly).
+	KindSemaphore
+	// KindPermitSemaphore is the permit-expirable semaphore
+	// (RPermitExpirableSemaphore). Its Acquire takes one permit with its own
+	// Lease (0: the permit never expires) and answers its PermitID.
+	KindPermitSemaphore
+	// KindCountDownLatch is the count-down latch (RCountDownLatch). Its
+	// Acquire is Await: answered Acquired when the count reaches zero.
+	KindCountDownLatch
+	kindEnd
 )
+
+var kindNames = [...]string{
+	KindLock:            "lock",
+	KindFairLock:        "fair lock",
+	KindReadLock:        "read lock",
+	KindWriteLock:       "write lock",
+	KindSemaphore:       "semaphore",
+	KindPermitSemaphore: "permit-expirable semaphore",
+	KindCountDownLatch:  "count-down latch",
+}
 
 // String names the kind.
 func (k Kind) String() string {
-	switch k {
-	case KindLock:
-		return "lock"
-	default:
-		return "unknown"
+	if k < kindEnd {
+		return kindNames[k]
 	}
+	return "unknown"
+}
+
+// Held reports whether the kind is held by an owner (a lock of some kind):
+// it then takes Release, Watch and LockLost; the other kinds count.
+func (k Kind) Held() bool {
+	return k <= KindWriteLock
 }
 
 // Acquire asks for the lock Name on behalf of Owner. The reply is Acquired
@@ -28,6 +60,11 @@ func (k Kind) String() string {
 // waits until Deadline (the zero time waits until Cancel), woken by the
 // holder's unlock message or, if that is lost, by the holder's lease running
 // out. A Deadline at or before now means exactly one attempt (TryLock).
+//
+// The same message waits for the counting kinds: Permits permits of a
+// KindSemaphore, one permit of a KindPermitSemaphore (for Lease, 0 meaning
+// it never expires), or a KindCountDownLatch's count reaching zero. Owner
+// then only pairs the request with its Cancel.
 type Acquire struct {
 	Name  string
 	Kind  Kind
@@ -44,6 +81,12 @@ type Acquire struct {
 	// Watch subscribes the sender to LockLost for the holding this request
 	// starts or joins.
 	Watch bool
+	// Permits is how many permits a KindSemaphore acquire takes, at least
+	// 1; zero for every other kind.
+	Permits int64
+	// Wait is a fair lock waiter's place-keeping allowance in the queue
+	// (Redisson's wait time): 0 selects the default of 5 minutes.
+	Wait time.Duration
 }
 
 // Acquired answers Acquire: Owner now holds Name HoldCount times.
@@ -58,6 +101,8 @@ type Acquired struct {
 	// Holding identifies this holding (from the first acquire to the unlock
 	// that reaches zero or the loss); LockLost carries the same value.
 	Holding uint64
+	// PermitID names the permit a KindPermitSemaphore acquire took.
+	PermitID string
 }
 
 // AcquireFailed answers Acquire when the lock was not obtained. Err is

@@ -69,8 +69,65 @@ func validateRequestID(id string) error {
 }
 
 func validateKind(k Kind) error {
-	if k != KindLock {
+	if k >= kindEnd {
 		return Invalid("kind", "%d is not a known kind", k)
+	}
+	return nil
+}
+
+// validateHeldKind checks that k is a lock kind, for the requests only
+// held kinds take.
+func validateHeldKind(k Kind) error {
+	if err := validateKind(k); err != nil {
+		return err
+	}
+	if !k.Held() {
+		return Invalid("kind", "a %s has no holder", k)
+	}
+	return nil
+}
+
+// ValidatePermits checks a permit count: at least 1.
+func ValidatePermits(permits int64) error {
+	if permits < 1 {
+		return Invalid("permits", "%d is less than 1", permits)
+	}
+	return nil
+}
+
+// validateKindFields checks the fields whose meaning depends on the kind.
+func (m *Acquire) validateKindFields() error {
+	switch m.Kind {
+	case KindSemaphore:
+		return firstErr(ValidatePermits(m.Permits), zeroLease(m.Lease), zeroWait(m.Wait))
+	case KindPermitSemaphore:
+		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
+	case KindCountDownLatch:
+		return firstErr(zeroPermits(m.Permits), zeroLease(m.Lease), zeroWait(m.Wait))
+	case KindFairLock:
+		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), ValidateWait(m.Wait))
+	default:
+		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
+	}
+}
+
+func zeroPermits(p int64) error {
+	if p != 0 {
+		return Invalid("permits", "%d: only a semaphore acquire takes permits", p)
+	}
+	return nil
+}
+
+func zeroLease(d time.Duration) error {
+	if d != 0 {
+		return Invalid("lease", "%v: this kind has no lease", d)
+	}
+	return nil
+}
+
+func zeroWait(d time.Duration) error {
+	if d != 0 {
+		return Invalid("wait", "%v: only a fair lock acquire takes a wait allowance", d)
 	}
 	return nil
 }
@@ -91,7 +148,7 @@ func (m *Acquire) Validate() error {
 		return Invalid("acquire", "nil")
 	}
 	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
-		validateRequestID(m.RequestID), ValidateLease(m.Lease, true))
+		validateRequestID(m.RequestID), m.validateKindFields())
 }
 
 // Validate checks every field of the request.
@@ -99,7 +156,7 @@ func (m *Release) Validate() error {
 	if m == nil {
 		return Invalid("release", "nil")
 	}
-	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner), validateRequestID(m.RequestID))
+	return firstErr(ValidateName(m.Name), validateHeldKind(m.Kind), ValidateOwner(m.Owner), validateRequestID(m.RequestID))
 }
 
 // Validate checks every field of the request.
@@ -115,5 +172,5 @@ func (m *Watch) Validate() error {
 	if m == nil {
 		return Invalid("watch", "nil")
 	}
-	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner))
+	return firstErr(ValidateName(m.Name), validateHeldKind(m.Kind), ValidateOwner(m.Owner))
 }

@@ -135,21 +135,24 @@ func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, 
 	return n == 1, nil
 }
 
-// Held names one watchdog-mode holding to renew.
+// Held names one watchdog-mode holding to renew: the lock hash Name and
+// the holder's Field in it (the owner, or "<owner>:write" for a write
+// lock). ReadPrefix is set for a read hold: the owner's read timeout keys
+// "<ReadPrefix>:<k>" are renewed with the hash.
 type Held struct {
-	Name, Owner string
+	Name, Field, ReadPrefix string
 }
 
-// Renew sets the TTL of every lock in batch that its owner still holds. The
-// result has one entry per lock: true renewed, false gone. All names must
-// share a cluster slot when r is a cluster client.
+// Renew sets the TTL of every lock in batch that its holder still holds.
+// The result has one entry per lock: true renewed, false gone. All names
+// must share a cluster slot when r is a cluster client.
 func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
 	keys := make([]string, len(batch))
-	args := make([]any, 0, len(batch)+1)
+	args := make([]any, 0, 2*len(batch)+1)
 	args = append(args, Millis(ttl))
 	for i, h := range batch {
 		keys[i] = h.Name
-		args = append(args, h.Owner)
+		args = append(args, h.Field, h.ReadPrefix)
 	}
 	v, err := renewScript.Run(ctx, r, keys, args...).Int64Slice()
 	if err != nil {

@@ -35,14 +35,14 @@ func TestScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r"), AcquireLatchKey("k", "o")},
 			"0", lease, "o", "publish", "1000").Err()
 		require.Error(t, err, "unlock lease %q", lease)
-		err = renewScript.Run(ctx, rdb, []string{"k"}, lease, "o").Err()
+		err = renewScript.Run(ctx, rdb, []string{"k"}, lease, "o", "").Err()
 		require.Error(t, err, "renew ttl %q", lease)
 	}
 	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k", "l"}, "", "1000", "r1", "1000").Err(), "empty owner")
 	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k", "l"}, "o", "1000", "", "1000").Err(), "empty request id")
 	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000").Err())
 	require.Error(t, forceUnlockScript.Run(ctx, rdb, []string{"k", "c"}, "0", "del").Err())
-	require.Error(t, renewScript.Run(ctx, rdb, []string{"k", "j"}, "1000", "o").Err(), "owners must match keys")
+	require.Error(t, renewScript.Run(ctx, rdb, []string{"k", "j"}, "1000", "o", "").Err(), "owners must match keys")
 	assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
 
 	ok, err := acquireScript.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", "9007199254740992", "r1", "1000").Int64Slice()
@@ -165,7 +165,7 @@ func TestRenewBatchAndForceUnlock(t *testing.T) {
 		_, err := s.Acquire(ctx, rdb, "r"+strconv.Itoa(i), "o", "q"+strconv.Itoa(i), time.Second)
 		require.NoError(t, err)
 	}
-	ok, err := s.Renew(ctx, rdb, []Held{{"r0", "o"}, {"r1", "other"}, {"r2", "o"}, {"missing", "o"}}, time.Hour)
+	ok, err := s.Renew(ctx, rdb, []Held{{Name: "r0", Field: "o"}, {Name: "r1", Field: "other"}, {Name: "r2", Field: "o"}, {Name: "missing", Field: "o"}}, time.Hour)
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true, false, true, false}, ok)
 	assert.Greater(t, rdb.PTTL(ctx, "r0").Val(), 59*time.Minute)

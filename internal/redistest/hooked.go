@@ -23,10 +23,15 @@ func (c ScriptCall) Acquires() bool {
 	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch:")
 }
 
-// Renews reports whether the call is warden's batched renewal (one owner
-// argument per key, after the TTL).
+// Renews reports whether the call is warden's batched renewal (after the
+// TTL, a field and a read-timeout prefix per key, the prefix empty or
+// naming rwlock_timeout keys).
 func (c ScriptCall) Renews() bool {
-	return len(c.Args) == len(c.Keys)+1 && !c.Acquires()
+	if len(c.Keys) == 0 || len(c.Args) != 2*len(c.Keys)+1 || c.Acquires() {
+		return false
+	}
+	prefix, ok := c.Args[2].(string)
+	return ok && (prefix == "" || strings.HasSuffix(prefix, ":rwlock_timeout"))
 }
 
 // Hooked wraps a Redis client so a test can step into every script call,

@@ -1,18 +1,37 @@
--- Renew a batch of watchdog-mode locks in one call (all keys in one slot on
--- a cluster).
+-- Renew a batch of watchdog-mode holdings in one call (all keys in one slot
+-- on a cluster).
 --
--- KEYS[1..n]    lock hashes
--- ARGV[1]       TTL in ms to set (integer, 1 .. 2^53)
--- ARGV[2..n+1]  owner field of KEYS[i] in ARGV[i+1]
+-- KEYS[1..n]  lock hashes
+-- ARGV[1]     TTL in ms to set (integer, 1 .. 2^53)
+-- then two arguments per key, for KEYS[i] ARGV[2i] and ARGV[2i+1]:
+--   field     the holder's field: the owner, or "<owner>:write" for a write
+--             lock
+--   prefix    "" for an exclusive hold; for a read hold, the owner's read
+--             timeout prefix "{name}:<owner>:rwlock_timeout": the field's
+--             count k of holds each has a key "<prefix>:<k>", renewed too
+--             (this owner's only, never another reader's)
 --
--- Reply: an array of n integers, 1 when KEYS[i] still held ARGV[i+1]'s
--- field and was renewed, 0 when the lock is gone or held by another owner.
+-- Reply: an array of n integers, 1 when KEYS[i] still held the field and
+-- was renewed, 0 when the lock is gone or held by someone else.
 if not ms(ARGV[1]) then return redis.error_reply('ERR warden: invalid ttl') end
-if #ARGV ~= #KEYS + 1 then return redis.error_reply('ERR warden: owners do not match keys') end
+if #ARGV ~= 2 * #KEYS + 1 then return redis.error_reply('ERR warden: holders do not match keys') end
+for i = 1, #KEYS do
+  if not text(ARGV[2 * i]) then return redis.error_reply('ERR warden: empty field') end
+end
 local out = {}
 for i = 1, #KEYS do
-  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-    redis.call('pexpire', KEYS[i], ARGV[1])
+  local field, prefix = ARGV[2 * i], ARGV[2 * i + 1]
+  local n = tonumber(redis.call('hget', KEYS[i], field))
+  if n and n > 0 then
+    -- A read lock is shared: never cut another reader's longer lease.
+    if prefix == '' or redis.call('pttl', KEYS[i]) < tonumber(ARGV[1]) then
+      redis.call('pexpire', KEYS[i], ARGV[1])
+    end
+    if prefix ~= '' then
+      for k = 1, n do
+        redis.call('pexpire', prefix .. ':' .. k, ARGV[1])
+      end
+    end
     out[i] = 1
   else
     out[i] = 0

@@ -1,0 +1,420 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// countOp is the Redis request of a count actor, queued or in flight: an
+// attempt of a waiter, or the undo of an attempt whose outcome is unknown
+// or whose requester left meanwhile.
+type countOp struct {
+	w    *waiter
+	undo bool
+}
+
+// countDone carries the result of the count actor's request back to it.
+type countDone struct {
+	op       *countOp
+	acquired bool
+	// next, when refused, is when the earliest permit lease ends (a
+	// permit-expirable semaphore); zero when unknown.
+	next time.Duration
+	err  error
+}
+
+// countActor serves the waits of one counting name for this process: a
+// semaphore's permits, a permit-expirable semaphore's permits, or a
+// count-down latch reaching zero. Nobody holds these, so it keeps no
+// holdings and renews nothing; it queues waiters, runs one Redis request
+// at a time, and wakes waiters on the name's channel: a release message
+// carrying the new count wakes that many waiters, a latch's zero wakes
+// all. The head waiter also looks again on a bounded interval, so a lost
+// message delays it, never hangs it.
+type countActor struct {
+	cfg        *Config
+	key        key
+	channel    string
+	subscriber *actor.PID
+
+	queue      []*waiter
+	deadlines  deadlines
+	ops        []*countOp // undos, served before attempts
+	inflight   *countOp
+	subscribed bool
+	seen       uint64
+	fault      error
+
+	timer clockTimer
+	idle  clockTimer
+	io    sync.WaitGroup
+}
+
+var _ actor.Actor = (*countActor)(nil)
+
+func countActorProps(cfg *Config, k key, subscriber *actor.PID) *actor.Props {
+	channel := redisio.SemaphoreChannel(k.Name)
+	if k.Kind == messages.KindCountDownLatch {
+		channel = redisio.LatchChannel(k.Name)
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &countActor{
+			cfg:        cfg,
+			key:        k,
+			channel:    channel,
+			subscriber: subscriber,
+			timer:      clockTimer{clock: cfg.Clock},
+			idle:       clockTimer{clock: cfg.Clock},
+		}
+	}, actor.WithDispatcher(cfg.Workers))
+}
+
+// Receive handles one message; every state change of the count actor
+// happens here.
+func (a *countActor) Receive(ctx actor.Context) {
+	if a.fault != nil {
+		if m, ok := ctx.Message().(*messages.Acquire); ok {
+			a.respond(ctx, ctx.Sender(), failedReply(m, a.fault))
+		}
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a.fail(ctx, r)
+		}
+	}()
+	switch m := ctx.Message().(type) {
+	case *messages.Acquire:
+		a.seen++
+		w := &waiter{req: m, sender: ctx.Sender(), ready: true}
+		if !m.Deadline.IsZero() && !a.cfg.Clock.Now().Before(m.Deadline) {
+			w.try = true
+		}
+		if m.Kind == messages.KindPermitSemaphore {
+			w.permitID = redisio.NewPermitID()
+		}
+		a.queue = append(a.queue, w)
+		a.deadlines.add(w)
+	case *messages.Cancel:
+		a.seen++
+		a.onCancel(ctx, m)
+	case *countDone:
+		a.onDone(ctx, m)
+	case *subscribed:
+		a.wake(1)
+	case *unlocked:
+		a.onMessage(m.Payload)
+	case *retry:
+		a.wake(len(a.queue))
+	case *crash:
+		panic(fmt.Sprintf("warden: count actor %q told to crash", a.key.Name))
+	case *tick:
+		if a.timer.fired(m.Gen) {
+			a.onTick(ctx)
+		}
+	case *idleTick:
+		if a.idle.fired(m.Gen) && a.isIdle() {
+			ctx.Send(ctx.Parent(), &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
+		}
+		return
+	case *actor.Stopping:
+		a.timer.stop()
+		a.idle.stop()
+		a.io.Wait()
+		a.answerAll(ctx, messages.ErrClosed)
+		return
+	default:
+		return
+	}
+	a.pump(ctx)
+	a.settle(ctx)
+}
+
+func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
+	for i, w := range a.queue {
+		if w.req.RequestID != m.RequestID || w.req.Owner != m.Owner || w.cancelled {
+			continue
+		}
+		w.cancelled = true
+		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrCancelled))
+		if !w.inflight {
+			a.remove(i)
+		}
+		return
+	}
+}
+
+// onMessage wakes the waiters a message on the channel concerns: the
+// latch's zero wakes all; a semaphore's new count n wakes n waiters (one
+// when the count cannot be read).
+func (a *countActor) onMessage(payload string) {
+	if a.key.Kind == messages.KindCountDownLatch {
+		if payload == redisio.LatchZeroMessage {
+			a.wake(len(a.queue))
+		}
+		return
+	}
+	n, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil {
+		n = 1
+	}
+	if n > 0 {
+		a.wake(int(min(n, int64(len(a.queue)))))
+	}
+}
+
+// wake makes the first n waiters due for an attempt (or, in flight, for
+// another one should theirs be refused).
+func (a *countActor) wake(n int) {
+	for _, w := range a.queue[:min(n, len(a.queue))] {
+		wake(w)
+	}
+}
+
+// pump starts the next Redis request if none is in flight: an undo first,
+// then the first waiter due for an attempt.
+func (a *countActor) pump(ctx actor.Context) {
+	if a.inflight != nil {
+		return
+	}
+	if len(a.ops) > 0 {
+		o := a.ops[0]
+		a.ops = a.ops[1:]
+		a.start(ctx, o)
+		return
+	}
+	for _, w := range a.queue {
+		if w.ready && !w.cancelled {
+			a.start(ctx, &countOp{w: w})
+			return
+		}
+	}
+}
+
+// start runs o on the engine's workers; the result comes back as countDone.
+func (a *countActor) start(ctx actor.Context, o *countOp) {
+	a.inflight = o
+	if !o.undo {
+		o.w.inflight = true
+	}
+	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
+	req, permitID := o.w.req, o.w.permitID
+	sys, self := ctx.ActorSystem(), ctx.Self()
+	a.io.Add(1)
+	cfg.Workers.Schedule(func() {
+		defer a.io.Done()
+		c, cancel := cfg.ioContext()
+		defer cancel()
+		d := &countDone{op: o}
+		rs := cfg.ReplicaSync
+		switch {
+		case kind == messages.KindCountDownLatch:
+			if !o.undo {
+				var n int64
+				n, d.err = redisio.LatchCount(c, cfg.Redis, name)
+				d.acquired = n <= 0
+			}
+		case kind == messages.KindSemaphore && o.undo:
+			_, d.err = cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, req.RequestID)
+		case kind == messages.KindSemaphore:
+			d.acquired, _, _, d.err = cfg.Scripts.SemaphoreAcquire(c, cfg.Redis, rs, name, req.RequestID, req.Permits)
+		case o.undo:
+			_, d.err = cfg.Scripts.PermitUndoAcquire(c, cfg.Redis, name, permitID, cfg.Clock.Now())
+		default:
+			var res redisio.PermitResult
+			res, _, d.err = cfg.Scripts.PermitAcquire(c, cfg.Redis, rs, name, permitID, req.Lease, cfg.Clock.Now())
+			d.acquired, d.next = res.Acquired, res.NextExpiry
+		}
+		sys.Root.Send(self, d)
+	})
+}
+
+func (a *countActor) onDone(ctx actor.Context, d *countDone) {
+	a.inflight = nil
+	w := d.op.w
+	if d.op.undo {
+		if d.err != nil {
+			a.cfg.Logger.Warn("warden: could not give back permits of an uncertain acquire",
+				slog.String("name", a.key.Name), slog.Any("err", d.err))
+		}
+		return
+	}
+	w.inflight = false
+	switch {
+	case d.err != nil:
+		// Unknown outcome: give back what the attempt may have taken.
+		a.dequeue(w)
+		if a.key.Kind != messages.KindCountDownLatch {
+			a.ops = append(a.ops, &countOp{w: w, undo: true})
+		}
+		if !w.cancelled {
+			err := d.err
+			if a.cfg.IO.Err() != nil {
+				err = errors.Join(messages.ErrClosed, err)
+			}
+			a.respond(ctx, w.sender, failedReply(w.req, err))
+		}
+	case d.acquired:
+		a.dequeue(w)
+		if w.cancelled {
+			if a.key.Kind != messages.KindCountDownLatch {
+				a.ops = append(a.ops, &countOp{w: w, undo: true}) // the requester left meanwhile
+			}
+			break
+		}
+		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
+			RequestID: w.req.RequestID, PermitID: w.permitID})
+		a.wakeHead() // there may be more to take
+	case w.cancelled:
+		a.dequeue(w)
+	case w.try || (!w.req.Deadline.IsZero() && !a.cfg.Clock.Now().Before(w.req.Deadline)):
+		a.dequeue(w)
+		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
+	case w.woken:
+		w.woken = false
+	default:
+		w.ready, w.refused = false, true
+		wait := a.cfg.Watchdog / 3
+		if d.next > 0 {
+			wait = min(wait, d.next)
+		}
+		w.wakeAt = a.cfg.Clock.Now().Add(wait)
+	}
+}
+
+func (a *countActor) wakeHead() {
+	if len(a.queue) > 0 {
+		wake(a.queue[0])
+	}
+}
+
+// onTick fails waiters whose deadline passed and makes the head due when
+// its look-again time came.
+func (a *countActor) onTick(ctx actor.Context) {
+	now := a.cfg.Clock.Now()
+	if expired := a.deadlines.expired(now); len(expired) > 0 {
+		for _, w := range expired {
+			w.gone = true
+			a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
+		}
+		kept := a.queue[:0]
+		for _, w := range a.queue {
+			if !w.gone {
+				kept = append(kept, w)
+			}
+		}
+		clear(a.queue[len(kept):])
+		a.queue = kept
+	}
+	if len(a.queue) > 0 {
+		if w := a.queue[0]; !w.ready && !w.inflight && !now.Before(w.wakeAt) {
+			w.ready = true
+		}
+	}
+}
+
+// settle re-arms the timer, keeps the subscription while anyone was
+// refused, and arms the idle timer when there is nothing to do.
+func (a *countActor) settle(ctx actor.Context) {
+	next := a.deadlines.next()
+	if len(a.queue) > 0 {
+		if w := a.queue[0]; !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
+			(next.IsZero() || w.wakeAt.Before(next)) {
+			next = w.wakeAt
+		}
+	}
+	if next.IsZero() {
+		a.timer.stop()
+	} else {
+		a.timer.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &tick{Gen: g} })
+	}
+	want := false
+	for _, w := range a.queue {
+		if w.refused && !w.cancelled {
+			want = true
+			break
+		}
+	}
+	if want != a.subscribed {
+		a.subscribed = want
+		if want {
+			ctx.Send(a.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
+		} else {
+			ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+		}
+	}
+	if a.isIdle() {
+		if a.idle.t == nil {
+			a.idle.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.IdleTimeout),
+				func(g uint64) any { return &idleTick{Gen: g} })
+		}
+	} else {
+		a.idle.stop()
+	}
+}
+
+func (a *countActor) isIdle() bool {
+	return len(a.queue) == 0 && len(a.ops) == 0 && a.inflight == nil && !a.subscribed
+}
+
+func (a *countActor) remove(i int) {
+	a.queue[i].gone = true
+	n := len(a.queue)
+	copy(a.queue[i:], a.queue[i+1:])
+	a.queue[n-1] = nil
+	a.queue = a.queue[:n-1]
+}
+
+func (a *countActor) dequeue(w *waiter) {
+	for i, x := range a.queue {
+		if x == w {
+			a.remove(i)
+			return
+		}
+	}
+}
+
+func (a *countActor) respond(ctx actor.Context, to *actor.PID, msg any) {
+	if to != nil {
+		ctx.Send(to, msg)
+	}
+}
+
+// fail handles a panic in Receive (a bug): every waiter is told, and root
+// is asked to stop the actor; until then every request gets the fault.
+func (a *countActor) fail(ctx actor.Context, r any) {
+	a.fault = fmt.Errorf("warden: internal error in the engine's state for %s: %v", a.key.Name, r)
+	a.cfg.Logger.Error("warden: count actor failed; its waiters are told", slog.Any("err", a.fault))
+	a.timer.stop()
+	a.idle.stop()
+	a.io.Wait()
+	if a.subscribed {
+		a.subscribed = false
+		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+	}
+	a.answerAll(ctx, a.fault)
+	ctx.Send(ctx.Parent(), &retire{Key: a.key, PID: ctx.Self()})
+}
+
+// answerAll answers every waiter with err and forgets them.
+func (a *countActor) answerAll(ctx actor.Context, err error) {
+	for _, w := range a.queue {
+		if !w.cancelled {
+			a.respond(ctx, w.sender, failedReply(w.req, err))
+		}
+	}
+	a.queue, a.deadlines, a.ops, a.inflight = nil, nil, nil, nil
+}
+
+func failedReply(m *messages.Acquire, err error) *messages.AcquireFailed {
+	return &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err}
+}

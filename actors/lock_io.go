@@ -1,0 +1,169 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// The Redis calls of each lock kind a key actor serves: which script runs
+// an acquire, unlock, undo or hold count, which channel a waiter listens
+// on, and which field the renewer keeps alive.
+
+// fairAllowance is a fair lock waiter's default place-keeping allowance in
+// the queue (Redisson's threadWaitTime).
+const fairAllowance = 5 * time.Minute
+
+// lockIO runs the Redis calls of one lock name and kind.
+type lockIO struct {
+	cfg  *Config
+	name string
+	kind messages.Kind
+}
+
+// channel is the channel a waiter of owner is woken on: one per owner for
+// the fair lock, one per name otherwise.
+func (l lockIO) channel(owner string) string {
+	switch l.kind {
+	case messages.KindFairLock:
+		return redisio.FairChannel(l.name, owner)
+	case messages.KindReadLock, messages.KindWriteLock:
+		return redisio.RWChannel(l.name)
+	default:
+		return redisio.LockChannel(l.name)
+	}
+}
+
+// perWaiter tells that every waiter keeps its own place in Redis (the fair
+// lock's queue): each attempts on arrival and listens on its own channel,
+// instead of only the local queue's head waiting on Redis.
+func (l lockIO) perWaiter() bool { return l.kind == messages.KindFairLock }
+
+// shared tells that holders do not exclude each other (read locks): an
+// acquire lets the next local waiter try at once.
+func (l lockIO) shared() bool { return l.kind == messages.KindReadLock }
+
+// wakesAll tells whether a message on the channel wakes every local waiter
+// rather than the head (a write unlock on a read/write lock).
+func (l lockIO) wakesAll(payload string) bool {
+	return (l.kind == messages.KindReadLock || l.kind == messages.KindWriteLock) && payload == redisio.RWReadUnlockMessage
+}
+
+// held names owner's holding for the renewer.
+func (l lockIO) held(owner string) redisio.Held {
+	switch l.kind {
+	case messages.KindWriteLock:
+		return redisio.Held{Name: l.name, Field: redisio.WriteField(owner)}
+	case messages.KindReadLock:
+		return redisio.Held{Name: l.name, Field: owner, ReadPrefix: redisio.ReadTimeoutPrefix(l.name, owner)}
+	default:
+		return redisio.Held{Name: l.name, Field: owner}
+	}
+}
+
+// allowance is a fair waiter's place-keeping allowance in the queue.
+func allowance(req *messages.Acquire) time.Duration {
+	if req.Wait > 0 {
+		return req.Wait
+	}
+	return fairAllowance
+}
+
+// acquire runs one attempt of w. enqueue is false for a try-once attempt,
+// which must never take a place in a fair lock's queue.
+func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (redisio.AcquireResult, int, error) {
+	cfg, req := l.cfg, w.req
+	rs := cfg.ReplicaSync
+	switch l.kind {
+	case messages.KindFairLock:
+		return cfg.Scripts.FairAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, allowance(req),
+			cfg.Clock.Now(), !w.try)
+	case messages.KindReadLock:
+		return cfg.Scripts.ReadAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+	case messages.KindWriteLock:
+		return cfg.Scripts.WriteAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+	default:
+		return cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+	}
+}
+
+// replicaTries bounds the tries of an acquire its replicas do not
+// acknowledge.
+const replicaTries = 3
+
+// acquireSynced runs one acquire attempt. With replica sync, an acquire the
+// replicas do not acknowledge is undone (by its request ID, so exactly the
+// hold it added) and tried again, replicaTries times at most.
+func (l lockIO) acquireSynced(ctx context.Context, w *waiter, lease time.Duration) (redisio.AcquireResult, error) {
+	rs := l.cfg.ReplicaSync
+	for try := 1; ; try++ {
+		res, acks, err := l.acquire(ctx, w, lease)
+		if err != nil || !res.Acquired || acks >= rs.Replicas {
+			return res, err
+		}
+		if _, err := l.undo(ctx, w.req.Owner, w.req.RequestID); err != nil {
+			return redisio.AcquireResult{}, err
+		}
+		if try == replicaTries {
+			return redisio.AcquireResult{}, fmt.Errorf("%w: acquire %s: %d of %d replicas acknowledged in %v, %d tries",
+				messages.ErrNotReplicated, l.name, acks, rs.Replicas, rs.Timeout, try)
+		}
+	}
+}
+
+// unlock releases one hold of owner's; see redisio.Scripts.UnlockSynced.
+func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
+	cfg := l.cfg
+	rs := cfg.ReplicaSync
+	switch l.kind {
+	case messages.KindFairLock:
+		return cfg.Scripts.FairUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease, cfg.Clock.Now())
+	case messages.KindReadLock:
+		return cfg.Scripts.ReadUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+	case messages.KindWriteLock:
+		return cfg.Scripts.WriteUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+	default:
+		return cfg.Scripts.UnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+	}
+}
+
+// undo reverses the acquire reqID of owner's if Redis applied it.
+func (l lockIO) undo(ctx context.Context, owner, reqID string) (bool, error) {
+	cfg := l.cfg
+	switch l.kind {
+	case messages.KindFairLock:
+		return cfg.Scripts.FairUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID, cfg.Clock.Now())
+	case messages.KindReadLock:
+		return cfg.Scripts.ReadUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
+	case messages.KindWriteLock:
+		return cfg.Scripts.WriteUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
+	default:
+		return cfg.Scripts.UndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
+	}
+}
+
+// holdCount reads owner's hold count.
+func (l lockIO) holdCount(ctx context.Context, owner string) (int, error) {
+	cfg := l.cfg
+	switch l.kind {
+	case messages.KindReadLock:
+		return redisio.ReadHoldCount(ctx, cfg.Redis, l.name, owner)
+	case messages.KindWriteLock:
+		return redisio.WriteHoldCount(ctx, cfg.Redis, l.name, owner)
+	default:
+		return redisio.HoldCount(ctx, cfg.Redis, l.name, owner)
+	}
+}
+
+// giveUp takes a fair waiter that gives up out of the queue, pulling the
+// deadlines behind it forward. Other kinds keep no place in Redis.
+func (l lockIO) giveUp(ctx context.Context, w *waiter) error {
+	if l.kind != messages.KindFairLock {
+		return nil
+	}
+	cfg := l.cfg
+	return cfg.Scripts.FairCancelWait(ctx, cfg.Redis, l.name, w.req.Owner, allowance(w.req), cfg.Clock.Now())
+}

@@ -1,0 +1,162 @@
+package redisio
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The fair lock's scripts. Each drops stale queue heads (deadline <= now)
+// before anything else, as Redisson's RedissonFairLock does; now is always
+// the caller's clock, never Redis's.
+var (
+	//go:embed scripts/fair_acquire.lua
+	fairAcquireLua    string
+	fairAcquireScript = newScript(fairAcquireLua)
+	//go:embed scripts/fair_unlock.lua
+	fairUnlockLua    string
+	fairUnlockScript = newScript(fairUnlockLua)
+	//go:embed scripts/fair_undo.lua
+	fairUndoLua    string
+	fairUndoScript = newScript(fairUndoLua)
+	//go:embed scripts/fair_forceunlock.lua
+	fairForceUnlockLua    string
+	fairForceUnlockScript = newScript(fairForceUnlockLua)
+	//go:embed scripts/fair_cancel.lua
+	fairCancelLua    string
+	fairCancelScript = newScript(fairCancelLua)
+)
+
+// FairQueueKey is the fair lock's FIFO of waiting owners (a LIST):
+// redisson_lock_queue:{name}.
+func FairQueueKey(name string) string {
+	return prefixName("redisson_lock_queue", name)
+}
+
+// FairTimeoutKey is the fair lock's waiter deadlines (a ZSET owner ->
+// absolute unix ms): redisson_lock_timeout:{name}.
+func FairTimeoutKey(name string) string {
+	return prefixName("redisson_lock_timeout", name)
+}
+
+// FairChannel is the pub/sub channel one fair-lock waiter listens on; an
+// unlock publishes "0" only on the head waiter's:
+// redisson_lock__channel:{name}:<owner>.
+func FairChannel(name, owner string) string {
+	return LockChannel(name) + ":" + owner
+}
+
+// unixMillis renders t as unix milliseconds for a script argument. A time
+// before 1970 renders negative, which the scripts refuse.
+func unixMillis(t time.Time) string {
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// fairKeys are the keys every fair script starts with: the lock, its queue,
+// its deadlines and its unlock channel (the prefix of each waiter's own).
+func fairKeys(name string) []string {
+	return []string{name, FairQueueKey(name), FairTimeoutKey(name), LockChannel(name)}
+}
+
+// FairAcquire runs one fair acquire attempt for owner with request ID reqID,
+// then WAIT for rs.Replicas on the same connection; it returns how many
+// replicas acknowledged. Stale queue heads (deadline <= now) are dropped
+// first. The lock is free for owner when it is absent and the queue is empty
+// or owner is its head; reentry is as in Acquire, and a repeated reqID that
+// acquired returns its first result. When refused and enqueue is true, owner
+// joins the queue (once) with deadline = the previous tail's deadline, or
+// now + the lock's PTTL, plus allowance; PTTL is then the time until that
+// bound. With enqueue false the queue is never touched.
+func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
+	lease, allowance time.Duration, now time.Time, enqueue bool) (AcquireResult, int, error) {
+	flag := "0"
+	if enqueue {
+		flag = "1"
+	}
+	c, acks, err := runSynced(ctx, r, rs, fairAcquireScript,
+		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner)},
+		owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag)
+	if err != nil {
+		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: %w", name, err)
+	}
+	v, err := c.Int64Slice()
+	if err != nil || len(v) != 2 {
+		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: unexpected reply %v: %w", name, c.Val(), err)
+	}
+	if v[0] == 1 {
+		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, int(acks), nil
+	}
+	pttl := time.Duration(v[1]) * time.Millisecond
+	if v[1] < 0 {
+		pttl = -1
+	}
+	return AcquireResult{PTTL: pttl}, int(acks), nil
+}
+
+// FairUnlock releases one hold of owner's fair lock, then WAIT for
+// rs.Replicas on the same connection. It returns the remaining hold count,
+// held=false when another owner holds the lock, and the replica acks. When
+// the count reaches 0 the lock is deleted and "0" is published on the head
+// waiter's own channel only (FairChannel). A lock that already expired
+// counts as released (remaining 0, held true), as in Redisson. lease is the
+// TTL a lock that stays held is refreshed to. A repeated reqID returns the
+// first result.
+func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
+	lease time.Duration, now time.Time) (remaining int, held bool, acks int, err error) {
+	keys := append(fairKeys(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner))
+	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
+		owner, Millis(lease), unixMillis(now), s.publish, Millis(LatchTTL))
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("fair unlock %s: %w", name, err)
+	}
+	v, err := c.Int64()
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("fair unlock %s: %w", name, err)
+	}
+	if v < 0 {
+		return 0, false, int(n), nil
+	}
+	return int(v), true, int(n), nil
+}
+
+// FairUndoAcquire reverses the fair acquire with request ID reqID if, and
+// only if, Redis applied it (one hold released; a lock left empty is
+// deleted and its head waiter woken), and reports whether it undid a hold.
+// When the acquire was not applied it makes sure owner is not left in the
+// queue (a refused, enqueuing attempt whose reply was lost): owner leaves
+// as in FairCancelWait, the deadlines behind it moving forward by the
+// allowance it queued with, which the script reads off the deadlines (see
+// scripts/fair_undo.lua).
+func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string, now time.Time) (bool, error) {
+	keys := append(fairKeys(name), AcquireLatchKey(name, owner))
+	n, err := fairUndoScript.Run(ctx, r, keys, owner, reqID, unixMillis(now), s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("fair undo acquire %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// FairForceUnlock deletes the fair lock whoever holds it, wakes the head
+// waiter if it existed, and reports whether it existed. Stale queue heads
+// are dropped first.
+func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now time.Time) (bool, error) {
+	n, err := fairForceUnlockScript.Run(ctx, r, fairKeys(name), unixMillis(now), s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("fair force unlock %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// FairCancelWait removes owner, a waiter that gives up, from the queue and
+// its deadline, and pulls every deadline behind it forward by allowance.
+// When that changes the head of a free lock, the new head is woken on its
+// own channel.
+func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner string, allowance time.Duration, now time.Time) error {
+	err := fairCancelScript.Run(ctx, r, fairKeys(name), owner, Millis(allowance), unixMillis(now), s.publish).Err()
+	if err != nil {
+		return fmt.Errorf("fair cancel wait %s: %w", name, err)
+	}
+	return nil
+}

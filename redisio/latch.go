@@ -1,0 +1,75 @@
+package redisio
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/latch_trysetcount.lua
+	latchTrySetCountLua    string
+	latchTrySetCountScript = newScript(latchTrySetCountLua)
+	//go:embed scripts/latch_countdown.lua
+	latchCountDownLua    string
+	latchCountDownScript = newScript(latchCountDownLua)
+)
+
+// LatchZeroMessage is published on a count-down latch's channel when its
+// count reaches 0 (Redisson's CountDownLatchPubSub.ZERO_COUNT_MESSAGE): wake
+// every waiter.
+const LatchZeroMessage = "0"
+
+// LatchNewCountMessage is published on a count-down latch's channel when a
+// count is set (Redisson's CountDownLatchPubSub.NEW_COUNT_MESSAGE).
+const LatchNewCountMessage = "1"
+
+// LatchChannel is the pub/sub channel of a count-down latch:
+// redisson_countdownlatch__channel__{name}, the name in braces whatever it
+// holds (Redisson does not use prefixName here).
+func LatchChannel(name string) string {
+	return "redisson_countdownlatch__channel__{" + name + "}"
+}
+
+// LatchTrySetCount sets the latch's count (at least 1) if the latch does
+// not exist, and then publishes LatchNewCountMessage. It reports whether it
+// set it.
+func (s *Scripts) LatchTrySetCount(ctx context.Context, r Redis, name string, count int64) (bool, error) {
+	n, err := latchTrySetCountScript.Run(ctx, r, []string{name, LatchChannel(name)},
+		strconv.FormatInt(count, 10), LatchNewCountMessage, s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("latch try set count %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// LatchCountDown decrements the latch and returns the count after, never
+// below 0. At 0 or below the latch is deleted, and LatchZeroMessage is
+// published exactly when the count reached 0. A missing latch stays
+// missing: it returns 0 and publishes nothing. It is applied once per
+// reqID: a repeat returns the first result.
+func (s *Scripts) LatchCountDown(ctx context.Context, r Redis, name, reqID string) (int64, error) {
+	n, err := latchCountDownScript.Run(ctx, r, []string{name, LatchChannel(name), OpLatchKey(name, reqID)},
+		LatchZeroMessage, s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("latch count down %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// LatchCount returns the latch's count: 0 when it does not exist, never
+// negative.
+func LatchCount(ctx context.Context, r Redis, name string) (int64, error) {
+	n, err := r.Get(ctx, name).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("latch count %s: %w", name, err)
+	}
+	return max(n, 0), nil
+}

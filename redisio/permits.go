@@ -1,0 +1,255 @@
+package redisio
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	//go:embed scripts/permit_lib.lua
+	permitLibLua string
+	//go:embed scripts/permit_acquire.lua
+	permitAcquireLua    string
+	permitAcquireScript = newScript(permitLibLua + "\n" + permitAcquireLua)
+	//go:embed scripts/permit_undoacquire.lua
+	permitUndoAcquireLua    string
+	permitUndoAcquireScript = newScript(permitLibLua + "\n" + permitUndoAcquireLua)
+	//go:embed scripts/permit_release.lua
+	permitReleaseLua    string
+	permitReleaseScript = newScript(permitLibLua + "\n" + permitReleaseLua)
+	//go:embed scripts/permit_updatelease.lua
+	permitUpdateLeaseLua    string
+	permitUpdateLeaseScript = newScript(permitLibLua + "\n" + permitUpdateLeaseLua)
+	//go:embed scripts/permit_trysetpermits.lua
+	permitTrySetPermitsLua    string
+	permitTrySetPermitsScript = newScript(permitLibLua + "\n" + permitTrySetPermitsLua)
+	//go:embed scripts/permit_addpermits.lua
+	permitAddPermitsLua    string
+	permitAddPermitsScript = newScript(permitLibLua + "\n" + permitAddPermitsLua)
+	//go:embed scripts/permit_available.lua
+	permitAvailableLua    string
+	permitAvailableScript = newScript(permitLibLua + "\n" + permitAvailableLua)
+)
+
+// permitNoExpiry is the lease end Redisson stores for a permit that never
+// expires (RedissonPermitExpirableSemaphore.nonExpirableTimeout).
+const permitNoExpiry = 922337203685477
+
+// permitIDBytes is the size of a permit ID: 16 random bytes, written as 32
+// lowercase hex characters (Redisson's ServiceManager.generateId).
+const permitIDBytes = 16
+
+// PermitTimeoutKey is the ZSET of a permit-expirable semaphore's held
+// permits, permit ID -> lease end in unix ms: {name}:timeout, or
+// name:timeout when the name already carries a hash tag (Redisson's
+// suffixName). Members are the IDs' 16 raw bytes, as Redisson stores them.
+func PermitTimeoutKey(name string) string {
+	if strings.Contains(name, "{") {
+		return name + ":timeout"
+	}
+	return "{" + name + "}:timeout"
+}
+
+// PermitSpentKey marks a permit ID released or undone for the retry window,
+// so that an acquire with it that reaches Redis late takes nothing:
+// warden_latch:{name}:permit:<permitID>.
+func PermitSpentKey(name, permitID string) string {
+	return OpLatchKey(name, "permit:"+permitID)
+}
+
+// NewPermitID returns a fresh permit ID: 16 random bytes from crypto/rand
+// as 32 lowercase hex characters, Redisson's format.
+func NewPermitID() string {
+	b := make([]byte, permitIDBytes)
+	_, _ = rand.Read(b) // never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// ValidPermitID reports whether id is a permit ID: 32 lowercase hex
+// characters.
+func ValidPermitID(id string) bool {
+	if len(id) != 2*permitIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// permitMember is permitID as stored in the ZSET: its raw bytes.
+func permitMember(permitID string) (string, error) {
+	if !ValidPermitID(permitID) {
+		return "", fmt.Errorf("invalid permit id %q: want 32 lowercase hex characters", permitID)
+	}
+	b, err := hex.DecodeString(permitID)
+	if err != nil {
+		return "", fmt.Errorf("invalid permit id %q: %w", permitID, err)
+	}
+	return string(b), nil
+}
+
+// permitLease renders a lease for a script: "0" for never expires, else
+// whole ms, at least 1.
+func permitLease(lease time.Duration) (string, error) {
+	switch {
+	case lease < 0:
+		return "", fmt.Errorf("invalid lease %v: want 0 (never expires) or more", lease)
+	case lease == 0:
+		return "0", nil
+	}
+	return Millis(lease), nil
+}
+
+// permitNow renders now as unix ms for a script.
+func permitNow(now time.Time) string {
+	return strconv.FormatInt(now.UnixMilli(), 10)
+}
+
+// PermitResult is the outcome of one permit acquire attempt.
+type PermitResult struct {
+	// Acquired reports that PermitID is held (also when it already was).
+	Acquired bool
+	// PermitID is the held permit's ID when Acquired, else empty.
+	PermitID string
+	// Available is the count after acquiring, or the current count when
+	// refused.
+	Available int64
+	// NextExpiry, when refused, is the time until the earliest held
+	// permit's lease ends; 0 when no held permit expires (wait for a
+	// message).
+	NextExpiry time.Duration
+}
+
+// PermitAcquire acquires one permit of a permit-expirable semaphore under
+// permitID (from NewPermitID) with its own lease; lease 0 means the permit
+// never expires (stored with Redisson's never-expires score). Expired
+// permits are reclaimed first. It is idempotent by permitID: an ID already
+// held is acquired again without taking another permit. An ID that was
+// released or undone is refused with an error. rs asks for replica
+// acknowledgement; the int is how many replicas acknowledged.
+func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, permitID string, lease time.Duration, now time.Time) (PermitResult, int, error) {
+	member, err := permitMember(permitID)
+	if err != nil {
+		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+	}
+	leaseArg, err := permitLease(lease)
+	if err != nil {
+		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+	}
+	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript,
+		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
+		member, leaseArg, permitNow(now), s.publish)
+	if err != nil {
+		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+	}
+	v, err := semInts(c, 3)
+	if err != nil {
+		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+	}
+	if v[0] == 1 {
+		return PermitResult{Acquired: true, PermitID: permitID, Available: v[1]}, int(acks), nil
+	}
+	return PermitResult{Available: v[1], NextExpiry: time.Duration(v[2]) * time.Millisecond}, int(acks), nil
+}
+
+// PermitUndoAcquire gives back permitID's permit if it is held (the new
+// count is published) and reports whether it did. Afterwards permitID is
+// spent for the retry window: an acquire with it that reaches Redis late
+// takes nothing.
+func (s *Scripts) PermitUndoAcquire(ctx context.Context, r Redis, name, permitID string, now time.Time) (bool, error) {
+	member, err := permitMember(permitID)
+	if err != nil {
+		return false, fmt.Errorf("permit undo acquire %s: %w", name, err)
+	}
+	n, err := permitUndoAcquireScript.Run(ctx, r,
+		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
+		member, permitNow(now), s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("permit undo acquire %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// PermitRelease releases permitID's permit and publishes the new count. It
+// returns false when the permit is unknown or its lease ended (Redisson's
+// tryRelease). It is applied once per reqID: a repeat returns the first
+// result.
+func (s *Scripts) PermitRelease(ctx context.Context, r Redis, name, reqID, permitID string, now time.Time) (bool, error) {
+	member, err := permitMember(permitID)
+	if err != nil {
+		return false, fmt.Errorf("permit release %s: %w", name, err)
+	}
+	n, err := permitReleaseScript.Run(ctx, r,
+		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID), PermitSpentKey(name, permitID)},
+		member, permitNow(now), s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("permit release %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// PermitUpdateLease sets permitID's lease to lease from now (0: never
+// expires). It returns false when the permit is unknown, released or
+// expired.
+func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID string, lease time.Duration, now time.Time) (bool, error) {
+	member, err := permitMember(permitID)
+	if err != nil {
+		return false, fmt.Errorf("permit update lease %s: %w", name, err)
+	}
+	leaseArg, err := permitLease(lease)
+	if err != nil {
+		return false, fmt.Errorf("permit update lease %s: %w", name, err)
+	}
+	n, err := permitUpdateLeaseScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		member, leaseArg, permitNow(now), s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("permit update lease %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// PermitTrySetPermits sets the permit-expirable semaphore to permits (at
+// least 0) if it does not exist, and then publishes the count. It reports
+// whether it set it.
+func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (bool, error) {
+	n, err := permitTrySetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), permitNow(now), s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("permit try set permits %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// PermitAddPermits adds delta permits (negative removes them; the count may
+// go negative) and returns the new count, published when it is above 0. It
+// is applied once per reqID: a repeat returns the first result.
+func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64, now time.Time) (int64, error) {
+	n, err := permitAddPermitsScript.Run(ctx, r,
+		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID)},
+		strconv.FormatInt(delta, 10), permitNow(now), s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("permit add permits %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// PermitAvailable returns the available permits (0 when the semaphore does
+// not exist) after reclaiming expired ones, which makes it a write.
+func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now time.Time) (int64, error) {
+	n, err := permitAvailableScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		permitNow(now), s.publish).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("permit available %s: %w", name, err)
+	}
+	return n, nil
+}

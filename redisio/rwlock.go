@@ -1,0 +1,294 @@
+package redisio
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Read/write lock layout (Redisson's RedissonReadLock/RedissonWriteLock):
+// one hash at name with field mode = "read" | "write"; a reader's field is
+// its owner (read hold count); the write holder's field is WriteField(owner)
+// (write hold count). Read hold k of an owner has its own timeout key
+// ReadTimeoutPrefix(name, owner)+":k" whose PX is that hold's lease.
+
+var (
+	//go:embed scripts/rw_read_acquire.lua
+	rwReadAcquireLua    string
+	rwReadAcquireScript = newScript(rwReadAcquireLua)
+	//go:embed scripts/rw_write_acquire.lua
+	rwWriteAcquireLua    string
+	rwWriteAcquireScript = newScript(rwWriteAcquireLua)
+	//go:embed scripts/rw_read_unlock.lua
+	rwReadUnlockLua    string
+	rwReadUnlockScript = newScript(rwReadUnlockLua)
+	//go:embed scripts/rw_write_unlock.lua
+	rwWriteUnlockLua    string
+	rwWriteUnlockScript = newScript(rwWriteUnlockLua)
+	//go:embed scripts/rw_read_undo.lua
+	rwReadUndoLua    string
+	rwReadUndoScript = newScript(rwReadUndoLua)
+	//go:embed scripts/rw_write_undo.lua
+	rwWriteUndoLua    string
+	rwWriteUndoScript = newScript(rwWriteUndoLua)
+	//go:embed scripts/rw_forceunlock.lua
+	rwForceUnlockLua    string
+	rwForceUnlockScript = newScript(rwForceUnlockLua)
+	//go:embed scripts/rw_read_locked.lua
+	rwReadLockedLua    string
+	rwReadLockedScript = newScript(rwReadLockedLua)
+)
+
+// RWUnlockMessage is published on RWChannel when a read unlock frees the
+// lock; it wakes one waiter (Redisson's LockPubSub.UNLOCK_MESSAGE).
+const RWUnlockMessage = "0"
+
+// RWReadUnlockMessage is published on RWChannel when a write unlock frees
+// the lock; it wakes every waiter, readers and writers (Redisson's
+// LockPubSub.READ_UNLOCK_MESSAGE).
+const RWReadUnlockMessage = "1"
+
+// RWChannel is the pub/sub channel both sides of a read/write lock publish
+// their unlocks on: redisson_rwlock:{name}.
+func RWChannel(name string) string {
+	return prefixName("redisson_rwlock", name)
+}
+
+// WriteField is the hash field of the write holder owner: "<owner>:write".
+func WriteField(owner string) string {
+	return owner + ":write"
+}
+
+// rwKeyPrefix is what Redisson's suffixName puts in front of a suffix:
+// "{name}", or name itself when it already carries a "{".
+func rwKeyPrefix(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
+
+// ReadTimeoutPrefix is the prefix of owner's read-hold timeout keys:
+// {name}:<owner>:rwlock_timeout (name:<owner>:rwlock_timeout when name has
+// a "{"). Read hold k (1..count) has the key <prefix>:<k>, a STRING whose
+// PX is that hold's lease.
+func ReadTimeoutPrefix(name, owner string) string {
+	return rwKeyPrefix(name) + ":" + owner + ":rwlock_timeout"
+}
+
+// rwAcquireResult reads an acquire script's {1, count} / {0, pttl} reply.
+func rwAcquireResult(op, name string, c *redis.Cmd) (AcquireResult, error) {
+	v, err := c.Int64Slice()
+	if err != nil || len(v) != 2 {
+		return AcquireResult{}, fmt.Errorf("%s %s: unexpected reply %v: %w", op, name, c.Val(), err)
+	}
+	if v[0] == 1 {
+		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, nil
+	}
+	pttl := time.Duration(v[1]) * time.Millisecond
+	if v[1] < 0 {
+		pttl = -1
+	}
+	return AcquireResult{PTTL: pttl}, nil
+}
+
+// rwUnlockResult reads an unlock script's count / -1 reply.
+func rwUnlockResult(op, name string, c *redis.Cmd) (remaining int, held bool, err error) {
+	v, err := c.Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	if v < 0 {
+		return 0, false, nil
+	}
+	return int(v), true, nil
+}
+
+// ReadAcquire runs one read-lock acquire attempt for owner with request ID
+// reqID, followed by WAIT for rs.Replicas on the same connection. It is
+// acquirable when the lock is free, in read mode, or in write mode held by
+// owner (downgrade). A repeated reqID returns owner's current read hold
+// count and writes nothing. It returns how many replicas acknowledged.
+func (s *Scripts) ReadAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
+	c, acks, err := runSynced(ctx, r, rs, rwReadAcquireScript,
+		[]string{name, AcquireLatchKey(name, owner), ReadTimeoutPrefix(name, owner)},
+		owner, Millis(lease), reqID, Millis(LatchTTL))
+	if err != nil {
+		return AcquireResult{}, 0, fmt.Errorf("read acquire %s: %w", name, err)
+	}
+	res, err := rwAcquireResult("read acquire", name, c)
+	if err != nil {
+		return AcquireResult{}, 0, err
+	}
+	return res, int(acks), nil
+}
+
+// WriteAcquire runs one write-lock acquire attempt for owner with request
+// ID reqID, followed by WAIT for rs.Replicas on the same connection. It is
+// acquirable when the lock is free, or reentrant when owner holds the write
+// (the reentry adds lease to the remaining TTL, as Redisson). A reader,
+// owner included, never gets the write. A repeated reqID returns the
+// current write hold count and writes nothing.
+func (s *Scripts) WriteAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
+	c, acks, err := runSynced(ctx, r, rs, rwWriteAcquireScript,
+		[]string{name, AcquireLatchKey(name, WriteField(owner))},
+		WriteField(owner), Millis(lease), reqID, Millis(LatchTTL))
+	if err != nil {
+		return AcquireResult{}, 0, fmt.Errorf("write acquire %s: %w", name, err)
+	}
+	res, err := rwAcquireResult("write acquire", name, c)
+	if err != nil {
+		return AcquireResult{}, 0, err
+	}
+	return res, int(acks), nil
+}
+
+// ReadUnlock releases owner's last read hold, followed by WAIT for
+// rs.Replicas. It returns owner's remaining read hold count, and held=false
+// when owner held no read (also when the lock is gone, where Redisson
+// reports success). The lock then lives as long as its longest surviving
+// read hold; when none survives and no writer holds it, it is deleted and
+// RWUnlockMessage published. lease is not used: a read unlock never sets
+// the TTL to a lease but recomputes it from the surviving holds. A repeated
+// reqID returns the first result.
+func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
+	c, n, err := runSynced(ctx, r, rs, rwReadUnlockScript,
+		[]string{name, RWChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner),
+			ReadTimeoutPrefix(name, owner), rwKeyPrefix(name)},
+		RWUnlockMessage, owner, s.publish, Millis(LatchTTL))
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("read unlock %s: %w", name, err)
+	}
+	remaining, held, err = rwUnlockResult("read unlock", name, c)
+	if err != nil {
+		return 0, false, 0, err
+	}
+	return remaining, held, int(n), nil
+}
+
+// WriteUnlock releases one of owner's write holds, followed by WAIT for
+// rs.Replicas. It returns the remaining write hold count, and held=false
+// when the lock is not write-held by owner (also when it is gone, where
+// Redisson reports success). A still-held lock's TTL is set to lease. At 0
+// the lock becomes read mode when owner still holds reads, else it is
+// deleted and RWReadUnlockMessage published. A repeated reqID returns the
+// first result.
+func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
+	field := WriteField(owner)
+	c, n, err := runSynced(ctx, r, rs, rwWriteUnlockScript,
+		[]string{name, RWChannel(name), UnlockLatchKey(name, field+":"+reqID), AcquireLatchKey(name, field)},
+		RWReadUnlockMessage, Millis(lease), field, s.publish, Millis(LatchTTL))
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("write unlock %s: %w", name, err)
+	}
+	remaining, held, err = rwUnlockResult("write unlock", name, c)
+	if err != nil {
+		return 0, false, 0, err
+	}
+	return remaining, held, int(n), nil
+}
+
+// ReadUndoAcquire reverses the read acquire with request ID reqID if, and
+// only if, Redis applied it and it is owner's last applied read acquire: it
+// removes that hold and its timeout key and settles the lock's TTL (or
+// frees it and publishes) as ReadUnlock would. It reports whether it undid
+// anything.
+func (s *Scripts) ReadUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
+	n, err := rwReadUndoScript.Run(ctx, r,
+		[]string{name, AcquireLatchKey(name, owner), RWChannel(name), ReadTimeoutPrefix(name, owner), rwKeyPrefix(name)},
+		owner, reqID, s.publish, RWUnlockMessage).Int64()
+	if err != nil {
+		return false, fmt.Errorf("read undo acquire %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// WriteUndoAcquire reverses the write acquire with request ID reqID if, and
+// only if, Redis applied it and it is owner's last applied write acquire:
+// it removes that write hold (at 0 downgrading to read mode or freeing the
+// lock and publishing, as WriteUnlock would). It reports whether it undid
+// anything.
+func (s *Scripts) WriteUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
+	field := WriteField(owner)
+	n, err := rwWriteUndoScript.Run(ctx, r,
+		[]string{name, AcquireLatchKey(name, field), RWChannel(name)},
+		field, reqID, s.publish, RWReadUnlockMessage).Int64()
+	if err != nil {
+		return false, fmt.Errorf("write undo acquire %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// ReadForceUnlock deletes the lock whoever holds it, but only when it is in
+// read mode, and publishes RWUnlockMessage. It reports whether it deleted.
+func (s *Scripts) ReadForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
+	return s.rwForceUnlock(ctx, r, name, "read", RWUnlockMessage)
+}
+
+// WriteForceUnlock deletes the lock whoever holds it, but only when it is
+// in write mode, and publishes RWReadUnlockMessage. It reports whether it
+// deleted.
+func (s *Scripts) WriteForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
+	return s.rwForceUnlock(ctx, r, name, "write", RWReadUnlockMessage)
+}
+
+func (s *Scripts) rwForceUnlock(ctx context.Context, r Redis, name, mode, msg string) (bool, error) {
+	n, err := rwForceUnlockScript.Run(ctx, r, []string{name, RWChannel(name)}, mode, msg, s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("%s force unlock %s: %w", mode, name, err)
+	}
+	return n == 1, nil
+}
+
+// ReadIsLocked reports whether the read side is held: the lock is in read
+// mode, or in write mode and the write holder also holds reads.
+func ReadIsLocked(ctx context.Context, r Redis, name string) (bool, error) {
+	n, err := rwReadLockedScript.Run(ctx, r, []string{name}).Int64()
+	if err != nil {
+		return false, fmt.Errorf("read is locked %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// WriteIsLocked reports whether the lock is in write mode.
+func WriteIsLocked(ctx context.Context, r Redis, name string) (bool, error) {
+	mode, err := r.HGet(ctx, name, "mode").Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("write is locked %s: %w", name, err)
+	}
+	return mode == "write", nil
+}
+
+// ReadHoldCount returns owner's read hold count, 0 when it holds none.
+func ReadHoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
+	n, err := rwHoldCount(ctx, r, name, owner)
+	if err != nil {
+		return 0, fmt.Errorf("read hold count %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// WriteHoldCount returns owner's write hold count, 0 when it holds none.
+func WriteHoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
+	n, err := rwHoldCount(ctx, r, name, WriteField(owner))
+	if err != nil {
+		return 0, fmt.Errorf("write hold count %s: %w", name, err)
+	}
+	return n, nil
+}
+
+func rwHoldCount(ctx context.Context, r Redis, name, field string) (int, error) {
+	n, err := r.HGet(ctx, name, field).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}

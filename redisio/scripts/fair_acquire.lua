@@ -1,0 +1,127 @@
+-- One attempt to acquire (or re-enter) a fair lock, exactly once per
+-- request ID.
+--
+-- KEYS[1]  lock hash (the lock's name): owner -> hold count
+-- KEYS[2]  waiter queue redisson_lock_queue:{name} (LIST of owners, FIFO)
+-- KEYS[3]  waiter deadlines redisson_lock_timeout:{name} (ZSET owner ->
+--          absolute deadline in unix ms)
+-- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>
+-- ARGV[1]  owner field ("<clientID>:<n>")
+-- ARGV[2]  lease in ms (integer, 1 .. 2^53)
+-- ARGV[3]  request ID (non-empty)
+-- ARGV[4]  latch TTL in ms (integer, 1 .. 2^53)
+-- ARGV[5]  wait-time allowance in ms (integer, 1 .. 2^53)
+-- ARGV[6]  now, unix ms (integer, 0 .. 2^53)
+-- ARGV[7]  enqueue: "1" queue the owner when refused, "0" never touch the
+--          queue
+--
+-- Reply: {1, holdCount} acquired (or the same request seen again: its first
+-- result). {0, ttl} refused, ttl in ms:
+--   not enqueued, lock held:            the lock's PTTL (-1 without TTL)
+--   not enqueued, lock free:            until the queue head's deadline (>= 1)
+--   already queued:                     the lock's PTTL (>= 0; -1 without
+--                                       TTL), or until the head's deadline
+--                                       (>= 1) when the lock is free
+--   newly queued:                       until the previous tail's deadline,
+--                                       or the lock's PTTL (-1 without TTL)
+-- Queue heads whose deadline is <= now are dropped first.
+-- Errors before any write when an argument is malformed.
+if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
+if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
+if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty request id') end
+if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid allowance') end
+if not int(ARGV[6]) or string.sub(ARGV[6], 1, 1) == '-' then
+  return redis.error_reply('ERR warden: invalid now')
+end
+if ARGV[7] ~= '0' and ARGV[7] ~= '1' then return redis.error_reply('ERR warden: invalid enqueue flag') end
+
+local owner = ARGV[1]
+local now = tonumber(ARGV[6])
+
+-- A repeated request whose first run acquired: its first result, no change.
+if redis.call('get', KEYS[4]) == ARGV[3] then
+  local held = redis.call('hget', KEYS[1], owner)
+  if held then
+    return {1, tonumber(held)}
+  end
+end
+
+-- Drop stale heads: a head whose deadline passed (or that has none) gave up
+-- or died. The deadlines behind it stay as they are.
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then break end
+  local deadline = redis.call('zscore', KEYS[3], head)
+  if deadline and tonumber(deadline) > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (not head or head == owner) then
+  redis.call('zrem', KEYS[3], owner)
+  if head == owner then
+    -- Leave the queue; everyone behind waits one allowance less.
+    redis.call('lpop', KEYS[2])
+    local rest = redis.call('lrange', KEYS[2], 0, -1)
+    for i = 1, #rest do
+      redis.call('zincrby', KEYS[3], '-' .. ARGV[5], rest[i])
+    end
+  end
+  local n = redis.call('hincrby', KEYS[1], owner, 1)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[4], ARGV[3], 'px', ARGV[4])
+  return {1, n}
+end
+if redis.call('hexists', KEYS[1], owner) == 1 then
+  local n = redis.call('hincrby', KEYS[1], owner, 1)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[4], ARGV[3], 'px', ARGV[4])
+  return {1, n}
+end
+
+-- Refused. pttl is -2 when the lock is free but another waiter is first in
+-- line: then the bound is that waiter's deadline.
+local pttl = redis.call('pttl', KEYS[1])
+local function untilHead()
+  local d = tonumber(redis.call('zscore', KEYS[3], head)) - now
+  if d < 1 then d = 1 end
+  return d
+end
+
+if ARGV[7] == '0' then
+  if pttl == -2 then return {0, untilHead()} end
+  return {0, pttl}
+end
+
+if redis.call('zscore', KEYS[3], owner) then
+  if pttl == -2 then return {0, untilHead()} end
+  return {0, pttl}
+end
+
+local tail = redis.call('lindex', KEYS[2], -1)
+local tailDeadline = false
+if tail and tail ~= owner then
+  tailDeadline = redis.call('zscore', KEYS[3], tail)
+end
+local base, reply
+if tailDeadline then
+  base = tonumber(tailDeadline)
+  reply = base - now
+  if reply < 1 then reply = 1 end
+elseif pttl == -2 then
+  -- Lock free, a waiter ahead: only reachable when the tail lost its
+  -- deadline; queue behind the head's.
+  reply = untilHead()
+  base = now + reply
+else
+  local ttl = pttl
+  if ttl < 0 then ttl = 0 end
+  base = now + ttl
+  reply = pttl
+end
+redis.call('lrem', KEYS[2], 0, owner)
+redis.call('rpush', KEYS[2], owner)
+redis.call('zadd', KEYS[3], string.format('%.0f', base + tonumber(ARGV[5])), owner)
+return {0, reply}

@@ -1,0 +1,36 @@
+-- Delete a fair lock whoever holds it, and wake the head waiter.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  waiter queue redisson_lock_queue:{name}
+-- KEYS[3]  waiter deadlines redisson_lock_timeout:{name}
+-- KEYS[4]  unlock channel redisson_lock__channel:{name}; each waiter listens
+--          on KEYS[4] .. ':' .. <owner>
+-- ARGV[1]  now, unix ms (integer, 0 .. 2^53)
+-- ARGV[2]  publish command: "publish" or "spublish"
+--
+-- Reply: 1 when the lock existed and was deleted ("0" published on the head
+-- waiter's channel), 0 otherwise. Queue heads whose deadline is <= now are
+-- dropped first. Errors before any write when an argument is malformed.
+if not int(ARGV[1]) or string.sub(ARGV[1], 1, 1) == '-' then
+  return redis.error_reply('ERR warden: invalid now')
+end
+if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
+
+local now = tonumber(ARGV[1])
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then break end
+  local deadline = redis.call('zscore', KEYS[3], head)
+  if deadline and tonumber(deadline) > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+
+if redis.call('del', KEYS[1]) == 1 then
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head then
+    redis.call(ARGV[2], KEYS[4] .. ':' .. head, '0')
+  end
+  return 1
+end
+return 0

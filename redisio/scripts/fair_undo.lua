@@ -1,0 +1,100 @@
+-- Undo a fair-lock acquire whose reply was uncertain (lost, timed out): if
+-- it was applied (the owner's acquire latch holds its request ID) release
+-- that one hold; if it was not, make sure the owner is not left queued by
+-- it (a refused, enqueuing attempt whose reply was lost).
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  waiter queue redisson_lock_queue:{name}
+-- KEYS[3]  waiter deadlines redisson_lock_timeout:{name}
+-- KEYS[4]  unlock channel redisson_lock__channel:{name}; each waiter listens
+--          on KEYS[4] .. ':' .. <owner>
+-- KEYS[5]  acquire latch warden_acquire_latch:{name}:<owner>
+-- ARGV[1]  owner field
+-- ARGV[2]  request ID of the uncertain acquire
+-- ARGV[3]  now, unix ms (integer, 0 .. 2^53)
+-- ARGV[4]  publish command: "publish" or "spublish"
+--
+-- Reply: 1 when the acquire had been applied and one hold was undone (when
+-- that freed the lock, "0" is published on the head waiter's channel); 0
+-- when it had not been applied (the owner left the queue, if it was in it;
+-- a new head of a free lock is woken). Queue heads whose deadline is <= now
+-- are dropped first. Errors before any write when an argument is malformed.
+--
+-- The deadlines behind a removed owner move forward by the allowance it
+-- queued with, read off the deadlines themselves (the caller's allowance
+-- is not an argument): its deadline minus its predecessor's, or, for the
+-- head, its deadline minus the lock's current expiry (now when free),
+-- never negative. Each deadline is its predecessor's plus its own
+-- allowance, and every shift moves a whole tail of the queue, so the
+-- first difference is exactly that allowance; the second never pulls the
+-- next waiter in front of the current lock's expiry plus its allowance.
+if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
+if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id') end
+if not int(ARGV[3]) or string.sub(ARGV[3], 1, 1) == '-' then
+  return redis.error_reply('ERR warden: invalid now')
+end
+if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
+
+local owner = ARGV[1]
+local now = tonumber(ARGV[3])
+local before = redis.call('lindex', KEYS[2], 0)
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then break end
+  local deadline = redis.call('zscore', KEYS[3], head)
+  if deadline and tonumber(deadline) > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+
+local undone = 0
+if redis.call('get', KEYS[5]) == ARGV[2] then
+  redis.call('del', KEYS[5])
+  if redis.call('hexists', KEYS[1], owner) == 1 then
+    undone = 1
+    if redis.call('hincrby', KEYS[1], owner, -1) <= 0 then
+      redis.call('hdel', KEYS[1], owner)
+      if redis.call('hlen', KEYS[1]) == 0 then
+        redis.call('del', KEYS[1])
+        before = false -- the lock is free now: wake the head
+      end
+    end
+  end
+else
+  -- Not applied: leave the queue as a waiter that gives up would.
+  local queue = redis.call('lrange', KEYS[2], 0, -1)
+  local found = 0
+  local shift = 0
+  for i = 1, #queue do
+    if found == 0 then
+      if queue[i] == owner then
+        found = i
+        local mine = redis.call('zscore', KEYS[3], owner)
+        local prev
+        if i > 1 then
+          prev = redis.call('zscore', KEYS[3], queue[i - 1])
+        else
+          local pttl = redis.call('pttl', KEYS[1])
+          if pttl < 0 then pttl = 0 end
+          prev = now + pttl
+        end
+        if mine and prev then
+          shift = tonumber(mine) - tonumber(prev)
+          if shift < 0 then shift = 0 end
+        end
+      end
+    elseif queue[i] ~= owner and shift > 0 then
+      redis.call('zincrby', KEYS[3], string.format('%.0f', -shift), queue[i])
+    end
+  end
+  redis.call('zrem', KEYS[3], owner)
+  if found > 0 then
+    redis.call('lrem', KEYS[2], 0, owner)
+  end
+end
+
+local after = redis.call('lindex', KEYS[2], 0)
+if after and after ~= before and redis.call('exists', KEYS[1]) == 0 then
+  redis.call(ARGV[4], KEYS[4] .. ':' .. after, '0')
+end
+return undone

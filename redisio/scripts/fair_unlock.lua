@@ -1,0 +1,67 @@
+-- Release one hold of a fair lock, exactly once per request ID.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  waiter queue redisson_lock_queue:{name}
+-- KEYS[3]  waiter deadlines redisson_lock_timeout:{name}
+-- KEYS[4]  unlock channel redisson_lock__channel:{name}; each waiter listens
+--          on KEYS[4] .. ':' .. <owner>
+-- KEYS[5]  unlock latch redisson_unlock_latch:{name}:<owner>:<requestID>
+-- KEYS[6]  acquire latch warden_acquire_latch:{name}:<owner>
+-- ARGV[1]  owner field
+-- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
+-- ARGV[3]  now, unix ms (integer, 0 .. 2^53)
+-- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5]  latch TTL in ms (integer, 1 .. 2^53)
+--
+-- Reply: the owner's remaining hold count (0 = released: key deleted and
+-- "0" published on the head waiter's own channel only), or -1 when another
+-- owner holds it. A lock that already expired replies 0 (and wakes the head
+-- waiter), as Redisson's fair lock does. A repeated request ID returns the
+-- first result. Queue heads whose deadline is <= now are dropped first.
+-- Errors before any write when an argument is malformed.
+if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
+if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
+if not int(ARGV[3]) or string.sub(ARGV[3], 1, 1) == '-' then
+  return redis.error_reply('ERR warden: invalid now')
+end
+if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+
+local done = redis.call('get', KEYS[5])
+if done then return tonumber(done) end
+
+local now = tonumber(ARGV[3])
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if not head then break end
+  local deadline = redis.call('zscore', KEYS[3], head)
+  if deadline and tonumber(deadline) > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+
+local function wakeHead()
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head then
+    redis.call(ARGV[4], KEYS[4] .. ':' .. head, '0')
+  end
+end
+
+local n
+if redis.call('exists', KEYS[1]) == 0 then
+  n = 0
+  redis.call('del', KEYS[6])
+  wakeHead()
+else
+  if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
+  n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  if n > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+  else
+    n = 0
+    redis.call('del', KEYS[1], KEYS[6])
+    wakeHead()
+  end
+end
+redis.call('set', KEYS[5], n, 'px', ARGV[5])
+return n

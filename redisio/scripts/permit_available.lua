@@ -1,0 +1,16 @@
+-- Count a permit-expirable semaphore's available permits, after reclaiming
+-- expired ones (a write).
+--
+-- KEYS[1]  semaphore (the name): STRING, available permits
+-- KEYS[2]  held permits {name}:timeout: ZSET permit ID -> lease end ms
+-- KEYS[3]  channel redisson_sc:{name}
+-- ARGV[1]  now, unix ms (integer, 1 .. 2^53)
+-- ARGV[2]  publish command: "publish" or "spublish"
+--
+-- Reply: the available count, 0 when the semaphore is absent.
+if not ms(ARGV[1]) then return redis.error_reply('ERR warden: invalid now') end
+if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end
+
+reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])
+return available(KEYS[1])

@@ -1,0 +1,71 @@
+-- Release one read hold of a read/write lock, exactly once per request ID.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  channel redisson_rwlock:{name}
+-- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<owner>:<requestID>
+-- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>
+-- KEYS[5]  the owner's read timeout prefix {name}:<owner>:rwlock_timeout
+-- KEYS[6]  the lock's key prefix: {name}, or name when it has a "{" (every
+--          owner's timeout keys are <prefix>:<field>:rwlock_timeout:<k>)
+-- ARGV[1]  unlock message ("0": wake one)
+-- ARGV[2]  owner field (not "mode")
+-- ARGV[3]  publish command: "publish" or "spublish"
+-- ARGV[4]  latch TTL in ms (integer, 1 .. 2^53)
+--
+-- The hold released is the owner's last (k = count); its timeout key goes.
+-- Then the lock lives as long as its longest surviving read hold; in write
+-- mode it is kept (the write holder remains) and never shortened; when no
+-- hold survives it is deleted and the message published.
+--
+-- Reply: the owner's remaining read hold count (0 = the owner holds no read
+-- any more), or -1 when the owner holds no read. A repeated request ID
+-- returns the first result.
+if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty message') end
+if not text(ARGV[2]) or ARGV[2] == 'mode' then return redis.error_reply('ERR warden: invalid owner') end
+if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+
+-- settle keeps the lock as long as its longest surviving read hold, or
+-- deletes it and wakes a waiter when none survives.
+local function settle()
+  local mode = redis.call('hget', KEYS[1], 'mode')
+  if redis.call('hlen', KEYS[1]) > 1 then
+    local longest = -3
+    for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+      local count = tonumber(redis.call('hget', KEYS[1], field))
+      if count then
+        for k = count, 1, -1 do
+          longest = math.max(longest,
+            redis.call('pttl', KEYS[6] .. ':' .. field .. ':rwlock_timeout:' .. k))
+        end
+      end
+    end
+    if mode == 'write' then
+      -- The write holder's lease lives only in the lock's TTL: never cut it.
+      if longest > redis.call('pttl', KEYS[1]) then
+        redis.call('pexpire', KEYS[1], string.format('%.0f', longest))
+      end
+      return
+    end
+    if longest > 0 then
+      redis.call('pexpire', KEYS[1], string.format('%.0f', longest))
+      return
+    end
+  end
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[3], KEYS[2], ARGV[1])
+end
+
+local done = redis.call('get', KEYS[3])
+if done then return tonumber(done) end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return -1 end
+local n = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if n <= 0 then
+  n = 0
+  redis.call('hdel', KEYS[1], ARGV[2])
+  redis.call('del', KEYS[4])
+end
+redis.call('del', KEYS[5] .. ':' .. (n + 1))
+settle()
+redis.call('set', KEYS[3], n, 'px', ARGV[4])
+return n

@@ -1,0 +1,46 @@
+-- Release one write hold of a read/write lock, exactly once per request ID.
+--
+-- KEYS[1]  lock hash (the lock's name)
+-- KEYS[2]  channel redisson_rwlock:{name}
+-- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<owner>:write:<requestID>
+-- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>:write
+-- ARGV[1]  unlock message ("1": wake all)
+-- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
+-- ARGV[3]  write field ("<owner>:write")
+-- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5]  latch TTL in ms (integer, 1 .. 2^53)
+--
+-- At 0 the write field goes; when the owner still holds reads the lock
+-- becomes read mode (downgrade, TTL unchanged), else it is deleted and the
+-- message published.
+--
+-- Reply: the owner's remaining write hold count (0 = write released), or -1
+-- when the lock is not in write mode or the owner does not hold the write.
+-- A repeated request ID returns the first result.
+if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty message') end
+if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
+if not text(ARGV[3]) or ARGV[3] == 'mode' then return redis.error_reply('ERR warden: invalid write field') end
+if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+
+local done = redis.call('get', KEYS[3])
+if done then return tonumber(done) end
+if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return -1
+end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if n > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+else
+  n = 0
+  redis.call('hdel', KEYS[1], ARGV[3])
+  redis.call('del', KEYS[4])
+  if redis.call('hlen', KEYS[1]) <= 1 then
+    redis.call('del', KEYS[1])
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+  else
+    redis.call('hset', KEYS[1], 'mode', 'read')
+  end
+end
+redis.call('set', KEYS[3], n, 'px', ARGV[5])
+return n

@@ -1,0 +1,29 @@
+-- Add (or, with a negative delta, remove) permits, exactly once per request
+-- ID. The count may go negative.
+--
+-- KEYS[1]  semaphore (the name): STRING, available permits (absent = 0)
+-- KEYS[2]  channel redisson_sc:{name}
+-- KEYS[3]  operation latch warden_latch:{name}:<requestID>
+-- ARGV[1]  delta (integer, -2^53 .. 2^53)
+-- ARGV[2]  publish command: "publish" or "spublish"
+-- ARGV[3]  latch TTL in ms (integer, 1 .. 2^53)
+--
+-- Reply: the new count, published on the channel when it is above 0 and
+-- kept in the latch as "added:<count>"; a repeated request ID returns that
+-- first result and changes nothing.
+if not int(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') end
+if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not ms(ARGV[3]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+
+local seen = redis.call('get', KEYS[3])
+if seen then
+  local first = string.match(seen, '^added:(%-?%d+)$')
+  if first then return tonumber(first) end
+  return redis.error_reply('ERR warden: request id already used by another operation')
+end
+
+local after = redis.call('incrby', KEYS[1], ARGV[1])
+local text = string.format('%d', after)
+if after > 0 then redis.call(ARGV[2], KEYS[2], text) end
+redis.call('set', KEYS[3], 'added:' .. text, 'px', ARGV[3])
+return after

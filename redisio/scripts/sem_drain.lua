@@ -1,0 +1,14 @@
+-- Take every available permit: set the count to 0.
+--
+-- KEYS[1]  semaphore (the name): STRING, available permits
+--
+-- Reply: the count there was (0 when absent, nothing written then; a
+-- negative count is returned as it was and becomes 0, as Redisson's
+-- drainPermits does). Nothing is published: no permit became available.
+local v = redis.call('get', KEYS[1])
+if not v then return 0 end
+if not string.match(v, '^%-?%d+$') then
+  return redis.error_reply('ERR warden: semaphore value is not an integer')
+end
+redis.call('set', KEYS[1], '0')
+return tonumber(v)

@@ -1,0 +1,153 @@
+package redisio
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/sem_acquire.lua
+	semAcquireLua    string
+	semAcquireScript = newScript(semAcquireLua)
+	//go:embed scripts/sem_undoacquire.lua
+	semUndoAcquireLua    string
+	semUndoAcquireScript = newScript(semUndoAcquireLua)
+	//go:embed scripts/sem_release.lua
+	semReleaseLua    string
+	semReleaseScript = newScript(semReleaseLua)
+	//go:embed scripts/sem_trysetpermits.lua
+	semTrySetPermitsLua    string
+	semTrySetPermitsScript = newScript(semTrySetPermitsLua)
+	//go:embed scripts/sem_addpermits.lua
+	semAddPermitsLua    string
+	semAddPermitsScript = newScript(semAddPermitsLua)
+	//go:embed scripts/sem_drain.lua
+	semDrainLua    string
+	semDrainScript = newScript(semDrainLua)
+)
+
+// SemaphoreChannel is the pub/sub channel a semaphore's (and a
+// permit-expirable semaphore's) new available count is published on:
+// redisson_sc:{name}. The message is the count as decimal text.
+func SemaphoreChannel(name string) string {
+	return prefixName("redisson_sc", name)
+}
+
+// OpLatchKey is the key that remembers the result of one non-idempotent
+// semaphore, permit or count-down latch write for the retry window, so a
+// retried request is applied once: warden_latch:{name}:<requestID>.
+func OpLatchKey(name, reqID string) string {
+	return prefixName("warden_latch", name) + ":" + reqID
+}
+
+// semInts reads a script's reply of exactly n integers.
+func semInts(c *redis.Cmd, n int) ([]int64, error) {
+	v, err := c.Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != n {
+		return nil, fmt.Errorf("unexpected reply %v", c.Val())
+	}
+	return v, nil
+}
+
+// SemaphoreAcquire takes permits (at least 1) when at least that many are
+// available; a missing semaphore has none. available is the count after
+// taking, or the current count when refused. The acquire is applied once
+// per reqID: a repeat returns the first result and takes nothing, and once
+// SemaphoreUndoAcquire ran for reqID it is refused. rs asks for replica
+// acknowledgement; acks is how many replicas acknowledged.
+func (s *Scripts) SemaphoreAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, reqID string, permits int64) (acquired bool, available int64, acks int, err error) {
+	c, n, err := runSynced(ctx, r, rs, semAcquireScript, []string{name, OpLatchKey(name, reqID)},
+		strconv.FormatInt(permits, 10), Millis(LatchTTL))
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("semaphore acquire %s: %w", name, err)
+	}
+	v, err := semInts(c, 2)
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("semaphore acquire %s: %w", name, err)
+	}
+	return v[0] == 1, v[1], int(n), nil
+}
+
+// SemaphoreUndoAcquire gives back the permits the acquire with request ID
+// reqID took, if, and only if, Redis applied it; the new count is published.
+// It reports whether it gave anything back. Afterwards reqID is spent: an
+// acquire with it (say a late retry) takes nothing, so a new attempt needs a
+// new request ID.
+func (s *Scripts) SemaphoreUndoAcquire(ctx context.Context, r Redis, name, reqID string) (bool, error) {
+	n, err := semUndoAcquireScript.Run(ctx, r, []string{name, OpLatchKey(name, reqID), SemaphoreChannel(name)},
+		s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("semaphore undo acquire %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// SemaphoreRelease adds permits (at least 1) and publishes the new count,
+// which it returns. No prior acquire is needed. It is applied once per
+// reqID: a repeat returns the first result.
+func (s *Scripts) SemaphoreRelease(ctx context.Context, r Redis, name, reqID string, permits int64) (int64, error) {
+	n, err := semReleaseScript.Run(ctx, r, []string{name, SemaphoreChannel(name), OpLatchKey(name, reqID)},
+		strconv.FormatInt(permits, 10), s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("semaphore release %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// SemaphoreTrySetPermits sets the semaphore to permits (at least 0) if it
+// does not exist, and then publishes the count. It reports whether it set
+// it.
+func (s *Scripts) SemaphoreTrySetPermits(ctx context.Context, r Redis, name string, permits int64) (bool, error) {
+	n, err := semTrySetPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("semaphore try set permits %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// SemaphoreAddPermits adds delta permits (negative removes them; the count
+// may go negative) and returns the new count, published when it is above
+// 0. It is applied once per reqID: a repeat returns the first result.
+func (s *Scripts) SemaphoreAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64) (int64, error) {
+	n, err := semAddPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name), OpLatchKey(name, reqID)},
+		strconv.FormatInt(delta, 10), s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("semaphore add permits %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// SemaphoreAvailable returns the semaphore's available permits, 0 when it
+// does not exist. The count may be negative (after SemaphoreAddPermits).
+func SemaphoreAvailable(ctx context.Context, r Redis, name string) (int64, error) {
+	n, err := r.Get(ctx, name).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("semaphore available %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// SemaphoreDrain sets the semaphore's count to 0 and returns what it was: 0
+// when it does not exist (nothing is written then), and a negative count as
+// it was, like Redisson's drainPermits (the count still becomes 0).
+// Nothing is published. A retried drain whose first reply was lost returns
+// 0: the permits were taken by the first run.
+func (s *Scripts) SemaphoreDrain(ctx context.Context, r Redis, name string) (int64, error) {
+	n, err := semDrainScript.Run(ctx, r, []string{name}).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("semaphore drain %s: %w", name, err)
+	}
+	return n, nil
+}
