@@ -16,8 +16,11 @@ import (
 )
 
 func TestFairLockOrderIsArrivalOrderAcrossClients(t *testing.T) {
+	both(t, testFairLockOrder)
+}
+
+func testFairLockOrder(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := realEnv(t)
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	holder := clients[0].FairLock("fair-order")
 	require.NoError(t, holder.Lock(ctx))
@@ -58,7 +61,9 @@ func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
 	e := realEnv(t)
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	contend(t, 200, 1, 1,
-		func(i int) error { return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Lock(ctx) },
+		func(i int) error {
+			return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Lock(ctx)
+		},
 		func(i int) error {
 			return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Unlock(ctx)
 		})

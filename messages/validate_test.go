@@ -42,6 +42,26 @@ func TestValidation(t *testing.T) {
 		{"cancel ok", (&Cancel{Name: "n", Owner: "o", RequestID: "r"}).Validate(), ""},
 		{"watch no name", (&Watch{Owner: "o"}).Validate(), "name"},
 		{"watch ok", (&Watch{Name: "n", Owner: "o"}).Validate(), ""},
+		{"permits zero", ValidatePermits(0), "permits"},
+		{"permits one", ValidatePermits(1), ""},
+		{"semaphore acquire ok", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindSemaphore, Permits: 3}).Validate(), ""},
+		{"semaphore acquire no permits", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindSemaphore}).Validate(), "permits"},
+		{"semaphore acquire with lease", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindSemaphore, Permits: 1,
+			Lease: time.Second}).Validate(), "lease"},
+		{"lock acquire with permits", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Permits: 1}).Validate(), "permits"},
+		{"lock acquire with wait allowance", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Wait: time.Second}).Validate(), "wait"},
+		{"fair acquire with wait allowance", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindFairLock,
+			Wait: time.Second}).Validate(), ""},
+		{"fair acquire negative wait", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindFairLock,
+			Wait: -time.Second}).Validate(), "wait"},
+		{"permit acquire never expires", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindPermitSemaphore}).Validate(), ""},
+		{"permit acquire bad lease", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindPermitSemaphore,
+			Lease: time.Microsecond}).Validate(), "lease"},
+		{"latch await with lease", (&Acquire{Name: "n", Owner: "o", RequestID: "r", Kind: KindCountDownLatch,
+			Lease: time.Second}).Validate(), "lease"},
+		{"release of a semaphore", (&Release{Name: "n", Owner: "o", RequestID: "r", Kind: KindSemaphore}).Validate(), "kind"},
+		{"watch of a latch", (&Watch{Name: "n", Owner: "o", Kind: KindCountDownLatch}).Validate(), "kind"},
+		{"release of a write lock", (&Release{Name: "n", Owner: "o", RequestID: "r", Kind: KindWriteLock}).Validate(), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.what, func(t *testing.T) {
@@ -53,6 +73,14 @@ func TestValidation(t *testing.T) {
 			assert.Contains(t, tt.err.Error(), tt.field+":", "the message names the field")
 		})
 	}
+}
+
+func TestKindNames(t *testing.T) {
+	for k := KindLock; k < kindEnd; k++ {
+		assert.NotEqual(t, "unknown", k.String(), "kind %d", k)
+		assert.Equal(t, k <= KindWriteLock, k.Held(), "%s", k)
+	}
+	assert.Equal(t, "unknown", kindEnd.String())
 }
 
 func FuzzValidate(f *testing.F) {
