@@ -81,18 +81,8 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: %w", name, err)
 	}
-	v, err := c.Int64Slice()
-	if err != nil || len(v) != 2 {
-		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: unexpected reply %v: %w", name, c.Val(), err)
-	}
-	if v[0] == 1 {
-		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, int(acks), nil
-	}
-	pttl := time.Duration(v[1]) * time.Millisecond
-	if v[1] < 0 {
-		pttl = -1
-	}
-	return AcquireResult{PTTL: pttl}, int(acks), nil
+	res, err := acquireReply("fair acquire", name, c)
+	return res, int(acks), err
 }
 
 // FairUnlock releases one hold of owner's fair lock, then WAIT for
@@ -111,14 +101,8 @@ func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("fair unlock %s: %w", name, err)
 	}
-	v, err := c.Int64()
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("fair unlock %s: %w", name, err)
-	}
-	if v < 0 {
-		return 0, false, int(n), nil
-	}
-	return int(v), true, int(n), nil
+	remaining, held, err = unlockReply("fair unlock", name, c)
+	return remaining, held, int(n), err
 }
 
 // FairUndoAcquire reverses the fair acquire with request ID reqID if, and

@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/warden-go/warden/internal/redistest"
 )
 
 const (
@@ -25,22 +22,6 @@ const (
 // fairNow is the caller's clock in these tests: the scripts never read
 // Redis's clock, so a fixed instant makes the deadline arithmetic exact.
 var fairNow = time.UnixMilli(1_700_000_000_000)
-
-// fairBothRedis runs fn against a real redis-server and against miniredis.
-// ff lets a lock's TTL run down by d: a sleep on the real server,
-// FastForward on miniredis.
-func fairBothRedis(t *testing.T, fn func(t *testing.T, rdb *redis.Client, ff func(time.Duration))) {
-	t.Run("redis", func(t *testing.T) {
-		rdb := redistest.Start(t).Client(t)
-		fn(t, rdb, time.Sleep)
-	})
-	t.Run("miniredis", func(t *testing.T) {
-		m := miniredis.RunT(t)
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, rdb, m.FastForward)
-	})
-}
 
 // fairT bundles what a fair-lock scenario needs, so each step reads as one
 // line.
@@ -174,7 +155,7 @@ func TestFairKeyNames(t *testing.T) {
 // Redisson's testAcquireFailedTimeoutDrift_Descrete and FIFO admission:
 // holder lease 30s, allowance 5s.
 func TestFairDeadlineArithmeticAndFIFO(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "fifo")
 		require.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, f.acquire("h", "h-1", fairNow, true))
 
@@ -243,7 +224,7 @@ func TestFairDeadlineArithmeticAndFIFO(t *testing.T) {
 }
 
 func TestFairStaleHeadIsEvicted(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "stale")
 		require.True(t, f.acquire("h", "h-1", fairNow, true).Acquired)
 		require.False(t, f.acquire("b", "b-1", fairNow, true).Acquired)
@@ -271,7 +252,7 @@ func TestFairStaleHeadIsEvicted(t *testing.T) {
 }
 
 func TestFairTryWithoutEnqueueNeverTouchesTheQueue(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "try")
 		require.True(t, f.acquire("h", "h-1", fairNow, true).Acquired)
 		r := f.acquire("x", "x-1", fairNow, false)
@@ -302,7 +283,7 @@ func TestFairTryWithoutEnqueueNeverTouchesTheQueue(t *testing.T) {
 }
 
 func TestFairUnlockWakesOnlyTheHead(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "wake")
 		require.True(t, f.acquire("h", "h-1", fairNow, true).Acquired)
 		require.Equal(t, 2, f.acquire("h", "h-2", fairNow, true).HoldCount)
@@ -334,7 +315,7 @@ func TestFairUnlockWakesOnlyTheHead(t *testing.T) {
 }
 
 func TestFairCancelWakesTheNextHeadOfAFreeLock(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "cancel")
 		require.True(t, f.acquire("h", "h-1", fairNow, true).Acquired)
 		for _, w := range []string{"b", "c", "d", "e"} {
@@ -362,7 +343,7 @@ func TestFairCancelWakesTheNextHeadOfAFreeLock(t *testing.T) {
 }
 
 func TestFairUnlockOfAnExpiredLockSucceeds(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
 		f := newFairT(t, rdb, "expired")
 		require.True(t, f.acquireLease("h", "h-1", 100*time.Millisecond, fairNow, true).Acquired)
 		require.False(t, f.acquire("b", "b-1", fairNow, true).Acquired)
@@ -387,7 +368,7 @@ func TestFairUnlockOfAnExpiredLockSucceeds(t *testing.T) {
 }
 
 func TestFairExactlyOnce(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "once")
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, f.acquire("o", "a-1", fairNow, true))
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, f.acquire("o", "a-1", fairNow, true),
@@ -420,7 +401,7 @@ func TestFairExactlyOnce(t *testing.T) {
 }
 
 func TestFairUndoAcquire(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "undo")
 		require.True(t, f.acquire("h", "a-1", fairNow, true).Acquired)
 		require.False(t, f.acquire("b", "b-1", fairNow, true).Acquired)
@@ -441,7 +422,7 @@ func TestFairUndoAcquire(t *testing.T) {
 }
 
 func TestFairUndoRemovesAGhostWaiter(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "ghost")
 		require.True(t, f.acquire("h", "h-1", fairNow, true).Acquired)
 		for _, w := range []string{"w1", "g", "w3"} {
@@ -468,7 +449,7 @@ func TestFairUndoRemovesAGhostWaiter(t *testing.T) {
 // Redisson's testWaitTimeoutDrift family (#1104): churn never lets a
 // deadline grow past now + lease + allowance × position.
 func TestFairNoDeadlineDriftAfterChurn(t *testing.T) {
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "drift")
 		require.True(t, f.acquire("h", "h-1", fairNow, true).Acquired)
 		require.False(t, f.acquire("p1", "p1-1", fairNow, true).Acquired)
@@ -548,7 +529,7 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 			}
 		}
 	}
-	fairBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		runBad(t, ctx, rdb)
 		assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call wrote a key")

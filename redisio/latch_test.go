@@ -14,7 +14,7 @@ import (
 // TestLatchCountDown: REDISSON_BEHAVIOURS 59 (countDown below 0, trySetCount
 // once, a missing latch).
 func TestLatchCountDown(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		sub := semSubscribe(t, rdb, LatchChannel("cd"))
@@ -61,7 +61,7 @@ func TestLatchCountDown(t *testing.T) {
 }
 
 func TestLatchCountDownExactlyOnce(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.LatchTrySetCount(ctx, rdb, "once", 2)
@@ -92,7 +92,7 @@ func TestLatchCountDownExactlyOnce(t *testing.T) {
 }
 
 func TestLatchBelowZeroNeverPublishes(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		// A count at 0 or below is only left by a foreign writer.
@@ -110,7 +110,7 @@ func TestLatchBelowZeroNeverPublishes(t *testing.T) {
 }
 
 func TestLatchRejectsBadArgumentsBeforeWriting(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		for _, c := range []int64{0, -1, 1<<53 + 1} {

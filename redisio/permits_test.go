@@ -67,7 +67,7 @@ func TestPermitIDs(t *testing.T) {
 
 // TestPermitAcquireRelease: REDISSON_BEHAVIOURS 56-57, on Redisson's layout.
 func TestPermitAcquireRelease(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		sub := semSubscribe(t, rdb, SemaphoreChannel("pes"))
@@ -126,7 +126,7 @@ func TestPermitAcquireRelease(t *testing.T) {
 // TestPermitLeaseExpiry: REDISSON_BEHAVIOURS 56-57 (testExpire,
 // testReleaseExpired, updateLeaseTime after expiry).
 func TestPermitLeaseExpiry(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.PermitTrySetPermits(ctx, rdb, "lease", 1, permitT0)
@@ -180,7 +180,7 @@ func TestPermitLeaseExpiry(t *testing.T) {
 }
 
 func TestPermitNextExpiryIsNearest(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.PermitTrySetPermits(ctx, rdb, "near", 3, permitT0)
@@ -203,7 +203,7 @@ func TestPermitNextExpiryIsNearest(t *testing.T) {
 }
 
 func TestPermitReclaimsManyExpired(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		const held = 2500 // more than one reclaim chunk, and than unpack takes
@@ -229,7 +229,7 @@ func TestPermitReclaimsManyExpired(t *testing.T) {
 }
 
 func TestPermitReclaimPublishesOnlyAboveZero(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.PermitTrySetPermits(ctx, rdb, "low", 1, permitT0)
@@ -247,7 +247,7 @@ func TestPermitReclaimPublishesOnlyAboveZero(t *testing.T) {
 }
 
 func TestPermitAddPermitsExactlyOnce(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		sub := semSubscribe(t, rdb, SemaphoreChannel("add"))
@@ -271,7 +271,7 @@ func TestPermitAddPermitsExactlyOnce(t *testing.T) {
 }
 
 func TestPermitUndoAcquire(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.PermitTrySetPermits(ctx, rdb, "pu", 1, permitT0)
@@ -303,7 +303,7 @@ func TestPermitUndoAcquire(t *testing.T) {
 }
 
 func TestPermitAcquireWaitsForReplicas(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.PermitTrySetPermits(ctx, rdb, "rs", 1, permitT0)
@@ -322,7 +322,7 @@ func TestPermitAcquireWaitsForReplicas(t *testing.T) {
 }
 
 func TestPermitRejectsBadArgumentsBeforeWriting(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		good := NewPermitID()

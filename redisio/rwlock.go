@@ -18,6 +18,8 @@ import (
 // ReadTimeoutPrefix(name, owner)+":k" whose PX is that hold's lease.
 
 var (
+	//go:embed scripts/rw_lib.lua
+	rwLibLua string
 	//go:embed scripts/rw_read_acquire.lua
 	rwReadAcquireLua    string
 	rwReadAcquireScript = newScript(rwReadAcquireLua)
@@ -26,13 +28,13 @@ var (
 	rwWriteAcquireScript = newScript(rwWriteAcquireLua)
 	//go:embed scripts/rw_read_unlock.lua
 	rwReadUnlockLua    string
-	rwReadUnlockScript = newScript(rwReadUnlockLua)
+	rwReadUnlockScript = newScript(rwLibLua + "\n" + rwReadUnlockLua)
 	//go:embed scripts/rw_write_unlock.lua
 	rwWriteUnlockLua    string
 	rwWriteUnlockScript = newScript(rwWriteUnlockLua)
 	//go:embed scripts/rw_read_undo.lua
 	rwReadUndoLua    string
-	rwReadUndoScript = newScript(rwReadUndoLua)
+	rwReadUndoScript = newScript(rwLibLua + "\n" + rwReadUndoLua)
 	//go:embed scripts/rw_write_undo.lua
 	rwWriteUndoLua    string
 	rwWriteUndoScript = newScript(rwWriteUndoLua)
@@ -81,34 +83,6 @@ func ReadTimeoutPrefix(name, owner string) string {
 	return rwKeyPrefix(name) + ":" + owner + ":rwlock_timeout"
 }
 
-// rwAcquireResult reads an acquire script's {1, count} / {0, pttl} reply.
-func rwAcquireResult(op, name string, c *redis.Cmd) (AcquireResult, error) {
-	v, err := c.Int64Slice()
-	if err != nil || len(v) != 2 {
-		return AcquireResult{}, fmt.Errorf("%s %s: unexpected reply %v: %w", op, name, c.Val(), err)
-	}
-	if v[0] == 1 {
-		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, nil
-	}
-	pttl := time.Duration(v[1]) * time.Millisecond
-	if v[1] < 0 {
-		pttl = -1
-	}
-	return AcquireResult{PTTL: pttl}, nil
-}
-
-// rwUnlockResult reads an unlock script's count / -1 reply.
-func rwUnlockResult(op, name string, c *redis.Cmd) (remaining int, held bool, err error) {
-	v, err := c.Int64()
-	if err != nil {
-		return 0, false, fmt.Errorf("%s %s: %w", op, name, err)
-	}
-	if v < 0 {
-		return 0, false, nil
-	}
-	return int(v), true, nil
-}
-
 // ReadAcquire runs one read-lock acquire attempt for owner with request ID
 // reqID, followed by WAIT for rs.Replicas on the same connection. It is
 // acquirable when the lock is free, in read mode, or in write mode held by
@@ -121,7 +95,7 @@ func (s *Scripts) ReadAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("read acquire %s: %w", name, err)
 	}
-	res, err := rwAcquireResult("read acquire", name, c)
+	res, err := acquireReply("read acquire", name, c)
 	if err != nil {
 		return AcquireResult{}, 0, err
 	}
@@ -141,7 +115,7 @@ func (s *Scripts) WriteAcquire(ctx context.Context, r Redis, rs ReplicaSync, nam
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("write acquire %s: %w", name, err)
 	}
-	res, err := rwAcquireResult("write acquire", name, c)
+	res, err := acquireReply("write acquire", name, c)
 	if err != nil {
 		return AcquireResult{}, 0, err
 	}
@@ -164,7 +138,7 @@ func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("read unlock %s: %w", name, err)
 	}
-	remaining, held, err = rwUnlockResult("read unlock", name, c)
+	remaining, held, err = unlockReply("read unlock", name, c)
 	if err != nil {
 		return 0, false, 0, err
 	}
@@ -186,7 +160,7 @@ func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("write unlock %s: %w", name, err)
 	}
-	remaining, held, err = rwUnlockResult("write unlock", name, c)
+	remaining, held, err = unlockReply("write unlock", name, c)
 	if err != nil {
 		return 0, false, 0, err
 	}

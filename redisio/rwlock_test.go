@@ -6,29 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/warden-go/warden/internal/redistest"
 )
-
-// rwBothRedis runs fn against a real redis-server and against miniredis.
-// ff lets time pass: a sleep on the real server, FastForward on miniredis.
-func rwBothRedis(t *testing.T, fn func(t *testing.T, rdb *redis.Client, ff func(time.Duration))) {
-	t.Helper()
-	t.Run("redis", func(t *testing.T) {
-		rdb := redistest.Start(t).Client(t)
-		fn(t, rdb, time.Sleep)
-	})
-	t.Run("miniredis", func(t *testing.T) {
-		m := miniredis.RunT(t)
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, rdb, m.FastForward)
-	})
-}
 
 // rwFixture bundles what every read/write lock test uses.
 type rwFixture struct {
@@ -162,7 +143,7 @@ func TestRWKeyNames(t *testing.T) {
 
 // Redisson testMultiRead.
 func TestRWMultipleReadersShare(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		assert.Equal(t, rwAcquired1, f.read("rw", "r1", 10*time.Second))
 		assert.Equal(t, "read", f.mode("rw"))
@@ -195,7 +176,7 @@ func TestRWMultipleReadersShare(t *testing.T) {
 
 // Redisson testWriteLock and testWriteReadReentrancy.
 func TestRWWriteExclusiveReentrantDowngrade(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		assert.Equal(t, rwAcquired1, f.write("rw", "w", 10*time.Second))
 		assert.Equal(t, "write", f.mode("rw"))
@@ -241,7 +222,7 @@ func TestRWWriteExclusiveReentrantDowngrade(t *testing.T) {
 
 // Redisson testWriteReadReentrancy: a read holder cannot upgrade.
 func TestRWReadHolderCannotUpgrade(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		f.read("rw", "o", 5*time.Second)
 		res := f.write("rw", "o", 5*time.Second)
@@ -254,7 +235,7 @@ func TestRWReadHolderCannotUpgrade(t *testing.T) {
 
 // Redisson testWR and testReadLockIsLocked (#4400).
 func TestRWIsLockedAndHoldCount(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		assert.False(t, f.readLocked("rw"))
 		assert.False(t, f.writeLocked("rw"))
@@ -301,7 +282,7 @@ func TestRWIsLockedAndHoldCount(t *testing.T) {
 // Redisson testReadLockLeaseTimeout: the hash TTL falls back to the
 // surviving hold's lease when a longer reentrant hold is released.
 func TestRWReadLeaseBookkeeping(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		f.read("rw", "o", 300*time.Millisecond)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 2}, f.read("rw", "o", 1200*time.Millisecond))
@@ -325,7 +306,7 @@ func TestRWReadLeaseBookkeeping(t *testing.T) {
 // Redisson testReadLockExpiration / testReadLockLeaseTimeoutDiffThreadsRRW:
 // a short hold of another reader never extends the lock's TTL.
 func TestRWOtherReadersLeases(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		f.read("rw", "r1", 1000*time.Millisecond)
 		f.read("rw", "r2", 300*time.Millisecond)
@@ -350,7 +331,7 @@ func TestRWOtherReadersLeases(t *testing.T) {
 // A read unlock in write mode never cuts the write holder's lease (Redisson
 // would shrink the hash to the longest read hold).
 func TestRWReadUnlockKeepsWriteLease(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		f.write("rw", "w", 10*time.Second)
 		f.read("rw", "w", time.Second)
@@ -382,7 +363,7 @@ func TestRWReadUnlockKeepsWriteLease(t *testing.T) {
 }
 
 func TestRWNotHeld(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		_, held := f.readUnlock("rw", "o")
 		assert.False(t, held, "read unlock of a missing lock (Redisson: success)")
@@ -404,7 +385,7 @@ func TestRWNotHeld(t *testing.T) {
 }
 
 func TestRWRefusesKeyWithoutMode(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		require.NoError(t, rdb.HSet(f.ctx, "plainlock", "other:1", 1).Err())
 		require.NoError(t, rdb.PExpire(f.ctx, "plainlock", 5*time.Second).Err())
@@ -419,7 +400,7 @@ func TestRWRefusesKeyWithoutMode(t *testing.T) {
 // Redisson testWriteRead: the freeing write unlock publishes "1" (wake
 // all); the freeing read unlock publishes "0" (wake one).
 func TestRWPublishes(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		for _, name := range []string{"rw", "{tag}:rw"} {
 			ch := f.subscribe(name)
@@ -443,7 +424,7 @@ func TestRWPublishes(t *testing.T) {
 
 // Redisson testForceUnlock.
 func TestRWForceUnlockByMode(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		ch := f.subscribe("rw")
 		f.read("rw", "r", time.Minute)
@@ -476,7 +457,7 @@ func TestRWForceUnlockByMode(t *testing.T) {
 }
 
 func TestRWAcquireAndUnlockExactlyOnce(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		ctx := f.ctx
 		for range 2 {
@@ -543,7 +524,7 @@ func TestRWAcquireAndUnlockExactlyOnce(t *testing.T) {
 }
 
 func TestRWUndoAcquire(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		ctx, s := f.ctx, f.s
 		ch := f.subscribe("rd")
@@ -629,7 +610,7 @@ func TestRWUndoAcquire(t *testing.T) {
 // Redisson testName: a name with a hash tag and colons; every key of one
 // lock shares the name's cluster slot.
 func TestRWKeysShareOneSlot(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
 		for _, name := range []string{"{test}:abc:key", "plain:name"} {
 			require.NoError(t, rdb.FlushAll(f.ctx).Err())
@@ -663,7 +644,7 @@ func TestRWKeysShareOneSlot(t *testing.T) {
 }
 
 func TestRWScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
-	rwBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		name := "rw"
 		readAcq := []string{name, AcquireLatchKey(name, "o"), ReadTimeoutPrefix(name, "o")}

@@ -219,6 +219,34 @@ func pipelineSynced(ctx context.Context, r Redis, rs ReplicaSync,
 	return c, acks, nil
 }
 
+// acquireReply reads an acquire script's {1, count} / {0, pttl} reply.
+func acquireReply(op, name string, c *redis.Cmd) (AcquireResult, error) {
+	v, err := c.Int64Slice()
+	if err != nil || len(v) != 2 {
+		return AcquireResult{}, fmt.Errorf("%s %s: unexpected reply %v: %w", op, name, c.Val(), err)
+	}
+	if v[0] == 1 {
+		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, nil
+	}
+	pttl := time.Duration(v[1]) * time.Millisecond
+	if v[1] < 0 {
+		pttl = -1
+	}
+	return AcquireResult{PTTL: pttl}, nil
+}
+
+// unlockReply reads an unlock script's count / -1 reply.
+func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err error) {
+	v, err := c.Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	if v < 0 {
+		return 0, false, nil
+	}
+	return int(v), true, nil
+}
+
 // AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
@@ -227,18 +255,8 @@ func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
 	}
-	v, err := c.Int64Slice()
-	if err != nil || len(v) != 2 {
-		return AcquireResult{}, 0, fmt.Errorf("acquire %s: unexpected reply %v: %w", name, c.Val(), err)
-	}
-	if v[0] == 1 {
-		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, int(acks), nil
-	}
-	pttl := time.Duration(v[1]) * time.Millisecond
-	if v[1] < 0 {
-		pttl = -1
-	}
-	return AcquireResult{PTTL: pttl}, int(acks), nil
+	res, err := acquireReply("acquire", name, c)
+	return res, int(acks), err
 }
 
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
@@ -250,14 +268,8 @@ func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, nam
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
 	}
-	v, err := c.Int64()
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
-	}
-	if v < 0 {
-		return 0, false, int(n), nil
-	}
-	return int(v), true, int(n), nil
+	remaining, held, err = unlockReply("unlock", name, c)
+	return remaining, held, int(n), err
 }
 
 // IsLocked reports whether the lock exists.

@@ -15,6 +15,23 @@ import (
 	"github.com/warden-go/warden/internal/redistest"
 )
 
+// bothRedis runs fn against a real redis-server and against miniredis. ff
+// lets key TTLs run down by d: a sleep on the real server, FastForward on
+// miniredis.
+func bothRedis(t *testing.T, fn func(t *testing.T, rdb *redis.Client, ff func(time.Duration))) {
+	t.Helper()
+	t.Run("redis", func(t *testing.T) {
+		rdb := redistest.Start(t).Client(t)
+		fn(t, rdb, time.Sleep)
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		m := miniredis.RunT(t)
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		t.Cleanup(func() { _ = rdb.Close() })
+		fn(t, rdb, m.FastForward)
+	})
+}
+
 func newScripts(t testing.TB) *Scripts {
 	s, err := NewScripts("publish")
 	require.NoError(t, err)

@@ -5,29 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/warden-go/warden/internal/redistest"
 )
-
-// semBothRedis runs fn against a real redis-server and against miniredis.
-// ff moves time forward for key TTLs (a sleep on the real server).
-func semBothRedis(t *testing.T, fn func(t *testing.T, rdb *redis.Client, ff func(time.Duration))) {
-	t.Helper()
-	t.Run("redis", func(t *testing.T) {
-		rdb := redistest.Start(t).Client(t)
-		fn(t, rdb, time.Sleep)
-	})
-	t.Run("miniredis", func(t *testing.T) {
-		m := miniredis.RunT(t)
-		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		t.Cleanup(func() { _ = rdb.Close() })
-		fn(t, rdb, m.FastForward)
-	})
-}
 
 // semSub records what is published on some channels.
 type semSub struct {
@@ -96,7 +77,7 @@ func TestSemaphoreKeyNames(t *testing.T) {
 
 // TestSemaphoreBasics: REDISSON_BEHAVIOURS 50.
 func TestSemaphoreBasics(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		sub := semSubscribe(t, rdb, SemaphoreChannel("sem"))
@@ -142,7 +123,7 @@ func TestSemaphoreBasics(t *testing.T) {
 
 // TestSemaphoreWithoutInit: REDISSON_BEHAVIOURS 51.
 func TestSemaphoreWithoutInit(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 
@@ -170,7 +151,7 @@ func TestSemaphoreWithoutInit(t *testing.T) {
 
 // TestSemaphoreNegativePermits: REDISSON_BEHAVIOURS 52.
 func TestSemaphoreNegativePermits(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		ok, err := s.SemaphoreTrySetPermits(ctx, rdb, "neg", 10)
@@ -209,7 +190,7 @@ func TestSemaphoreNegativePermits(t *testing.T) {
 
 // TestSemaphoreDrain: REDISSON_BEHAVIOURS 54 (testDrainPermits).
 func TestSemaphoreDrain(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		sub := semSubscribe(t, rdb, SemaphoreChannel("dr"))
@@ -243,7 +224,7 @@ func TestSemaphoreDrain(t *testing.T) {
 }
 
 func TestSemaphoreExactlyOnce(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.SemaphoreTrySetPermits(ctx, rdb, "once", 10)
@@ -294,7 +275,7 @@ func TestSemaphoreExactlyOnce(t *testing.T) {
 }
 
 func TestSemaphoreLatchExpires(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		n, err := s.SemaphoreRelease(ctx, rdb, "exp", "r1", 1)
@@ -307,7 +288,7 @@ func TestSemaphoreLatchExpires(t *testing.T) {
 }
 
 func TestSemaphoreUndoAcquire(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		_, err := s.SemaphoreTrySetPermits(ctx, rdb, "undo", 5)
@@ -349,7 +330,7 @@ func TestSemaphoreUndoAcquire(t *testing.T) {
 }
 
 func TestSemaphoreRejectsBadArgumentsBeforeWriting(t *testing.T) {
-	semBothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
 		for _, p := range []int64{0, -1, 1<<53 + 1} {

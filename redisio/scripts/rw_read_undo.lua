@@ -20,36 +20,6 @@ if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id
 if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not text(ARGV[4]) then return redis.error_reply('ERR warden: empty message') end
 
--- settle keeps the lock as long as its longest surviving read hold, or
--- deletes it and wakes a waiter when none survives.
-local function settle()
-  local mode = redis.call('hget', KEYS[1], 'mode')
-  if redis.call('hlen', KEYS[1]) > 1 then
-    local longest = -3
-    for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-      local count = tonumber(redis.call('hget', KEYS[1], field))
-      if count then
-        for k = count, 1, -1 do
-          longest = math.max(longest,
-            redis.call('pttl', KEYS[5] .. ':' .. field .. ':rwlock_timeout:' .. k))
-        end
-      end
-    end
-    if mode == 'write' then
-      -- The write holder's lease lives only in the lock's TTL: never cut it.
-      if longest > redis.call('pttl', KEYS[1]) then
-        redis.call('pexpire', KEYS[1], string.format('%.0f', longest))
-      end
-      return
-    end
-    if longest > 0 then
-      redis.call('pexpire', KEYS[1], string.format('%.0f', longest))
-      return
-    end
-  end
-  redis.call('del', KEYS[1])
-  redis.call(ARGV[3], KEYS[3], ARGV[4])
-end
 
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 redis.call('del', KEYS[2])
@@ -61,5 +31,5 @@ else
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
 end
 redis.call('del', KEYS[4] .. ':' .. count)
-settle()
+rw_settle(KEYS[1], KEYS[5], ARGV[3], KEYS[3], ARGV[4])
 return 1

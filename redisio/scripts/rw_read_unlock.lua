@@ -25,36 +25,6 @@ if not text(ARGV[2]) or ARGV[2] == 'mode' then return redis.error_reply('ERR war
 if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
--- settle keeps the lock as long as its longest surviving read hold, or
--- deletes it and wakes a waiter when none survives.
-local function settle()
-  local mode = redis.call('hget', KEYS[1], 'mode')
-  if redis.call('hlen', KEYS[1]) > 1 then
-    local longest = -3
-    for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-      local count = tonumber(redis.call('hget', KEYS[1], field))
-      if count then
-        for k = count, 1, -1 do
-          longest = math.max(longest,
-            redis.call('pttl', KEYS[6] .. ':' .. field .. ':rwlock_timeout:' .. k))
-        end
-      end
-    end
-    if mode == 'write' then
-      -- The write holder's lease lives only in the lock's TTL: never cut it.
-      if longest > redis.call('pttl', KEYS[1]) then
-        redis.call('pexpire', KEYS[1], string.format('%.0f', longest))
-      end
-      return
-    end
-    if longest > 0 then
-      redis.call('pexpire', KEYS[1], string.format('%.0f', longest))
-      return
-    end
-  end
-  redis.call('del', KEYS[1])
-  redis.call(ARGV[3], KEYS[2], ARGV[1])
-end
 
 local done = redis.call('get', KEYS[3])
 if done then return tonumber(done) end
@@ -66,6 +36,6 @@ if n <= 0 then
   redis.call('del', KEYS[4])
 end
 redis.call('del', KEYS[5] .. ':' .. (n + 1))
-settle()
+rw_settle(KEYS[1], KEYS[6], ARGV[3], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], n, 'px', ARGV[4])
 return n

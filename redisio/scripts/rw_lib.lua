@@ -1,0 +1,36 @@
+-- Shared by the read/write lock's read unlock and read undo; redisio puts
+-- it after lib.lua in front of each.
+
+-- rw_settle keeps the lock hash as long as its longest surviving read
+-- hold, or deletes it and publishes message on channel (with the publish
+-- command cmd) when none survives. prefix is the lock's key prefix ({name},
+-- or name when it has a "{"): every owner's read hold k has the timeout
+-- key <prefix>:<field>:rwlock_timeout:<k>. In write mode the write
+-- holder's lease lives only in the hash's TTL, which is never cut.
+local function rw_settle(lock, prefix, cmd, channel, message)
+  local mode = redis.call('hget', lock, 'mode')
+  if redis.call('hlen', lock) > 1 then
+    local longest = -3
+    for _, field in ipairs(redis.call('hkeys', lock)) do
+      local count = tonumber(redis.call('hget', lock, field))
+      if count then
+        for k = count, 1, -1 do
+          longest = math.max(longest,
+            redis.call('pttl', prefix .. ':' .. field .. ':rwlock_timeout:' .. k))
+        end
+      end
+    end
+    if mode == 'write' then
+      if longest > redis.call('pttl', lock) then
+        redis.call('pexpire', lock, string.format('%.0f', longest))
+      end
+      return
+    end
+    if longest > 0 then
+      redis.call('pexpire', lock, string.format('%.0f', longest))
+      return
+    end
+  end
+  redis.call('del', lock)
+  redis.call(cmd, channel, message)
+end
