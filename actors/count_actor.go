@@ -46,8 +46,7 @@ type countActor struct {
 	channel    string
 	subscriber *actor.PID
 
-	queue      []*waiter
-	deadlines  deadlines
+	waiters    waitQueue
 	ops        []*countOp // undos, served before attempts
 	inflight   *countOp
 	subscribed bool
@@ -95,15 +94,10 @@ func (a *countActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
 		a.seen++
-		w := &waiter{req: m, sender: ctx.Sender(), ready: true}
-		if !m.Deadline.IsZero() && !a.cfg.Clock.Now().Before(m.Deadline) {
-			w.try = true
-		}
+		w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
 		if m.Kind == messages.KindPermitSemaphore {
 			w.permitID = redisio.NewPermitID()
 		}
-		a.queue = append(a.queue, w)
-		a.deadlines.add(w)
 	case *messages.Cancel:
 		a.seen++
 		a.onCancel(ctx, m)
@@ -114,7 +108,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *unlocked:
 		a.onMessage(m.Payload)
 	case *retry:
-		a.wake(len(a.queue))
+		a.wake(len(a.waiters.list))
 	case *crash:
 		panic(fmt.Sprintf("warden: count actor %q told to crash", a.key.Name))
 	case *tick:
@@ -140,16 +134,15 @@ func (a *countActor) Receive(ctx actor.Context) {
 }
 
 func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
-	for i, w := range a.queue {
-		if w.req.RequestID != m.RequestID || w.req.Owner != m.Owner || w.cancelled {
-			continue
-		}
-		w.cancelled = true
-		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrCancelled))
-		if !w.inflight {
-			a.remove(i)
-		}
+	i := a.waiters.find(m.Owner, m.RequestID)
+	if i < 0 {
 		return
+	}
+	w := a.waiters.list[i]
+	w.cancelled = true
+	a.respond(ctx, w.sender, failedReply(w.req, messages.ErrCancelled))
+	if !w.inflight {
+		a.waiters.removeAt(i)
 	}
 }
 
@@ -159,7 +152,7 @@ func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 func (a *countActor) onMessage(payload string) {
 	if a.key.Kind == messages.KindCountDownLatch {
 		if payload == redisio.LatchZeroMessage {
-			a.wake(len(a.queue))
+			a.wake(len(a.waiters.list))
 		}
 		return
 	}
@@ -168,14 +161,14 @@ func (a *countActor) onMessage(payload string) {
 		n = 1
 	}
 	if n > 0 {
-		a.wake(int(min(n, int64(len(a.queue)))))
+		a.wake(int(min(n, int64(len(a.waiters.list)))))
 	}
 }
 
 // wake makes the first n waiters due for an attempt (or, in flight, for
 // another one should theirs be refused).
 func (a *countActor) wake(n int) {
-	for _, w := range a.queue[:min(n, len(a.queue))] {
+	for _, w := range a.waiters.list[:min(n, len(a.waiters.list))] {
 		wake(w)
 	}
 }
@@ -192,7 +185,7 @@ func (a *countActor) pump(ctx actor.Context) {
 		a.start(ctx, o)
 		return
 	}
-	for _, w := range a.queue {
+	for _, w := range a.waiters.list {
 		if w.ready && !w.cancelled {
 			a.start(ctx, &countOp{w: w})
 			return
@@ -292,8 +285,8 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 }
 
 func (a *countActor) wakeHead() {
-	if len(a.queue) > 0 {
-		wake(a.queue[0])
+	if len(a.waiters.list) > 0 {
+		wake(a.waiters.list[0])
 	}
 }
 
@@ -301,22 +294,11 @@ func (a *countActor) wakeHead() {
 // its look-again time came.
 func (a *countActor) onTick(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
-	if expired := a.deadlines.expired(now); len(expired) > 0 {
-		for _, w := range expired {
-			w.gone = true
-			a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
-		}
-		kept := a.queue[:0]
-		for _, w := range a.queue {
-			if !w.gone {
-				kept = append(kept, w)
-			}
-		}
-		clear(a.queue[len(kept):])
-		a.queue = kept
+	for _, w := range a.waiters.expire(now) {
+		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
 	}
-	if len(a.queue) > 0 {
-		if w := a.queue[0]; !w.ready && !w.inflight && !now.Before(w.wakeAt) {
+	if len(a.waiters.list) > 0 {
+		if w := a.waiters.list[0]; !w.ready && !w.inflight && !now.Before(w.wakeAt) {
 			w.ready = true
 		}
 	}
@@ -325,9 +307,9 @@ func (a *countActor) onTick(ctx actor.Context) {
 // settle re-arms the timer, keeps the subscription while anyone was
 // refused, and arms the idle timer when there is nothing to do.
 func (a *countActor) settle(ctx actor.Context) {
-	next := a.deadlines.next()
-	if len(a.queue) > 0 {
-		if w := a.queue[0]; !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
+	next := a.waiters.deadlines.next()
+	if len(a.waiters.list) > 0 {
+		if w := a.waiters.list[0]; !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
 			(next.IsZero() || w.wakeAt.Before(next)) {
 			next = w.wakeAt
 		}
@@ -338,7 +320,7 @@ func (a *countActor) settle(ctx actor.Context) {
 		a.timer.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &tick{Gen: g} })
 	}
 	want := false
-	for _, w := range a.queue {
+	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
 			want = true
 			break
@@ -363,23 +345,12 @@ func (a *countActor) settle(ctx actor.Context) {
 }
 
 func (a *countActor) isIdle() bool {
-	return len(a.queue) == 0 && len(a.ops) == 0 && a.inflight == nil && !a.subscribed
-}
-
-func (a *countActor) remove(i int) {
-	a.queue[i].gone = true
-	n := len(a.queue)
-	copy(a.queue[i:], a.queue[i+1:])
-	a.queue[n-1] = nil
-	a.queue = a.queue[:n-1]
+	return len(a.waiters.list) == 0 && len(a.ops) == 0 && a.inflight == nil && !a.subscribed
 }
 
 func (a *countActor) dequeue(w *waiter) {
-	for i, x := range a.queue {
-		if x == w {
-			a.remove(i)
-			return
-		}
+	if i := a.waiters.indexOf(w); i >= 0 {
+		a.waiters.removeAt(i)
 	}
 }
 
@@ -407,12 +378,13 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 
 // answerAll answers every waiter with err and forgets them.
 func (a *countActor) answerAll(ctx actor.Context, err error) {
-	for _, w := range a.queue {
+	for _, w := range a.waiters.list {
 		if !w.cancelled {
 			a.respond(ctx, w.sender, failedReply(w.req, err))
 		}
 	}
-	a.queue, a.deadlines, a.ops, a.inflight = nil, nil, nil, nil
+	a.waiters.reset()
+	a.ops, a.inflight = nil, nil
 }
 
 func failedReply(m *messages.Acquire, err error) *messages.AcquireFailed {

@@ -122,8 +122,7 @@ type keyActor struct {
 
 	holdings   map[string]*holding
 	registered map[string]bool // owners registered with the renewer
-	queue      []*waiter       // FIFO; the head is the one that waits on Redis
-	deadlines  deadlines       // the queue's waiters with a deadline, earliest first
+	waiters    waitQueue       // FIFO; the head is the one that waits on Redis (each fair waiter waits)
 	ops        []*op           // releases and undos, served before attempts
 	inflight   *op
 	subs       map[string]bool // channels subscribed
@@ -223,26 +222,20 @@ func (a *keyActor) Receive(ctx actor.Context) {
 }
 
 func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
-	w := &waiter{req: m, sender: ctx.Sender(), ready: true}
-	if !m.Deadline.IsZero() && !a.cfg.Clock.Now().Before(m.Deadline) {
-		w.try = true
-	}
-	a.queue = append(a.queue, w)
-	a.deadlines.add(w)
+	a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
 }
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
-	for i, w := range a.queue {
-		if w.req.RequestID != m.RequestID || w.req.Owner != m.Owner || w.cancelled {
-			continue
-		}
-		w.cancelled = true
-		a.replyFailed(ctx, w, messages.ErrCancelled)
-		if !w.inflight {
-			a.remove(i)
-			a.leave(w)
-		}
+	i := a.waiters.find(m.Owner, m.RequestID)
+	if i < 0 {
 		return
+	}
+	w := a.waiters.list[i]
+	w.cancelled = true
+	a.replyFailed(ctx, w, messages.ErrCancelled)
+	if !w.inflight {
+		a.remove(i)
+		a.leave(w)
 	}
 }
 
@@ -269,7 +262,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 		a.start(ctx, o)
 		return
 	}
-	for i, w := range a.queue {
+	for i, w := range a.waiters.list {
 		if w.cancelled || !w.ready {
 			continue
 		}
@@ -580,22 +573,11 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		}
 		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
 	}
-	if expired := a.deadlines.expired(now); len(expired) > 0 {
-		for _, w := range expired {
-			w.gone = true
-			a.replyFailed(ctx, w, messages.ErrTimeout)
-			a.leave(w)
-		}
-		kept := a.queue[:0]
-		for _, w := range a.queue {
-			if !w.gone {
-				kept = append(kept, w)
-			}
-		}
-		clear(a.queue[len(kept):])
-		a.queue = kept
+	for _, w := range a.waiters.expire(now) {
+		a.replyFailed(ctx, w, messages.ErrTimeout)
+		a.leave(w)
 	}
-	for i, w := range a.queue {
+	for i, w := range a.waiters.list {
 		if i > 0 && !a.rio.perWaiter() {
 			break // only the head waits on Redis
 		}
@@ -608,8 +590,8 @@ func (a *keyActor) onTick(ctx actor.Context) {
 // settle re-arms the timer for the next deadline or wake-up, unsubscribes
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
-	next := a.deadlines.next()
-	for i, w := range a.queue {
+	next := a.waiters.deadlines.next()
+	for i, w := range a.waiters.list {
 		if i > 0 && !a.rio.perWaiter() {
 			break // only the head waits on Redis
 		}
@@ -644,7 +626,7 @@ func (a *keyActor) settle(ctx actor.Context) {
 // own.
 func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 	want := map[string]bool{}
-	for _, w := range a.queue {
+	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
 			want[a.rio.channel(w.req.Owner)] = true
 			if !a.rio.perWaiter() {
@@ -667,7 +649,7 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 }
 
 func (a *keyActor) isIdle() bool {
-	return len(a.holdings) == 0 && len(a.queue) == 0 && len(a.ops) == 0 && a.inflight == nil &&
+	return len(a.holdings) == 0 && len(a.waiters.list) == 0 && len(a.ops) == 0 && a.inflight == nil &&
 		len(a.subs) == 0 && len(a.registered) == 0
 }
 
@@ -678,14 +660,14 @@ func (a *keyActor) expired(w *waiter, now time.Time) bool {
 // wakeHead makes the head waiter due for an attempt, or, if its attempt is
 // in flight, due for another one should that be refused.
 func (a *keyActor) wakeHead() {
-	if len(a.queue) > 0 {
-		wake(a.queue[0])
+	if len(a.waiters.list) > 0 {
+		wake(a.waiters.list[0])
 	}
 }
 
 // wakeAll wakes every waiter.
 func (a *keyActor) wakeAll() {
-	for _, w := range a.queue {
+	for _, w := range a.waiters.list {
 		wake(w)
 	}
 }
@@ -698,7 +680,7 @@ func (a *keyActor) wakeChannel(channel, payload string) {
 	case a.rio.wakesAll(payload):
 		a.wakeAll()
 	case a.rio.perWaiter():
-		for _, w := range a.queue {
+		for _, w := range a.waiters.list {
 			if a.rio.channel(w.req.Owner) == channel {
 				wake(w)
 			}
@@ -717,23 +699,15 @@ func wake(w *waiter) {
 }
 
 func (a *keyActor) remove(i int) {
-	wasHead := i == 0
-	a.queue[i].gone = true
-	n := len(a.queue)
-	copy(a.queue[i:], a.queue[i+1:])
-	a.queue[n-1] = nil // no stale pointer left in the backing array
-	a.queue = a.queue[:n-1]
-	if wasHead && len(a.queue) > 0 {
-		a.queue[0].ready = a.queue[0].ready || a.queue[0].wakeAt.IsZero()
+	a.waiters.removeAt(i)
+	if i == 0 && len(a.waiters.list) > 0 {
+		a.waiters.list[0].ready = a.waiters.list[0].ready || a.waiters.list[0].wakeAt.IsZero()
 	}
 }
 
 func (a *keyActor) dequeue(w *waiter) {
-	for i, x := range a.queue {
-		if x == w {
-			a.remove(i)
-			return
-		}
+	if i := a.waiters.indexOf(w); i >= 0 {
+		a.remove(i)
 	}
 }
 
@@ -861,12 +835,12 @@ func (a *keyActor) abandon(ctx actor.Context, why error) {
 // answerAll answers every waiter and every release queued or in flight
 // with err, and forgets them.
 func (a *keyActor) answerAll(ctx actor.Context, err error) {
-	for _, w := range a.queue {
+	for _, w := range a.waiters.list {
 		if !w.cancelled {
 			a.replyFailed(ctx, w, err)
 		}
 	}
-	a.queue, a.deadlines = nil, nil
+	a.waiters.reset()
 	for _, o := range a.ops {
 		if o.kind == opRelease {
 			a.respondRelease(ctx, o, nil, err, 0)

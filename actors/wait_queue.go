@@ -1,0 +1,84 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// waitQueue is an actor's pending Acquires in arrival order, with their
+// deadlines in a heap. Key actors and count actors both keep one.
+type waitQueue struct {
+	list      []*waiter
+	deadlines deadlines
+}
+
+// push queues a new waiter for m; a deadline already passed at now makes
+// it a try (exactly one attempt).
+func (q *waitQueue) push(m *messages.Acquire, sender *actor.PID, now time.Time) *waiter {
+	w := &waiter{req: m, sender: sender, ready: true}
+	if !m.Deadline.IsZero() && !now.Before(m.Deadline) {
+		w.try = true
+	}
+	q.list = append(q.list, w)
+	q.deadlines.add(w)
+	return w
+}
+
+// find returns the index of owner's waiter with request ID reqID that was
+// not cancelled yet, or -1.
+func (q *waitQueue) find(owner, reqID string) int {
+	for i, w := range q.list {
+		if w.req.RequestID == reqID && w.req.Owner == owner && !w.cancelled {
+			return i
+		}
+	}
+	return -1
+}
+
+// removeAt takes the waiter at i out of the queue.
+func (q *waitQueue) removeAt(i int) {
+	q.list[i].gone = true
+	n := len(q.list)
+	copy(q.list[i:], q.list[i+1:])
+	q.list[n-1] = nil // no stale pointer left in the backing array
+	q.list = q.list[:n-1]
+}
+
+// indexOf returns w's index, or -1.
+func (q *waitQueue) indexOf(w *waiter) int {
+	for i, x := range q.list {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// expire takes every waiter whose deadline passed at now (and whose
+// attempt is not in flight) out of the queue and returns them.
+func (q *waitQueue) expire(now time.Time) []*waiter {
+	expired := q.deadlines.expired(now)
+	if len(expired) == 0 {
+		return nil
+	}
+	for _, w := range expired {
+		w.gone = true
+	}
+	kept := q.list[:0]
+	for _, w := range q.list {
+		if !w.gone {
+			kept = append(kept, w)
+		}
+	}
+	clear(q.list[len(kept):])
+	q.list = kept
+	return expired
+}
+
+// reset forgets every waiter.
+func (q *waitQueue) reset() {
+	q.list, q.deadlines = nil, nil
+}
