@@ -1,0 +1,237 @@
+package client_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/redisio"
+)
+
+func latchCount(t *testing.T, d *client.CountDownLatch) int64 {
+	t.Helper()
+	n, err := d.Count(context.Background())
+	require.NoError(t, err)
+	return n
+}
+
+func setCount(t *testing.T, d *client.CountDownLatch, n int64) {
+	t.Helper()
+	ok, err := d.TrySetCount(context.Background(), n)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+func TestLatchTrySetCountOnlyOnce(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		d := c.CountDownLatch("latch-set")
+		for _, bad := range []int64{0, -1} {
+			_, err := d.TrySetCount(ctx, bad)
+			require.ErrorIs(t, err, client.ErrInvalidArgument, "count %d", bad)
+		}
+		_, err := c.CountDownLatch("").TrySetCount(ctx, 1)
+		require.ErrorIs(t, err, client.ErrInvalidArgument)
+		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
+		assert.Zero(t, latchCount(t, d), "a missing latch counts 0")
+
+		setCount(t, d, 2)
+		ok, err := d.TrySetCount(ctx, 5)
+		require.NoError(t, err)
+		assert.False(t, ok, "TrySetCount only once")
+		assert.Equal(t, int64(2), latchCount(t, d))
+		assert.Equal(t, "2", e.rdb.Get(ctx, "latch-set").Val())
+	})
+}
+
+func TestLatchCountDownToZeroDeletesTheKey(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		d := e.newClient(t).CountDownLatch("latch-down")
+		setCount(t, d, 2)
+		require.NoError(t, d.CountDown(ctx))
+		assert.Equal(t, int64(1), latchCount(t, d))
+		assert.Equal(t, "1", e.rdb.Get(ctx, "latch-down").Val())
+		require.NoError(t, d.CountDown(ctx))
+		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, e.rdb.Exists(ctx, "latch-down").Val(), "deleted at zero")
+
+		// Never below zero: an extra CountDown keeps 0 and writes nothing.
+		require.NoError(t, d.CountDown(ctx))
+		require.NoError(t, d.CountDown(ctx))
+		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, e.rdb.Exists(ctx, "latch-down").Val())
+
+		// A latch set anew counts down again.
+		setCount(t, d, 1)
+		require.NoError(t, d.CountDown(ctx))
+		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, e.rdb.Exists(ctx, "latch-down").Val())
+	})
+}
+
+func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d := e.newClient(t).CountDownLatch("latch-missing")
+		start := time.Now()
+		require.NoError(t, d.Await(ctx), "no latch, nothing to wait for")
+		ok, err := d.TryAwait(ctx, 0)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = d.TryAwait(ctx, time.Minute)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Less(t, time.Since(start), 2*time.Second, "at once, without the clock moving")
+
+		setCount(t, d, 1)
+		ok, err = d.TryAwait(ctx, 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "a set latch makes a zero wait fail")
+		require.NoError(t, d.CountDown(ctx))
+		require.NoError(t, d.Await(ctx), "counted down: returns at once")
+	})
+}
+
+func TestLatchAwaitWakesAllWaiters(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "latch-wake-all"
+		clients := []*client.Client{e.newClient(t), e.newClient(t)}
+		setCount(t, clients[0].CountDownLatch(name), 5)
+		var wg sync.WaitGroup
+		returned := make(chan error, 5)
+		for i := range 5 {
+			d := clients[i%2].CountDownLatch(name)
+			wg.Add(1)
+			go func() { defer wg.Done(); returned <- d.Await(ctx) }()
+		}
+		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 2)
+		time.Sleep(50 * time.Millisecond) // every waiter queued and refused
+
+		counter := e.newClient(t).CountDownLatch(name)
+		for range 4 {
+			require.NoError(t, counter.CountDown(ctx))
+		}
+		assert.Equal(t, int64(1), latchCount(t, counter))
+		staysBlocked(t, e, returned, 500*time.Millisecond, "an Await at count 1")
+
+		require.NoError(t, counter.CountDown(ctx))
+		all := make(chan struct{})
+		go func() { wg.Wait(); close(all) }()
+		awaitWhileTime(t, e, all, 3*time.Second, "all five waiters")
+		for range 5 {
+			require.NoError(t, <-returned)
+		}
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
+	})
+}
+
+func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		d := e.newClient(t).CountDownLatch("latch-try-out")
+		setCount(t, d, 1)
+		type result struct {
+			ok  bool
+			err error
+		}
+		done := make(chan result, 1)
+		go func() { ok, err := d.TryAwait(ctx, 500*time.Millisecond); done <- result{ok, err} }()
+		r, took := awaitWhileTime(t, e, done, 3*time.Second, "TryAwait(500ms)")
+		require.NoError(t, r.err, "a wait that runs out is not an error")
+		assert.False(t, r.ok)
+		assert.GreaterOrEqual(t, took, 490*time.Millisecond, "not before its wait ran out")
+		assert.Less(t, took, 2*time.Second, "soon after its wait ran out")
+		require.NoError(t, d.CountDown(ctx)) // counted down after the wait ended
+		assert.Zero(t, latchCount(t, d))
+	})
+}
+
+func TestLatchTryAwaitCountedDownInTime(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "latch-try-in-time"
+		c := e.newClient(t)
+		setCount(t, c.CountDownLatch(name), 1)
+		type result struct {
+			ok  bool
+			err error
+		}
+		done := make(chan result, 1)
+		waiter := e.newClient(t).CountDownLatch(name)
+		start := e.clk.Now()
+		go func() {
+			ok, err := waiter.TryAwait(ctx, 2*time.Second)
+			done <- result{ok, err}
+		}()
+		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 1)
+		e.advance(500 * time.Millisecond)
+		require.NoError(t, c.CountDownLatch(name).CountDown(ctx))
+		r, _ := awaitWhileTime(t, e, done, 3*time.Second, "TryAwait(2s) counted down at 500ms")
+		require.NoError(t, r.err)
+		assert.True(t, r.ok)
+		assert.Less(t, e.clk.Now().Sub(start), 2*time.Second, "before its wait ran out")
+	})
+}
+
+func TestLatchCancelledAwait(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "latch-cancel"
+		d := e.newClient(t).CountDownLatch(name)
+		setCount(t, d, 1)
+
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Await(actx) }()
+		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 1)
+		cancel()
+		err := await.Value(t, done, 2*time.Second, "a cancelled Await returning promptly")
+		require.ErrorIs(t, err, client.ErrNotObtained)
+		require.ErrorIs(t, err, context.Canceled)
+
+		err = d.Await(actx)
+		require.ErrorIs(t, err, client.ErrNotObtained, "already cancelled")
+		require.ErrorIs(t, err, context.Canceled)
+		ok, err := d.TryAwait(actx, time.Second)
+		assert.False(t, ok)
+		require.ErrorIs(t, err, context.Canceled)
+
+		dctx, dcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer dcancel()
+		err = d.Await(dctx)
+		require.ErrorIs(t, err, client.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+
+		assert.Equal(t, int64(1), latchCount(t, d), "the count is untouched")
+		eventually(t, 3*time.Second, func() bool {
+			return e.rdb.PubSubNumSub(ctx, redisio.LatchChannel(name)).Val()[redisio.LatchChannel(name)] == 0
+		}, "no subscription left")
+	})
+}
+
+func TestLatchLostMessageDoesNotHangTheWaiter(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "latch-lost-msg"
+		d := e.newClient(t).CountDownLatch(name)
+		setCount(t, d, 3)
+		done := make(chan error, 1)
+		go func() { done <- d.Await(ctx) }()
+		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 1)
+		// The latch goes without its zero message: the look-again sees it.
+		withoutMessage(t, e, done, func() error { return e.rdb.Del(ctx, name).Err() })
+		err, took := awaitWhileTime(t, e, done, 5*time.Second, "the waiter, without a zero message")
+		require.NoError(t, err)
+		assert.Less(t, took, watchdog/3+time.Second, "within the look-again bound")
+	})
+}

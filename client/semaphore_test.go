@@ -1,0 +1,381 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/redisio"
+)
+
+// awaitCountSubscribers waits until n clients listen on channel: a count
+// waiter subscribes after its first refused attempt, so this tells the test
+// that the waiter is blocked and wakes only by a message or its look-again.
+func awaitCountSubscribers(t *testing.T, e *env, channel string, n int64) {
+	t.Helper()
+	eventually(t, 5*time.Second, func() bool {
+		return e.rdb.PubSubNumSub(context.Background(), channel).Val()[channel] >= n
+	}, "the waiters listen on "+channel)
+}
+
+// staysBlocked lets d pass on e's clock (past the engine's look-again on
+// the fake clock) and fails the test if anything arrived on ch.
+func staysBlocked[T any](t *testing.T, e *env, ch <-chan T, d time.Duration, what string) {
+	t.Helper()
+	e.advance(d)
+	select {
+	case v := <-ch:
+		t.Fatalf("%s: got %v, want still blocked", what, v)
+	default:
+	}
+}
+
+// withoutMessage makes write (a change that publishes nothing) once the
+// waiter on done has settled into its refusal, and on the fake clock checks
+// that the waiter does not proceed until time passes: only the engine's
+// look-again can find the change.
+func withoutMessage[T any](t *testing.T, e *env, done <-chan T, write func() error) {
+	t.Helper()
+	time.Sleep(50 * time.Millisecond) // the wake-up on subscribing has run
+	require.NoError(t, write())
+	if e.fake != nil {
+		time.Sleep(100 * time.Millisecond)
+		select {
+		case v := <-done:
+			t.Fatalf("the waiter proceeded (%v) before its look-again was due", v)
+		default:
+		}
+	}
+}
+
+func available(t *testing.T, s *client.Semaphore) int64 {
+	t.Helper()
+	n, err := s.AvailablePermits(context.Background())
+	require.NoError(t, err)
+	return n
+}
+
+func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-basics")
+		assert.Zero(t, available(t, s), "a missing semaphore has no permits")
+		ok, err := s.TrySetPermits(ctx, 10)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = s.TrySetPermits(ctx, 5)
+		require.NoError(t, err)
+		assert.False(t, ok, "TrySetPermits only once")
+		assert.Equal(t, int64(10), available(t, s))
+
+		require.NoError(t, s.Acquire(ctx, 1))
+		assert.Equal(t, int64(9), available(t, s))
+		require.NoError(t, s.Release(ctx, 1))
+		assert.Equal(t, int64(10), available(t, s))
+		require.NoError(t, s.Acquire(ctx, 5))
+		assert.Equal(t, int64(5), available(t, s))
+		assert.Equal(t, "5", e.rdb.Get(ctx, "sem-basics").Val(), "the count is the key's value")
+
+		ok, err = s.TryAcquire(ctx, 5, 0)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = s.TryAcquire(ctx, 1, 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "none left")
+		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-basics").Val())
+	})
+}
+
+func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		s := c.Semaphore("sem-no-init")
+
+		// Zero permits: nothing to take, nothing to give, nothing written.
+		require.NoError(t, s.Release(ctx, 0))
+		require.NoError(t, s.Acquire(ctx, 0), "Acquire(0) on an empty semaphore")
+		ok, err := s.TryAcquire(ctx, 0, 0)
+		require.NoError(t, err)
+		assert.True(t, ok, "TryAcquire(0) on an empty semaphore")
+		ok, err = s.TryAcquire(ctx, 0, time.Second)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "zero permits write nothing")
+
+		// Release needs no prior acquire, nor an initialised semaphore.
+		require.NoError(t, s.Release(ctx, 1))
+		assert.Equal(t, int64(1), available(t, s))
+		require.NoError(t, s.Release(ctx, 1))
+		assert.Equal(t, int64(2), available(t, s))
+		require.NoError(t, s.Acquire(ctx, 2))
+		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-no-init").Val())
+		require.NoError(t, s.Release(ctx, 0))
+		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-no-init").Val(), "Release(0) is a no-op")
+
+		ok, err = c.Semaphore("sem-no-init").TrySetPermits(ctx, 7)
+		require.NoError(t, err)
+		assert.False(t, ok, "a released-into semaphore exists")
+	})
+}
+
+func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-negative")
+		calls := []struct {
+			what string
+			call func() error
+		}{
+			{"Release", func() error { return s.Release(ctx, -1) }},
+			{"Acquire", func() error { return s.Acquire(ctx, -1) }},
+			{"TryAcquire", func() error { _, err := s.TryAcquire(ctx, -3, time.Second); return err }},
+			{"TryAcquire, negative wait", func() error { _, err := s.TryAcquire(ctx, 1, -time.Second); return err }},
+			{"TrySetPermits", func() error { _, err := s.TrySetPermits(ctx, -10); return err }},
+			{"Release beyond 2^53", func() error { return s.Release(ctx, 1<<53+1) }},
+			{"AddPermits beyond -2^53", func() error { return s.AddPermits(ctx, -(1<<53 + 1)) }},
+		}
+		for _, c := range calls {
+			require.ErrorIs(t, c.call(), client.ErrInvalidArgument, c.what)
+		}
+		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
+	})
+}
+
+func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		s := c.Semaphore("sem-wake-release")
+		ok, err := s.TrySetPermits(ctx, 2)
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		done := make(chan error, 1)
+		go func() { done <- s.Acquire(ctx, 4) }()
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-wake-release"), 1)
+		require.NoError(t, e.newClient(t).Semaphore("sem-wake-release").Release(ctx, 1))
+		staysBlocked(t, e, done, 500*time.Millisecond, "Acquire(4) with 3 available")
+		assert.Equal(t, int64(3), available(t, s))
+		require.NoError(t, s.Release(ctx, 1))
+		err, _ = awaitWhileTime(t, e, done, 3*time.Second, "Acquire(4) after the second release")
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), available(t, s))
+	})
+}
+
+func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-wake-add")
+		ok, err := s.TrySetPermits(ctx, 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		done := make(chan error, 1)
+		go func() { done <- s.Acquire(ctx, 2) }()
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-wake-add"), 1)
+		staysBlocked(t, e, done, 700*time.Millisecond, "Acquire(2) with 1 available, after two look-agains")
+		assert.Equal(t, int64(1), available(t, s), "a refused acquire takes nothing")
+		require.NoError(t, s.AddPermits(ctx, 1))
+		err, _ = awaitWhileTime(t, e, done, 3*time.Second, "Acquire(2) after AddPermits(1)")
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), available(t, s))
+	})
+}
+
+func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-reduce")
+		ok, err := s.TrySetPermits(ctx, 10)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, s.Acquire(ctx, 10))
+		require.NoError(t, s.AddPermits(ctx, -5))
+		assert.Equal(t, int64(-5), available(t, s))
+		assert.Equal(t, "-5", e.rdb.Get(ctx, "sem-reduce").Val())
+		ok, err = s.TryAcquire(ctx, 1, 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "nothing to take below zero")
+		require.NoError(t, s.AddPermits(ctx, 0), "AddPermits(0) is a no-op")
+		require.NoError(t, s.Release(ctx, 10))
+		assert.Equal(t, int64(5), available(t, s))
+		require.NoError(t, s.AddPermits(ctx, 3))
+		assert.Equal(t, int64(8), available(t, s))
+	})
+}
+
+func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		n, err := c.Semaphore("sem-drain-missing").DrainPermits(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		assert.Zero(t, e.rdb.Exists(ctx, "sem-drain-missing").Val(), "draining a missing semaphore writes nothing")
+
+		s := c.Semaphore("sem-drain")
+		ok, err := s.TrySetPermits(ctx, 10)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, s.Acquire(ctx, 3))
+		n, err = s.DrainPermits(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(7), n)
+		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-drain").Val())
+		n, err = s.DrainPermits(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing left the second time")
+
+		// A negative count is returned as it was, and becomes 0 (Redisson).
+		require.NoError(t, s.AddPermits(ctx, -3))
+		n, err = s.DrainPermits(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(-3), n)
+		assert.Zero(t, available(t, s))
+	})
+}
+
+func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-try-wait")
+		require.NoError(t, s.Release(ctx, 1))
+
+		ok, err := s.TryAcquire(ctx, 2, 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "no wait: one attempt")
+
+		type result struct {
+			ok  bool
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ok, err := s.TryAcquire(ctx, 2, 500*time.Millisecond)
+			done <- result{ok, err}
+		}()
+		r, took := awaitWhileTime(t, e, done, 3*time.Second, "TryAcquire(2, 500ms)")
+		require.NoError(t, r.err, "a wait that runs out is not an error")
+		assert.False(t, r.ok)
+		assert.GreaterOrEqual(t, took, 490*time.Millisecond, "not before its wait ran out")
+		assert.Less(t, took, 2*time.Second, "soon after its wait ran out")
+		assert.Equal(t, int64(1), available(t, s), "nothing taken")
+
+		// A timed acquire that is served in time (Redisson's testTryNAcquire).
+		go func() {
+			ok, err := s.TryAcquire(ctx, 2, 5*time.Second)
+			done <- result{ok, err}
+		}()
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-try-wait"), 1)
+		e.advance(300 * time.Millisecond)
+		require.NoError(t, s.Release(ctx, 1))
+		r, _ = awaitWhileTime(t, e, done, 3*time.Second, "TryAcquire(2, 5s) after a release")
+		require.NoError(t, r.err)
+		assert.True(t, r.ok)
+		assert.Zero(t, available(t, s))
+	})
+}
+
+func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-cancel")
+		require.NoError(t, s.Release(ctx, 1))
+
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- s.Acquire(actx, 2) }()
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-cancel"), 1)
+		cancel()
+		err := await.Value(t, done, 2*time.Second, "a cancelled Acquire returning promptly")
+		require.ErrorIs(t, err, client.ErrNotObtained)
+		require.ErrorIs(t, err, context.Canceled)
+
+		// Already cancelled: the blocking call and the try call.
+		err = s.Acquire(actx, 1)
+		require.ErrorIs(t, err, client.ErrNotObtained)
+		require.ErrorIs(t, err, context.Canceled)
+		ok, err := s.TryAcquire(actx, 1, time.Second)
+		assert.False(t, ok)
+		require.ErrorIs(t, err, context.Canceled)
+
+		e.advance(100 * time.Millisecond)
+		assert.Equal(t, int64(1), available(t, s), "no permit taken")
+		assert.Equal(t, "1", e.rdb.Get(ctx, "sem-cancel").Val())
+		eventually(t, 3*time.Second, func() bool {
+			return e.rdb.PubSubNumSub(ctx, redisio.SemaphoreChannel("sem-cancel")).Val()[redisio.SemaphoreChannel("sem-cancel")] == 0
+		}, "no subscription left")
+	})
+}
+
+func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		const name = "sem-wake-n"
+		done := make(chan error, 5)
+		for range 5 {
+			s := c.Semaphore(name)
+			go func() { done <- s.Acquire(ctx, 1) }()
+		}
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
+		time.Sleep(100 * time.Millisecond) // all five queued and refused
+
+		require.NoError(t, c.Semaphore(name).Release(ctx, 3))
+		for i := range 3 {
+			err, _ := awaitWhileTime(t, e, done, 3*time.Second, "a waiter woken by Release(3)")
+			require.NoError(t, err, "waiter %d", i)
+		}
+		staysBlocked(t, e, done, 700*time.Millisecond, "a fourth waiter after Release(3)")
+		assert.Zero(t, available(t, c.Semaphore(name)))
+
+		require.NoError(t, e.newClient(t).Semaphore(name).Release(ctx, 2))
+		for i := range 2 {
+			err, _ := awaitWhileTime(t, e, done, 3*time.Second, "a waiter woken by Release(2)")
+			require.NoError(t, err, "waiter %d", i)
+		}
+		assert.Zero(t, available(t, c.Semaphore(name)))
+	})
+}
+
+func TestSemaphoreContention(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		clients := []*client.Client{e.newClient(t), e.newClient(t)}
+		ok, err := clients[0].Semaphore("sem-contention").TrySetPermits(ctx, 3)
+		require.NoError(t, err)
+		require.True(t, ok)
+		sems := make([]*client.Semaphore, 8)
+		for i := range sems {
+			sems[i] = clients[i%2].Semaphore("sem-contention")
+		}
+		contend(t, len(sems), 20, 3,
+			func(i int) error { return sems[i].Acquire(ctx, 1) },
+			func(i int) error { return sems[i].Release(ctx, 1) })
+		assert.Equal(t, int64(3), available(t, sems[0]), "every permit given back")
+	})
+}
+
+func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		s := e.newClient(t).Semaphore("sem-lost-msg")
+		done := make(chan error, 1)
+		go func() { done <- s.Acquire(ctx, 1) }()
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-lost-msg"), 1)
+		// A permit appears without a message (a lost one, or a write by
+		// another tool): the waiter's look-again (watchdog/3) finds it.
+		withoutMessage(t, e, done, func() error { return e.rdb.Set(ctx, "sem-lost-msg", 1, 0).Err() })
+		err, took := awaitWhileTime(t, e, done, 5*time.Second, "the waiter, without a release message")
+		require.NoError(t, err)
+		assert.Less(t, took, watchdog/3+time.Second, "within the look-again bound")
+		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-lost-msg").Val())
+	})
+}
