@@ -5,23 +5,13 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/warden-go/warden/internal/redistest"
+	"github.com/warden-go/warden/internal/exampleredis"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestRunsOnEmbeddedRedis(t *testing.T) {
-	t.Setenv("REDIS_ADDR", "")
-	if err := run(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestRunsOnRedisServer(t *testing.T) {
-	t.Setenv("REDIS_ADDR", redistest.Start(t).Addr())
-	if err := run(); err != nil {
-		t.Fatal(err)
-	}
+func TestRuns(t *testing.T) {
+	exampleredis.TestRun(t, run)
 }

@@ -12,7 +12,37 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/client"
 )
+
+// Main runs an example's run and exits with status 1 if it fails.
+func Main(run func() error) {
+	if err := run(); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+}
+
+// Run gives body a context that ends after timeout, the Redis of Connect
+// (its location printed) and a warden Client on it, and closes both when
+// body returns.
+func Run(timeout time.Duration, body func(ctx context.Context, c *client.Client, rdb redis.UniversalClient) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rdb, where, stopRedis, err := Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+	fmt.Println("redis:", where)
+	c, err := client.New(rdb)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close(context.Background()) }() // ErrClosed when body closed it
+	return body(ctx, c, rdb)
+}
 
 // Connect returns a client for the Redis at REDIS_ADDR, or else for an
 // embedded miniredis; where says which, for printing; closeAll closes the
