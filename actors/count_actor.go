@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -202,6 +203,17 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
 	req, permitID := o.w.req, o.w.permitID
 	sys, self := ctx.ActorSystem(), ctx.Self()
+	undo := func(c context.Context) error {
+		switch kind {
+		case messages.KindSemaphore:
+			_, err := cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, req.RequestID)
+			return err
+		case messages.KindPermitSemaphore:
+			_, err := cfg.Scripts.PermitUndoAcquire(c, cfg.Redis, name, permitID, cfg.Clock.Now())
+			return err
+		}
+		return nil // a latch await takes nothing
+	}
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -210,26 +222,37 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 		d := &countDone{op: o}
 		rs := cfg.ReplicaSync
 		switch {
+		case o.undo:
+			d.err = undo(c)
 		case kind == messages.KindCountDownLatch:
-			if !o.undo {
-				var n int64
-				n, d.err = redisio.LatchCount(c, cfg.Redis, name)
-				d.acquired = n <= 0
-			}
-		case kind == messages.KindSemaphore && o.undo:
-			_, d.err = cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, req.RequestID)
+			var n int64
+			n, d.err = redisio.LatchCount(c, cfg.Redis, name)
+			d.acquired = n <= 0
 		case kind == messages.KindSemaphore:
 			d.acquired, _, _, d.err = cfg.Scripts.SemaphoreAcquire(c, cfg.Redis, rs, name, req.RequestID, req.Permits)
-		case o.undo:
-			_, d.err = cfg.Scripts.PermitUndoAcquire(c, cfg.Redis, name, permitID, cfg.Clock.Now())
 		default:
 			var res redisio.PermitResult
 			res, _, d.err = cfg.Scripts.PermitAcquire(c, cfg.Redis, rs, name, permitID, req.Lease, cfg.Clock.Now())
 			d.acquired, d.next = res.Acquired, res.NextExpiry
 		}
+		if !o.undo && (d.acquired || d.err != nil) && cfg.IO.Err() != nil {
+			// The engine is closing: nobody will read this result, and an
+			// undo queued now would never run. Give back what the attempt
+			// may have taken here, or the permits would be gone for good.
+			uc, ucancel := context.WithTimeout(context.WithoutCancel(cfg.IO), closingUndoTimeout)
+			if err := undo(uc); err != nil {
+				cfg.Logger.Warn("warden: could not give back permits of an acquire cut by Close",
+					slog.String("name", name), slog.Any("err", err))
+			}
+			ucancel()
+			d.acquired, d.err = false, errors.Join(messages.ErrClosed, d.err)
+		}
 		sys.Root.Send(self, d)
 	})
 }
+
+// closingUndoTimeout bounds the undo of a counting acquire that Close cut.
+const closingUndoTimeout = time.Second
 
 func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 	a.inflight = nil
