@@ -125,6 +125,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 		a.timer.stop()
 		a.idle.stop()
 		a.io.Wait()
+		a.undoLeft()
 		a.answerAll(ctx, messages.ErrClosed)
 		return
 	default:
@@ -148,8 +149,8 @@ func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 }
 
 // onMessage wakes the waiters a message on the channel concerns: the
-// latch's zero wakes all; a semaphore's new count n wakes n waiters (one
-// when the count cannot be read).
+// latch's zero wakes all; a semaphore's new count n wakes up to n waiters
+// it could serve (n = 1 when the count cannot be read).
 func (a *countActor) onMessage(payload string) {
 	if a.key.Kind == messages.KindCountDownLatch {
 		if payload == redisio.LatchZeroMessage {
@@ -161,8 +162,16 @@ func (a *countActor) onMessage(payload string) {
 	if err != nil {
 		n = 1
 	}
-	if n > 0 {
-		a.wake(int(min(n, int64(len(a.waiters.list)))))
+	// Wake, in order, up to n waiters that n permits could serve: a head
+	// asking for more than there are must not hold back those behind it.
+	for _, w := range a.waiters.list {
+		if n <= 0 {
+			break
+		}
+		if need := max(w.req.Permits, 1); need <= n {
+			wake(w)
+			n--
+		}
 	}
 }
 
@@ -203,17 +212,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
 	req, permitID := o.w.req, o.w.permitID
 	sys, self := ctx.ActorSystem(), ctx.Self()
-	undo := func(c context.Context) error {
-		switch kind {
-		case messages.KindSemaphore:
-			_, err := cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, req.RequestID)
-			return err
-		case messages.KindPermitSemaphore:
-			_, err := cfg.Scripts.PermitUndoAcquire(c, cfg.Redis, name, permitID, cfg.Clock.Now())
-			return err
-		}
-		return nil // a latch await takes nothing
-	}
+	undo := func(c context.Context) error { return a.undo(c, o.w) }
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -223,7 +222,11 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 		rs := cfg.ReplicaSync
 		switch {
 		case o.undo:
-			d.err = undo(c)
+			// An undo gives permits back: it must run even while Close
+			// cancels the engine's calls.
+			uc, ucancel := context.WithTimeout(context.WithoutCancel(cfg.IO), redisio.IOTimeout)
+			d.err = undo(uc)
+			ucancel()
 		case kind == messages.KindCountDownLatch:
 			var n int64
 			n, d.err = redisio.LatchCount(c, cfg.Redis, name)
@@ -251,8 +254,43 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	})
 }
 
-// closingUndoTimeout bounds the undo of a counting acquire that Close cut.
+// closingUndoTimeout bounds a give-back run while the engine stops.
 const closingUndoTimeout = time.Second
+
+// undo gives back what w's acquire may have taken. It reads only what
+// never changes (config, w's request and permit ID), so it may run off the
+// actor.
+func (a *countActor) undo(c context.Context, w *waiter) error {
+	cfg, name := a.cfg, a.key.Name
+	switch a.key.Kind {
+	case messages.KindSemaphore:
+		_, err := cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, w.req.RequestID)
+		return err
+	case messages.KindPermitSemaphore:
+		_, err := cfg.Scripts.PermitUndoAcquire(c, cfg.Redis, name, w.permitID, cfg.Clock.Now())
+		return err
+	}
+	return nil // a latch await takes nothing
+}
+
+// undoLeft gives back, at once, what the queued undos and the attempt in
+// flight (whose answer will not be read) may have taken: the actor is
+// stopping. Its Redis call has finished (a.io.Wait) before this runs.
+func (a *countActor) undoLeft() {
+	left := a.ops
+	if o := a.inflight; o != nil {
+		left = append(left, &countOp{w: o.w, undo: true})
+	}
+	for _, o := range left {
+		c, cancel := context.WithTimeout(context.WithoutCancel(a.cfg.IO), closingUndoTimeout)
+		if err := a.undo(c, o.w); err != nil {
+			a.cfg.Logger.Warn("warden: could not give back permits while stopping",
+				slog.String("name", a.key.Name), slog.Any("err", err))
+		}
+		cancel()
+	}
+	a.ops, a.inflight = nil, nil
+}
 
 func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 	a.inflight = nil
@@ -391,6 +429,7 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 	a.timer.stop()
 	a.idle.stop()
 	a.io.Wait()
+	a.undoLeft()
 	if a.subscribed {
 		a.subscribed = false
 		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -266,7 +267,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 		if w.cancelled || !w.ready {
 			continue
 		}
-		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.perWaiter() {
+		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.perWaiter() || a.rio.shared() {
 			a.start(ctx, &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
 			return
 		}
@@ -758,6 +759,26 @@ func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
 		RequestID: w.req.RequestID, Err: err})
 }
 
+// leaveAll gives up, at once and in order, the Redis queue places of every
+// fair waiter (the actor is stopping: a queued give-up would never run).
+// The actor's Redis call has finished (a.io.Wait) before this runs.
+func (a *keyActor) leaveAll() {
+	if !a.rio.perWaiter() {
+		return
+	}
+	for _, w := range a.waiters.list {
+		if !w.refused && !w.inflight {
+			continue
+		}
+		c, cancel := context.WithTimeout(context.WithoutCancel(a.cfg.IO), closingUndoTimeout)
+		if err := a.rio.giveUp(c, w); err != nil {
+			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
+				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
+		}
+		cancel()
+	}
+}
+
 func (a *keyActor) respond(ctx actor.Context, to *actor.PID, msg any) {
 	if to != nil {
 		ctx.Send(to, msg)
@@ -833,8 +854,10 @@ func (a *keyActor) abandon(ctx actor.Context, why error) {
 }
 
 // answerAll answers every waiter and every release queued or in flight
-// with err, and forgets them.
+// with err, and forgets them. Fair waiters first give up their places in
+// Redis's queue, or the lock's other waiters would wait for them.
 func (a *keyActor) answerAll(ctx actor.Context, err error) {
+	a.leaveAll()
 	for _, w := range a.waiters.list {
 		if !w.cancelled {
 			a.replyFailed(ctx, w, err)

@@ -193,3 +193,21 @@ func TestFairTryLockNeverEnqueuesAndLateUnlockSucceeds(t *testing.T) {
 		require.NoError(t, other.Unlock(ctx))
 	})
 }
+
+func TestClosingClientGivesUpItsFairWaitersPlaces(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		holder := e.newClient(t).FairLock("fair-close")
+		require.NoError(t, holder.LockLease(ctx, 10*time.Second))
+		c := e.newClient(t)
+		got := make(chan error, 1)
+		go func() { got <- c.FairLock("fair-close").Lock(ctx) }()
+		eventually(t, 2*time.Second, func() bool {
+			return e.rdb.LLen(ctx, redisio.FairQueueKey("fair-close")).Val() == 1
+		}, "the waiter took its place")
+		e.close(t, c)
+		require.ErrorIs(t, await.Value(t, got, 5*time.Second, "the waiter"), client.ErrClosed)
+		assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey("fair-close"), redisio.FairTimeoutKey("fair-close")).Val(),
+			"no place left behind for the others to wait on")
+	})
+}

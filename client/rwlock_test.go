@@ -255,3 +255,25 @@ func TestReadWriteWatchdogRenewsBothSides(t *testing.T) {
 		assert.Zero(t, e.rdb.Exists(ctx, "rw-renew").Val())
 	})
 }
+
+func TestDowngradeIsNotBlockedByALocalReaderWaiting(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c := e.newClient(t)
+		rw, other := c.ReadWriteLock("rw-local-downgrade"), c.ReadWriteLock("rw-local-downgrade")
+		require.NoError(t, rw.WriteLock().Lock(ctx))
+		waiting := make(chan error, 1)
+		go func() { waiting <- other.ReadLock().Lock(ctx) }() // refused: the lock is write-held
+		time.Sleep(30 * time.Millisecond)
+		// The writer's own read comes after a refused reader of the same
+		// process, and must not queue behind it (it would wait for its own
+		// write unlock).
+		require.NoError(t, rw.ReadLock().Lock(ctx), "the writer takes its read at once")
+		require.NoError(t, rw.WriteLock().Unlock(ctx))
+		err, _ := awaitWhileTime(t, e, waiting, 2*time.Second, "the other reader")
+		require.NoError(t, err)
+		require.NoError(t, other.ReadLock().Unlock(ctx))
+		require.NoError(t, rw.ReadLock().Unlock(ctx))
+	})
+}

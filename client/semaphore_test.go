@@ -379,3 +379,29 @@ func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
 		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-lost-msg").Val())
 	})
 }
+
+func TestSemaphoreHeadAskingForMoreDoesNotHoldBackSmallerWaiters(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c := e.newClient(t)
+		sem := c.Semaphore("sem-head")
+		big := make(chan error, 1)
+		go func() { big <- sem.Acquire(ctx, 5) }()
+		time.Sleep(30 * time.Millisecond)
+		small := make(chan error, 1)
+		go func() { small <- sem.Acquire(ctx, 1) }()
+		time.Sleep(30 * time.Millisecond)
+		require.NoError(t, e.newClient(t).Semaphore("sem-head").Release(ctx, 1))
+		err, _ := awaitWhileTime(t, e, small, 2*time.Second, "the waiter one permit serves")
+		require.NoError(t, err)
+		select {
+		case err := <-big:
+			t.Fatalf("the head asking for 5 got through with 1 released: %v", err)
+		default:
+		}
+		require.NoError(t, sem.Release(ctx, 5))
+		err, _ = awaitWhileTime(t, e, big, 2*time.Second, "the head")
+		require.NoError(t, err)
+	})
+}

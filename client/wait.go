@@ -25,6 +25,13 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 	select {
 	case reply = <-ch:
 	case <-c.done:
+		select {
+		case r := <-ch:
+			if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
+				giveBack(a) // answered as the engine stopped: nobody will use it
+			}
+		default:
+		}
 		return nil, ErrClosed
 	case <-ctx.Done():
 		c.send(&messages.Cancel{Name: req.Name, Kind: req.Kind, Owner: req.Owner, RequestID: req.RequestID})
