@@ -12,21 +12,23 @@ import (
 // before anything else, as Redisson's RedissonFairLock does; now is always
 // the caller's clock, never Redis's.
 var (
+	//go:embed scripts/fair_lib.lua
+	fairLibLua string
 	//go:embed scripts/fair_acquire.lua
 	fairAcquireLua    string
-	fairAcquireScript = newScript(fairAcquireLua)
+	fairAcquireScript = newScript(fairLibLua + "\n" + fairAcquireLua)
 	//go:embed scripts/fair_unlock.lua
 	fairUnlockLua    string
-	fairUnlockScript = newScript(fairUnlockLua)
+	fairUnlockScript = newScript(fairLibLua + "\n" + fairUnlockLua)
 	//go:embed scripts/fair_undo.lua
 	fairUndoLua    string
-	fairUndoScript = newScript(fairUndoLua)
+	fairUndoScript = newScript(fairLibLua + "\n" + fairUndoLua)
 	//go:embed scripts/fair_forceunlock.lua
 	fairForceUnlockLua    string
-	fairForceUnlockScript = newScript(fairForceUnlockLua)
+	fairForceUnlockScript = newScript(fairLibLua + "\n" + fairForceUnlockLua)
 	//go:embed scripts/fair_cancel.lua
 	fairCancelLua    string
-	fairCancelScript = newScript(fairCancelLua)
+	fairCancelScript = newScript(fairLibLua + "\n" + fairCancelLua)
 )
 
 // FairQueueKey is the fair lock's FIFO of waiting owners (a LIST):

@@ -31,9 +31,7 @@ if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') en
 if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty request id') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid allowance') end
-if not int(ARGV[6]) or string.sub(ARGV[6], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid now')
-end
+if not fair_time(ARGV[6]) then return redis.error_reply('ERR warden: invalid now') end
 if ARGV[7] ~= '0' and ARGV[7] ~= '1' then return redis.error_reply('ERR warden: invalid enqueue flag') end
 
 local owner = ARGV[1]
@@ -49,26 +47,12 @@ end
 
 -- Drop stale heads: a head whose deadline passed (or that has none) gave up
 -- or died. The deadlines behind it stay as they are.
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) > now then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
+fair_drop_stale(now)
 
 local head = redis.call('lindex', KEYS[2], 0)
 if redis.call('exists', KEYS[1]) == 0 and (not head or head == owner) then
-  redis.call('zrem', KEYS[3], owner)
-  if head == owner then
-    -- Leave the queue; everyone behind waits one allowance less.
-    redis.call('lpop', KEYS[2])
-    local rest = redis.call('lrange', KEYS[2], 0, -1)
-    for i = 1, #rest do
-      redis.call('zincrby', KEYS[3], '-' .. ARGV[5], rest[i])
-    end
-  end
+  -- Leave the queue; everyone behind waits one allowance less.
+  fair_leave(owner, function() return tonumber(ARGV[5]) end)
   local n = redis.call('hincrby', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[4], ARGV[3], 'px', ARGV[4])

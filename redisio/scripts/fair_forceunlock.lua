@@ -11,26 +11,14 @@
 -- Reply: 1 when the lock existed and was deleted ("0" published on the head
 -- waiter's channel), 0 otherwise. Queue heads whose deadline is <= now are
 -- dropped first. Errors before any write when an argument is malformed.
-if not int(ARGV[1]) or string.sub(ARGV[1], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid now')
-end
+if not fair_time(ARGV[1]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 
 local now = tonumber(ARGV[1])
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) > now then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
+fair_drop_stale(now)
 
 if redis.call('del', KEYS[1]) == 1 then
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head then
-    redis.call(ARGV[2], KEYS[4] .. ':' .. head, '0')
-  end
+  fair_wake_head(ARGV[2])
   return 1
 end
 return 0

@@ -30,22 +30,13 @@
 -- next waiter in front of the current lock's expiry plus its allowance.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id') end
-if not int(ARGV[3]) or string.sub(ARGV[3], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid now')
-end
+if not fair_time(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
 
 local owner = ARGV[1]
 local now = tonumber(ARGV[3])
 local before = redis.call('lindex', KEYS[2], 0)
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) > now then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
+fair_drop_stale(now)
 
 local undone = 0
 if redis.call('get', KEYS[5]) == ARGV[2] then
@@ -61,40 +52,23 @@ if redis.call('get', KEYS[5]) == ARGV[2] then
     end
   end
 else
-  -- Not applied: leave the queue as a waiter that gives up would.
-  local queue = redis.call('lrange', KEYS[2], 0, -1)
-  local found = 0
-  local shift = 0
-  for i = 1, #queue do
-    if found == 0 then
-      if queue[i] == owner then
-        found = i
-        local mine = redis.call('zscore', KEYS[3], owner)
-        local prev
-        if i > 1 then
-          prev = redis.call('zscore', KEYS[3], queue[i - 1])
-        else
-          local pttl = redis.call('pttl', KEYS[1])
-          if pttl < 0 then pttl = 0 end
-          prev = now + pttl
-        end
-        if mine and prev then
-          shift = tonumber(mine) - tonumber(prev)
-          if shift < 0 then shift = 0 end
-        end
-      end
-    elseif queue[i] ~= owner and shift > 0 then
-      redis.call('zincrby', KEYS[3], string.format('%.0f', -shift), queue[i])
+  -- Not applied: leave the queue as a waiter that gives up would, by the
+  -- allowance it queued with: its deadline less the one ahead of it (or
+  -- the lock's expiry, for the head).
+  fair_leave(owner, function(i, queue)
+    local mine = redis.call('zscore', KEYS[3], owner)
+    local prev
+    if i > 1 then
+      prev = redis.call('zscore', KEYS[3], queue[i - 1])
+    else
+      local pttl = redis.call('pttl', KEYS[1])
+      if pttl < 0 then pttl = 0 end
+      prev = now + pttl
     end
-  end
-  redis.call('zrem', KEYS[3], owner)
-  if found > 0 then
-    redis.call('lrem', KEYS[2], 0, owner)
-  end
+    if not (mine and prev) then return 0 end
+    return math.max(0, tonumber(mine) - tonumber(prev))
+  end)
 end
 
-local after = redis.call('lindex', KEYS[2], 0)
-if after and after ~= before and redis.call('exists', KEYS[1]) == 0 then
-  redis.call(ARGV[4], KEYS[4] .. ':' .. after, '0')
-end
+fair_wake_new_head(before, ARGV[4])
 return undone

@@ -21,9 +21,7 @@
 -- Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
-if not int(ARGV[3]) or string.sub(ARGV[3], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid now')
-end
+if not fair_time(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
@@ -31,27 +29,13 @@ local done = redis.call('get', KEYS[5])
 if done then return tonumber(done) end
 
 local now = tonumber(ARGV[3])
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) > now then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
-
-local function wakeHead()
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head then
-    redis.call(ARGV[4], KEYS[4] .. ':' .. head, '0')
-  end
-end
+fair_drop_stale(now)
 
 local n
 if redis.call('exists', KEYS[1]) == 0 then
   n = 0
   redis.call('del', KEYS[6])
-  wakeHead()
+  fair_wake_head(ARGV[4])
 else
   if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
   n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
@@ -60,7 +44,7 @@ else
   else
     n = 0
     redis.call('del', KEYS[1], KEYS[6])
-    wakeHead()
+    fair_wake_head(ARGV[4])
   end
 end
 redis.call('set', KEYS[5], n, 'px', ARGV[5])
