@@ -448,7 +448,3 @@ func (a *countActor) answerAll(ctx actor.Context, err error) {
 	a.waiters.reset()
 	a.ops, a.inflight = nil, nil
 }
-
-func failedReply(m *messages.Acquire, err error) *messages.AcquireFailed {
-	return &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err}
-}

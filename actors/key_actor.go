@@ -74,6 +74,8 @@ type waiter struct {
 	gone bool
 	// permitID is the permit a permit-expirable semaphore waiter asks for.
 	permitID string
+	// channel is what a refused waiter listens on (set with refused).
+	channel string
 }
 
 // opKind tells what the one Redis request in flight does.
@@ -398,8 +400,8 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
 			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id})
 	default:
-		if !w.try {
-			w.refused = true
+		if !w.try && !w.refused {
+			w.refused, w.channel = true, a.rio.channel(w.req.Owner)
 		}
 		switch {
 		case w.cancelled:
@@ -626,10 +628,13 @@ func (a *keyActor) settle(ctx actor.Context) {
 // its refused waiters listen on: the name's channel, or each fair waiter's
 // own.
 func (a *keyActor) syncSubscriptions(ctx actor.Context) {
+	if len(a.waiters.list) == 0 && len(a.subs) == 0 {
+		return // the uncontended path: nothing to compare
+	}
 	want := map[string]bool{}
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
-			want[a.rio.channel(w.req.Owner)] = true
+			want[w.channel] = true
 			if !a.rio.perWaiter() {
 				break
 			}
@@ -682,7 +687,7 @@ func (a *keyActor) wakeChannel(channel, payload string) {
 		a.wakeAll()
 	case a.rio.perWaiter():
 		for _, w := range a.waiters.list {
-			if a.rio.channel(w.req.Owner) == channel {
+			if w.channel == channel {
 				wake(w)
 			}
 		}
@@ -755,8 +760,7 @@ func (a *keyActor) closedOr(err error) error {
 }
 
 func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
-	a.respond(ctx, w.sender, &messages.AcquireFailed{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
-		RequestID: w.req.RequestID, Err: err})
+	a.respond(ctx, w.sender, failedReply(w.req, err))
 }
 
 // leaveAll gives up, at once and in order, the Redis queue places of every
@@ -826,8 +830,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 func (a *keyActor) receiveFailed(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
-		a.respond(ctx, ctx.Sender(), &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
-			RequestID: m.RequestID, Err: a.fault})
+		a.respond(ctx, ctx.Sender(), failedReply(m, a.fault))
 	case *messages.Release:
 		a.respond(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
 			RequestID: m.RequestID, Err: a.fault})

@@ -82,3 +82,8 @@ func (q *waitQueue) expire(now time.Time) []*waiter {
 func (q *waitQueue) reset() {
 	q.list, q.deadlines = nil, nil
 }
+
+// failedReply answers m with err.
+func failedReply(m *messages.Acquire, err error) *messages.AcquireFailed {
+	return &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err}
+}
