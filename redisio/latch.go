@@ -3,11 +3,8 @@ package redisio
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -53,23 +50,13 @@ func (s *Scripts) LatchTrySetCount(ctx context.Context, r Redis, name string, co
 // missing: it returns 0 and publishes nothing. It is applied once per
 // reqID: a repeat returns the first result.
 func (s *Scripts) LatchCountDown(ctx context.Context, r Redis, name, reqID string) (int64, error) {
-	n, err := latchCountDownScript.Run(ctx, r, []string{name, LatchChannel(name), OpLatchKey(name, reqID)},
-		LatchZeroMessage, s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("latch count down %s: %w", name, err)
-	}
-	return n, nil
+	return s.countingWrite(ctx, r, latchCountDownScript, "latch count down", name, LatchChannel(name), reqID,
+		LatchZeroMessage)
 }
 
 // LatchCount returns the latch's count: 0 when it does not exist, never
 // negative.
 func LatchCount(ctx context.Context, r Redis, name string) (int64, error) {
-	n, err := r.Get(ctx, name).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("latch count %s: %w", name, err)
-	}
-	return max(n, 0), nil
+	n, err := readCount(ctx, r, "latch count", name)
+	return max(n, 0), err
 }

@@ -94,12 +94,8 @@ func (s *Scripts) SemaphoreUndoAcquire(ctx context.Context, r Redis, name, reqID
 // which it returns. No prior acquire is needed. It is applied once per
 // reqID: a repeat returns the first result.
 func (s *Scripts) SemaphoreRelease(ctx context.Context, r Redis, name, reqID string, permits int64) (int64, error) {
-	n, err := semReleaseScript.Run(ctx, r, []string{name, SemaphoreChannel(name), OpLatchKey(name, reqID)},
-		strconv.FormatInt(permits, 10), s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("semaphore release %s: %w", name, err)
-	}
-	return n, nil
+	return s.countingWrite(ctx, r, semReleaseScript, "semaphore release", name, SemaphoreChannel(name), reqID,
+		strconv.FormatInt(permits, 10))
 }
 
 // SemaphoreTrySetPermits sets the semaphore to permits (at least 0) if it
@@ -118,23 +114,36 @@ func (s *Scripts) SemaphoreTrySetPermits(ctx context.Context, r Redis, name stri
 // may go negative) and returns the new count, published when it is above
 // 0. It is applied once per reqID: a repeat returns the first result.
 func (s *Scripts) SemaphoreAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64) (int64, error) {
-	n, err := semAddPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name), OpLatchKey(name, reqID)},
-		strconv.FormatInt(delta, 10), s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("semaphore add permits %s: %w", name, err)
-	}
-	return n, nil
+	return s.countingWrite(ctx, r, semAddPermitsScript, "semaphore add permits", name, SemaphoreChannel(name), reqID,
+		strconv.FormatInt(delta, 10))
 }
 
 // SemaphoreAvailable returns the semaphore's available permits, 0 when it
 // does not exist. The count may be negative (after SemaphoreAddPermits).
 func SemaphoreAvailable(ctx context.Context, r Redis, name string) (int64, error) {
+	return readCount(ctx, r, "semaphore available", name)
+}
+
+// countingWrite runs sc, a counting write applied once per reqID (KEYS:
+// name, channel, the op latch; ARGV: arg, publish command, latch TTL),
+// and returns its integer reply.
+func (s *Scripts) countingWrite(ctx context.Context, r Redis, sc *redis.Script, op, name, channel, reqID, arg string) (int64, error) {
+	n, err := sc.Run(ctx, r, []string{name, channel, OpLatchKey(name, reqID)}, arg, s.publish, Millis(LatchTTL)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	return n, nil
+}
+
+// readCount reads the integer at name: a semaphore's permits or a latch's
+// count, 0 when absent.
+func readCount(ctx context.Context, r Redis, op, name string) (int64, error) {
 	n, err := r.Get(ctx, name).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("semaphore available %s: %w", name, err)
+		return 0, fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	return n, nil
 }
