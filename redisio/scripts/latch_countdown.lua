@@ -16,12 +16,8 @@ if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty message') 
 if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[3]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
-local seen = redis.call('get', KEYS[3])
-if seen then
-  local first = string.match(seen, '^counted:(%d+)$')
-  if first then return tonumber(first) end
-  return redis.error_reply('ERR warden: request id already used by another operation')
-end
+local again, first = replayed(KEYS[3], 'counted')
+if again then return first end
 
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end

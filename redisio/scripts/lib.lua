@@ -30,3 +30,15 @@ end
 local function pubcmd(v)
   return v == 'publish' or v == 'spublish'
 end
+
+-- replayed looks up a counting write's latch at key: when it holds the
+-- result "<tag>:<n>" of this request ID's first run, it returns true and n;
+-- when the ID was used by another kind of operation, true and an error
+-- reply; when the request is new, false.
+local function replayed(key, tag)
+  local seen = redis.call('get', key)
+  if not seen then return false end
+  local first = string.match(seen, '^' .. string.gsub(tag, '%-', '%%-') .. ':(%-?%d+)$')
+  if first then return true, tonumber(first) end
+  return true, redis.error_reply('ERR warden: request id already used by another operation')
+end

@@ -19,12 +19,8 @@ if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publis
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end
 
-local seen = redis.call('get', KEYS[4])
-if seen then
-  local first = string.match(seen, '^added:(%-?%d+)$')
-  if first then return tonumber(first) end
-  return redis.error_reply('ERR warden: request id already used by another operation')
-end
+local again, first = replayed(KEYS[4], 'added')
+if again then return first end
 
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 local after = redis.call('incrby', KEYS[1], ARGV[1])

@@ -15,12 +15,8 @@ if not ms(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') 
 if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[3]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
-local seen = redis.call('get', KEYS[3])
-if seen then
-  local first = string.match(seen, '^released:(%-?%d+)$')
-  if first then return tonumber(first) end
-  return redis.error_reply('ERR warden: request id already used by another operation')
-end
+local again, first = replayed(KEYS[3], 'released')
+if again then return first end
 
 local after = redis.call('incrby', KEYS[1], ARGV[1])
 local text = string.format('%d', after)
