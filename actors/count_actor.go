@@ -358,28 +358,13 @@ func (a *countActor) onTick(ctx actor.Context) {
 	for _, w := range a.waiters.expire(now) {
 		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
 	}
-	if len(a.waiters.list) > 0 {
-		if w := a.waiters.list[0]; !w.ready && !w.inflight && !now.Before(w.wakeAt) {
-			w.ready = true
-		}
-	}
+	a.waiters.wakeDue(now, false)
 }
 
 // settle re-arms the timer, keeps the subscription while anyone was
 // refused, and arms the idle timer when there is nothing to do.
 func (a *countActor) settle(ctx actor.Context) {
-	next := a.waiters.deadlines.next()
-	if len(a.waiters.list) > 0 {
-		if w := a.waiters.list[0]; !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
-			(next.IsZero() || w.wakeAt.Before(next)) {
-			next = w.wakeAt
-		}
-	}
-	if next.IsZero() {
-		a.timer.stop()
-	} else {
-		a.timer.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &tick{Gen: g} })
-	}
+	a.timer.set(ctx, a.waiters.next(false))
 	want := false
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
@@ -395,14 +380,7 @@ func (a *countActor) settle(ctx actor.Context) {
 			ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 		}
 	}
-	if a.isIdle() {
-		if a.idle.t == nil {
-			a.idle.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.IdleTimeout),
-				func(g uint64) any { return &idleTick{Gen: g} })
-		}
-	} else {
-		a.idle.stop()
-	}
+	a.idle.idleAfter(ctx, a.isIdle(), a.cfg.IdleTimeout)
 }
 
 func (a *countActor) isIdle() bool {

@@ -580,48 +580,21 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
 		a.leave(w)
 	}
-	for i, w := range a.waiters.list {
-		if i > 0 && !a.rio.perWaiter() {
-			break // only the head waits on Redis
-		}
-		if !w.ready && !w.inflight && !now.Before(w.wakeAt) {
-			w.ready = true
-		}
-	}
+	a.waiters.wakeDue(now, a.rio.perWaiter())
 }
 
 // settle re-arms the timer for the next deadline or wake-up, unsubscribes
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
-	next := a.waiters.deadlines.next()
-	for i, w := range a.waiters.list {
-		if i > 0 && !a.rio.perWaiter() {
-			break // only the head waits on Redis
-		}
-		if !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
-			(next.IsZero() || w.wakeAt.Before(next)) {
-			next = w.wakeAt
-		}
-	}
+	next := a.waiters.next(a.rio.perWaiter())
 	for _, h := range a.holdings {
 		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
 			next = h.expiresAt
 		}
 	}
-	if next.IsZero() {
-		a.timer.stop()
-	} else {
-		a.timer.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &tick{Gen: g} })
-	}
+	a.timer.set(ctx, next)
 	a.syncSubscriptions(ctx)
-	if a.isIdle() {
-		if a.idle.t == nil {
-			a.idle.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.IdleTimeout),
-				func(g uint64) any { return &idleTick{Gen: g} })
-		}
-	} else {
-		a.idle.stop()
-	}
+	a.idle.idleAfter(ctx, a.isIdle(), a.cfg.IdleTimeout)
 }
 
 // syncSubscriptions keeps the key actor subscribed to exactly the channels

@@ -51,3 +51,23 @@ func (ct *clockTimer) fired(gen uint64) bool {
 	ct.t = nil
 	return true
 }
+
+// set arms the timer for a tick at `at`, or stops it when at is zero.
+func (ct *clockTimer) set(ctx actor.Context, at time.Time) {
+	if at.IsZero() {
+		ct.stop()
+		return
+	}
+	ct.arm(ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &tick{Gen: g} })
+}
+
+// idleAfter keeps an idle timer armed to fire d after the actor became
+// idle, and stopped while it is not.
+func (ct *clockTimer) idleAfter(ctx actor.Context, idle bool, d time.Duration) {
+	switch {
+	case !idle:
+		ct.stop()
+	case ct.t == nil:
+		ct.arm(ctx.ActorSystem(), ctx.Self(), ct.clock.Now().Add(d), func(g uint64) any { return &idleTick{Gen: g} })
+	}
+}

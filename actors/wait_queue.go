@@ -78,6 +78,38 @@ func (q *waitQueue) expire(now time.Time) []*waiter {
 	return expired
 }
 
+// sleepers returns the waiters that sleep on a look-again time: every
+// waiter when all, else only the head (the one that waits on Redis).
+func (q *waitQueue) sleepers(all bool) []*waiter {
+	if all || len(q.list) == 0 {
+		return q.list
+	}
+	return q.list[:1]
+}
+
+// wakeDue makes the sleepers whose look-again time came at now due for an
+// attempt.
+func (q *waitQueue) wakeDue(now time.Time, all bool) {
+	for _, w := range q.sleepers(all) {
+		if !w.ready && !w.inflight && !now.Before(w.wakeAt) {
+			w.ready = true
+		}
+	}
+}
+
+// next returns the earliest time the queue needs its actor's timer: a
+// deadline or a sleeper's look-again time (the zero time if none).
+func (q *waitQueue) next(all bool) time.Time {
+	next := q.deadlines.next()
+	for _, w := range q.sleepers(all) {
+		if !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
+			(next.IsZero() || w.wakeAt.Before(next)) {
+			next = w.wakeAt
+		}
+	}
+	return next
+}
+
 // reset forgets every waiter.
 func (q *waitQueue) reset() {
 	q.list, q.deadlines = nil, nil
