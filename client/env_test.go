@@ -123,6 +123,23 @@ func (e *env) close(t *testing.T, c *client.Client) {
 	require.NoError(t, c.Close(context.Background()))
 }
 
+// get returns what read reads, failing t on its error: get(t, s.AvailablePermits).
+func get[T any](t *testing.T, read func(context.Context) (T, error)) T {
+	t.Helper()
+	v, err := read(context.Background())
+	require.NoError(t, err)
+	return v
+}
+
+// set runs a TrySet call with n, failing t unless it set the value:
+// set(t, s.TrySetPermits, 10).
+func set(t *testing.T, trySet func(context.Context, int64) (bool, error), n int64) {
+	t.Helper()
+	ok, err := trySet(context.Background(), n)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
 // eventually waits up to d of real time for cond.
 func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
 	t.Helper()

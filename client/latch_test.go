@@ -14,20 +14,6 @@ import (
 	"github.com/warden-go/warden/redisio"
 )
 
-func latchCount(t *testing.T, d *client.CountDownLatch) int64 {
-	t.Helper()
-	n, err := d.Count(context.Background())
-	require.NoError(t, err)
-	return n
-}
-
-func setCount(t *testing.T, d *client.CountDownLatch, n int64) {
-	t.Helper()
-	ok, err := d.TrySetCount(context.Background(), n)
-	require.NoError(t, err)
-	require.True(t, ok)
-}
-
 func TestLatchTrySetCountOnlyOnce(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
@@ -40,13 +26,13 @@ func TestLatchTrySetCountOnlyOnce(t *testing.T) {
 		_, err := c.CountDownLatch("").TrySetCount(ctx, 1)
 		require.ErrorIs(t, err, client.ErrInvalidArgument)
 		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
-		assert.Zero(t, latchCount(t, d), "a missing latch counts 0")
+		assert.Zero(t, get(t, d.Count), "a missing latch counts 0")
 
-		setCount(t, d, 2)
+		set(t, d.TrySetCount, 2)
 		ok, err := d.TrySetCount(ctx, 5)
 		require.NoError(t, err)
 		assert.False(t, ok, "TrySetCount only once")
-		assert.Equal(t, int64(2), latchCount(t, d))
+		assert.Equal(t, int64(2), get(t, d.Count))
 		assert.Equal(t, "2", e.rdb.Get(ctx, "latch-set").Val())
 	})
 }
@@ -55,24 +41,24 @@ func TestLatchCountDownToZeroDeletesTheKey(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		d := e.newClient(t).CountDownLatch("latch-down")
-		setCount(t, d, 2)
+		set(t, d.TrySetCount, 2)
 		require.NoError(t, d.CountDown(ctx))
-		assert.Equal(t, int64(1), latchCount(t, d))
+		assert.Equal(t, int64(1), get(t, d.Count))
 		assert.Equal(t, "1", e.rdb.Get(ctx, "latch-down").Val())
 		require.NoError(t, d.CountDown(ctx))
-		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, get(t, d.Count))
 		assert.Zero(t, e.rdb.Exists(ctx, "latch-down").Val(), "deleted at zero")
 
 		// Never below zero: an extra CountDown keeps 0 and writes nothing.
 		require.NoError(t, d.CountDown(ctx))
 		require.NoError(t, d.CountDown(ctx))
-		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, get(t, d.Count))
 		assert.Zero(t, e.rdb.Exists(ctx, "latch-down").Val())
 
 		// A latch set anew counts down again.
-		setCount(t, d, 1)
+		set(t, d.TrySetCount, 1)
 		require.NoError(t, d.CountDown(ctx))
-		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, get(t, d.Count))
 		assert.Zero(t, e.rdb.Exists(ctx, "latch-down").Val())
 	})
 }
@@ -92,7 +78,7 @@ func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
 		assert.True(t, ok)
 		assert.Less(t, time.Since(start), 2*time.Second, "at once, without the clock moving")
 
-		setCount(t, d, 1)
+		set(t, d.TrySetCount, 1)
 		ok, err = d.TryAwait(ctx, 0)
 		require.NoError(t, err)
 		assert.False(t, ok, "a set latch makes a zero wait fail")
@@ -106,7 +92,7 @@ func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 		ctx := context.Background()
 		const name = "latch-wake-all"
 		clients := []*client.Client{e.newClient(t), e.newClient(t)}
-		setCount(t, clients[0].CountDownLatch(name), 5)
+		set(t, clients[0].CountDownLatch(name).TrySetCount, 5)
 		var wg sync.WaitGroup
 		returned := make(chan error, 5)
 		for i := range 5 {
@@ -121,7 +107,7 @@ func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 		for range 4 {
 			require.NoError(t, counter.CountDown(ctx))
 		}
-		assert.Equal(t, int64(1), latchCount(t, counter))
+		assert.Equal(t, int64(1), get(t, counter.Count))
 		staysBlocked(t, e, returned, 500*time.Millisecond, "an Await at count 1")
 
 		require.NoError(t, counter.CountDown(ctx))
@@ -139,7 +125,7 @@ func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		d := e.newClient(t).CountDownLatch("latch-try-out")
-		setCount(t, d, 1)
+		set(t, d.TrySetCount, 1)
 		type result struct {
 			ok  bool
 			err error
@@ -152,7 +138,7 @@ func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
 		assert.GreaterOrEqual(t, took, 490*time.Millisecond, "not before its wait ran out")
 		assert.Less(t, took, 2*time.Second, "soon after its wait ran out")
 		require.NoError(t, d.CountDown(ctx)) // counted down after the wait ended
-		assert.Zero(t, latchCount(t, d))
+		assert.Zero(t, get(t, d.Count))
 	})
 }
 
@@ -161,7 +147,7 @@ func TestLatchTryAwaitCountedDownInTime(t *testing.T) {
 		ctx := context.Background()
 		const name = "latch-try-in-time"
 		c := e.newClient(t)
-		setCount(t, c.CountDownLatch(name), 1)
+		set(t, c.CountDownLatch(name).TrySetCount, 1)
 		type result struct {
 			ok  bool
 			err error
@@ -188,7 +174,7 @@ func TestLatchCancelledAwait(t *testing.T) {
 		ctx := context.Background()
 		const name = "latch-cancel"
 		d := e.newClient(t).CountDownLatch(name)
-		setCount(t, d, 1)
+		set(t, d.TrySetCount, 1)
 
 		actx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -212,7 +198,7 @@ func TestLatchCancelledAwait(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrNotObtained)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 
-		assert.Equal(t, int64(1), latchCount(t, d), "the count is untouched")
+		assert.Equal(t, int64(1), get(t, d.Count), "the count is untouched")
 		eventually(t, 3*time.Second, func() bool {
 			return e.rdb.PubSubNumSub(ctx, redisio.LatchChannel(name)).Val()[redisio.LatchChannel(name)] == 0
 		}, "no subscription left")
@@ -224,7 +210,7 @@ func TestLatchLostMessageDoesNotHangTheWaiter(t *testing.T) {
 		ctx := context.Background()
 		const name = "latch-lost-msg"
 		d := e.newClient(t).CountDownLatch(name)
-		setCount(t, d, 3)
+		set(t, d.TrySetCount, 3)
 		done := make(chan error, 1)
 		go func() { done <- d.Await(ctx) }()
 		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 1)

@@ -16,30 +16,16 @@ import (
 
 var permitIDFormat = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-func permitsAvailable(t *testing.T, p *client.PermitExpirableSemaphore) int64 {
-	t.Helper()
-	n, err := p.AvailablePermits(context.Background())
-	require.NoError(t, err)
-	return n
-}
-
-func setPermits(t *testing.T, p *client.PermitExpirableSemaphore, n int64) {
-	t.Helper()
-	ok, err := p.TrySetPermits(context.Background(), n)
-	require.NoError(t, err)
-	require.True(t, ok)
-}
-
 func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		const name = "permit-ids"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
-		setPermits(t, p, 2)
+		set(t, p.TrySetPermits, 2)
 		ok, err := p.TrySetPermits(ctx, 9)
 		require.NoError(t, err)
 		assert.False(t, ok, "TrySetPermits only once")
-		assert.Equal(t, int64(2), permitsAvailable(t, p))
+		assert.Equal(t, int64(2), get(t, p.AvailablePermits))
 
 		id, err := p.Acquire(ctx, 0)
 		require.NoError(t, err)
@@ -49,11 +35,11 @@ func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
 		require.True(t, ok)
 		assert.Regexp(t, permitIDFormat, other)
 		assert.NotEqual(t, id, other, "each permit has its own ID")
-		assert.Zero(t, permitsAvailable(t, p))
+		assert.Zero(t, get(t, p.AvailablePermits))
 		assert.Equal(t, int64(2), e.rdb.ZCard(ctx, redisio.PermitTimeoutKey(name)).Val(), "both permits held in Redis")
 
 		require.NoError(t, p.Release(ctx, id))
-		assert.Equal(t, int64(1), permitsAvailable(t, p))
+		assert.Equal(t, int64(1), get(t, p.AvailablePermits))
 		assert.Equal(t, int64(1), e.rdb.ZCard(ctx, redisio.PermitTimeoutKey(name)).Val())
 
 		err = p.Release(ctx, id)
@@ -62,7 +48,7 @@ func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "a second TryRelease")
 		require.ErrorIs(t, p.Release(ctx, redisio.NewPermitID()), client.ErrNotHeld, "an unknown ID")
-		assert.Equal(t, int64(1), permitsAvailable(t, p), "failed releases give nothing back")
+		assert.Equal(t, int64(1), get(t, p.AvailablePermits), "failed releases give nothing back")
 
 		for _, bad := range []string{"1234", "", "ABCDEF0123456789ABCDEF0123456789", other + "0"} {
 			require.ErrorIs(t, p.Release(ctx, bad), client.ErrInvalidArgument, bad)
@@ -104,7 +90,7 @@ func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 		ctx := context.Background()
 		const name = "permit-expiry"
 		holder := e.newClient(t).PermitExpirableSemaphore(name)
-		setPermits(t, holder, 1)
+		set(t, holder.TrySetPermits, 1)
 		start := e.clk.Now()
 		held, err := holder.Acquire(ctx, 500*time.Millisecond) // never released
 		require.NoError(t, err)
@@ -128,9 +114,9 @@ func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "the expired holder's release")
 		require.ErrorIs(t, holder.Release(ctx, held), client.ErrNotHeld)
-		assert.Zero(t, permitsAvailable(t, holder), "the waiter holds the only permit")
+		assert.Zero(t, get(t, holder.AvailablePermits), "the waiter holds the only permit")
 		require.NoError(t, waiter.Release(ctx, r.id))
-		assert.Equal(t, int64(1), permitsAvailable(t, holder))
+		assert.Equal(t, int64(1), get(t, holder.AvailablePermits))
 	})
 }
 
@@ -138,7 +124,7 @@ func TestPermitUpdateLease(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		p := e.newClient(t).PermitExpirableSemaphore("permit-update")
-		setPermits(t, p, 1)
+		set(t, p.TrySetPermits, 1)
 		id, err := p.Acquire(ctx, 300*time.Millisecond)
 		require.NoError(t, err)
 		ok, err := p.UpdateLease(ctx, id, 2*time.Second)
@@ -146,7 +132,7 @@ func TestPermitUpdateLease(t *testing.T) {
 		assert.True(t, ok, "while held")
 
 		e.advance(600 * time.Millisecond) // past the first lease, within the new one
-		assert.Zero(t, permitsAvailable(t, p), "the longer lease holds the permit")
+		assert.Zero(t, get(t, p.AvailablePermits), "the longer lease holds the permit")
 		ok, err = p.UpdateLease(ctx, id, 200*time.Millisecond)
 		require.NoError(t, err)
 		assert.True(t, ok, "still held")
@@ -155,7 +141,7 @@ func TestPermitUpdateLease(t *testing.T) {
 		ok, err = p.UpdateLease(ctx, id, time.Minute)
 		require.NoError(t, err)
 		assert.False(t, ok, "after expiry")
-		assert.Equal(t, int64(1), permitsAvailable(t, p))
+		assert.Equal(t, int64(1), get(t, p.AvailablePermits))
 		ok, err = p.TryRelease(ctx, id)
 		require.NoError(t, err)
 		assert.False(t, ok)
@@ -167,7 +153,7 @@ func TestPermitUpdateLease(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, ok)
 		e.advance(500 * time.Millisecond)
-		assert.Zero(t, permitsAvailable(t, p))
+		assert.Zero(t, get(t, p.AvailablePermits))
 		require.NoError(t, p.Release(ctx, id))
 	})
 }
@@ -177,20 +163,20 @@ func TestPermitAvailablePermitsTrackExpiry(t *testing.T) {
 		ctx := context.Background()
 		const name = "permit-available"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
-		setPermits(t, p, 3)
+		set(t, p.TrySetPermits, 3)
 		short, err := p.Acquire(ctx, 300*time.Millisecond)
 		require.NoError(t, err)
 		long, err := p.Acquire(ctx, 1200*time.Millisecond)
 		require.NoError(t, err)
 		forever, err := p.Acquire(ctx, 0)
 		require.NoError(t, err)
-		assert.Zero(t, permitsAvailable(t, p))
+		assert.Zero(t, get(t, p.AvailablePermits))
 
 		e.advance(700 * time.Millisecond)
-		assert.Equal(t, int64(1), permitsAvailable(t, p), "the short lease ended")
+		assert.Equal(t, int64(1), get(t, p.AvailablePermits), "the short lease ended")
 		assert.Equal(t, int64(2), e.rdb.ZCard(ctx, redisio.PermitTimeoutKey(name)).Val(), "and was reclaimed in Redis")
 		e.advance(900 * time.Millisecond)
-		assert.Equal(t, int64(2), permitsAvailable(t, p), "the long lease ended")
+		assert.Equal(t, int64(2), get(t, p.AvailablePermits), "the long lease ended")
 		assert.Equal(t, "2", e.rdb.Get(ctx, name).Val())
 
 		for _, id := range []string{short, long} {
@@ -199,7 +185,7 @@ func TestPermitAvailablePermitsTrackExpiry(t *testing.T) {
 			assert.False(t, ok, "an expired permit's release")
 		}
 		require.NoError(t, p.Release(ctx, forever), "lease 0 never expires")
-		assert.Equal(t, int64(3), permitsAvailable(t, p))
+		assert.Equal(t, int64(3), get(t, p.AvailablePermits))
 	})
 }
 
@@ -207,7 +193,7 @@ func TestPermitTryAcquireGivesUpAfterItsWait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		p := e.newClient(t).PermitExpirableSemaphore("permit-try")
-		setPermits(t, p, 1)
+		set(t, p.TrySetPermits, 1)
 		held, err := p.Acquire(ctx, 0)
 		require.NoError(t, err)
 
@@ -230,7 +216,7 @@ func TestPermitTryAcquireGivesUpAfterItsWait(t *testing.T) {
 		assert.GreaterOrEqual(t, took, 490*time.Millisecond)
 		assert.Less(t, took, 2*time.Second)
 		require.NoError(t, p.Release(ctx, held), "the holding is untouched")
-		assert.Equal(t, int64(1), permitsAvailable(t, p))
+		assert.Equal(t, int64(1), get(t, p.AvailablePermits))
 	})
 }
 
@@ -239,7 +225,7 @@ func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
 		ctx := context.Background()
 		const name = "permit-cancel"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
-		setPermits(t, p, 1)
+		set(t, p.TrySetPermits, 1)
 		held, err := p.Acquire(ctx, 0)
 		require.NoError(t, err)
 
@@ -254,7 +240,7 @@ func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
 
 		require.NoError(t, p.Release(ctx, held))
 		e.advance(100 * time.Millisecond)
-		assert.Equal(t, int64(1), permitsAvailable(t, p), "the cancelled waiter took nothing")
+		assert.Equal(t, int64(1), get(t, p.AvailablePermits), "the cancelled waiter took nothing")
 		assert.Zero(t, e.rdb.Exists(ctx, redisio.PermitTimeoutKey(name)).Val())
 	})
 }
@@ -264,7 +250,7 @@ func TestPermitContention(t *testing.T) {
 		ctx := context.Background()
 		const permits = 2
 		clients := []*client.Client{e.newClient(t), e.newClient(t)}
-		setPermits(t, clients[0].PermitExpirableSemaphore("permit-contention"), permits)
+		set(t, clients[0].PermitExpirableSemaphore("permit-contention").TrySetPermits, permits)
 		sems := make([]*client.PermitExpirableSemaphore, 6)
 		ids := make([]string, len(sems)) // ids[i] is only touched by contender i
 		for i := range sems {
@@ -277,7 +263,7 @@ func TestPermitContention(t *testing.T) {
 				return err
 			},
 			func(i int) error { return sems[i].Release(ctx, ids[i]) })
-		assert.Equal(t, int64(permits), permitsAvailable(t, sems[0]), "every permit given back")
+		assert.Equal(t, int64(permits), get(t, sems[0].AvailablePermits), "every permit given back")
 		assert.Zero(t, e.rdb.Exists(ctx, redisio.PermitTimeoutKey("permit-contention")).Val())
 	})
 }
@@ -287,7 +273,7 @@ func TestPermitLostMessageDoesNotHangTheWaiter(t *testing.T) {
 		ctx := context.Background()
 		const name = "permit-lost-msg"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
-		setPermits(t, p, 1)
+		set(t, p.TrySetPermits, 1)
 		_, err := p.Acquire(ctx, 0) // never expires: no expiry to wake on
 		require.NoError(t, err)
 

@@ -53,32 +53,25 @@ func withoutMessage[T any](t *testing.T, e *env, done <-chan T, write func() err
 	}
 }
 
-func available(t *testing.T, s *client.Semaphore) int64 {
-	t.Helper()
-	n, err := s.AvailablePermits(context.Background())
-	require.NoError(t, err)
-	return n
-}
-
 func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		s := e.newClient(t).Semaphore("sem-basics")
-		assert.Zero(t, available(t, s), "a missing semaphore has no permits")
+		assert.Zero(t, get(t, s.AvailablePermits), "a missing semaphore has no permits")
 		ok, err := s.TrySetPermits(ctx, 10)
 		require.NoError(t, err)
 		require.True(t, ok)
 		ok, err = s.TrySetPermits(ctx, 5)
 		require.NoError(t, err)
 		assert.False(t, ok, "TrySetPermits only once")
-		assert.Equal(t, int64(10), available(t, s))
+		assert.Equal(t, int64(10), get(t, s.AvailablePermits))
 
 		require.NoError(t, s.Acquire(ctx, 1))
-		assert.Equal(t, int64(9), available(t, s))
+		assert.Equal(t, int64(9), get(t, s.AvailablePermits))
 		require.NoError(t, s.Release(ctx, 1))
-		assert.Equal(t, int64(10), available(t, s))
+		assert.Equal(t, int64(10), get(t, s.AvailablePermits))
 		require.NoError(t, s.Acquire(ctx, 5))
-		assert.Equal(t, int64(5), available(t, s))
+		assert.Equal(t, int64(5), get(t, s.AvailablePermits))
 		assert.Equal(t, "5", e.rdb.Get(ctx, "sem-basics").Val(), "the count is the key's value")
 
 		ok, err = s.TryAcquire(ctx, 5, 0)
@@ -110,9 +103,9 @@ func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
 
 		// Release needs no prior acquire, nor an initialised semaphore.
 		require.NoError(t, s.Release(ctx, 1))
-		assert.Equal(t, int64(1), available(t, s))
+		assert.Equal(t, int64(1), get(t, s.AvailablePermits))
 		require.NoError(t, s.Release(ctx, 1))
-		assert.Equal(t, int64(2), available(t, s))
+		assert.Equal(t, int64(2), get(t, s.AvailablePermits))
 		require.NoError(t, s.Acquire(ctx, 2))
 		assert.Equal(t, "0", e.rdb.Get(ctx, "sem-no-init").Val())
 		require.NoError(t, s.Release(ctx, 0))
@@ -161,11 +154,11 @@ func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-wake-release"), 1)
 		require.NoError(t, e.newClient(t).Semaphore("sem-wake-release").Release(ctx, 1))
 		staysBlocked(t, e, done, 500*time.Millisecond, "Acquire(4) with 3 available")
-		assert.Equal(t, int64(3), available(t, s))
+		assert.Equal(t, int64(3), get(t, s.AvailablePermits))
 		require.NoError(t, s.Release(ctx, 1))
 		err, _ = awaitWhileTime(t, e, done, 3*time.Second, "Acquire(4) after the second release")
 		require.NoError(t, err)
-		assert.Equal(t, int64(0), available(t, s))
+		assert.Equal(t, int64(0), get(t, s.AvailablePermits))
 	})
 }
 
@@ -181,11 +174,11 @@ func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 		go func() { done <- s.Acquire(ctx, 2) }()
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-wake-add"), 1)
 		staysBlocked(t, e, done, 700*time.Millisecond, "Acquire(2) with 1 available, after two look-agains")
-		assert.Equal(t, int64(1), available(t, s), "a refused acquire takes nothing")
+		assert.Equal(t, int64(1), get(t, s.AvailablePermits), "a refused acquire takes nothing")
 		require.NoError(t, s.AddPermits(ctx, 1))
 		err, _ = awaitWhileTime(t, e, done, 3*time.Second, "Acquire(2) after AddPermits(1)")
 		require.NoError(t, err)
-		assert.Equal(t, int64(0), available(t, s))
+		assert.Equal(t, int64(0), get(t, s.AvailablePermits))
 	})
 }
 
@@ -198,16 +191,16 @@ func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
 		require.True(t, ok)
 		require.NoError(t, s.Acquire(ctx, 10))
 		require.NoError(t, s.AddPermits(ctx, -5))
-		assert.Equal(t, int64(-5), available(t, s))
+		assert.Equal(t, int64(-5), get(t, s.AvailablePermits))
 		assert.Equal(t, "-5", e.rdb.Get(ctx, "sem-reduce").Val())
 		ok, err = s.TryAcquire(ctx, 1, 0)
 		require.NoError(t, err)
 		assert.False(t, ok, "nothing to take below zero")
 		require.NoError(t, s.AddPermits(ctx, 0), "AddPermits(0) is a no-op")
 		require.NoError(t, s.Release(ctx, 10))
-		assert.Equal(t, int64(5), available(t, s))
+		assert.Equal(t, int64(5), get(t, s.AvailablePermits))
 		require.NoError(t, s.AddPermits(ctx, 3))
-		assert.Equal(t, int64(8), available(t, s))
+		assert.Equal(t, int64(8), get(t, s.AvailablePermits))
 	})
 }
 
@@ -238,7 +231,7 @@ func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
 		n, err = s.DrainPermits(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(-3), n)
-		assert.Zero(t, available(t, s))
+		assert.Zero(t, get(t, s.AvailablePermits))
 	})
 }
 
@@ -266,7 +259,7 @@ func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 		assert.False(t, r.ok)
 		assert.GreaterOrEqual(t, took, 490*time.Millisecond, "not before its wait ran out")
 		assert.Less(t, took, 2*time.Second, "soon after its wait ran out")
-		assert.Equal(t, int64(1), available(t, s), "nothing taken")
+		assert.Equal(t, int64(1), get(t, s.AvailablePermits), "nothing taken")
 
 		// A timed acquire that is served in time (Redisson's testTryNAcquire).
 		go func() {
@@ -279,7 +272,7 @@ func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 		r, _ = awaitWhileTime(t, e, done, 3*time.Second, "TryAcquire(2, 5s) after a release")
 		require.NoError(t, r.err)
 		assert.True(t, r.ok)
-		assert.Zero(t, available(t, s))
+		assert.Zero(t, get(t, s.AvailablePermits))
 	})
 }
 
@@ -307,7 +300,7 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 
 		e.advance(100 * time.Millisecond)
-		assert.Equal(t, int64(1), available(t, s), "no permit taken")
+		assert.Equal(t, int64(1), get(t, s.AvailablePermits), "no permit taken")
 		assert.Equal(t, "1", e.rdb.Get(ctx, "sem-cancel").Val())
 		eventually(t, 3*time.Second, func() bool {
 			return e.rdb.PubSubNumSub(ctx, redisio.SemaphoreChannel("sem-cancel")).Val()[redisio.SemaphoreChannel("sem-cancel")] == 0
@@ -334,14 +327,14 @@ func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 			require.NoError(t, err, "waiter %d", i)
 		}
 		staysBlocked(t, e, done, 700*time.Millisecond, "a fourth waiter after Release(3)")
-		assert.Zero(t, available(t, c.Semaphore(name)))
+		assert.Zero(t, get(t, c.Semaphore(name).AvailablePermits))
 
 		require.NoError(t, e.newClient(t).Semaphore(name).Release(ctx, 2))
 		for i := range 2 {
 			err, _ := awaitWhileTime(t, e, done, 3*time.Second, "a waiter woken by Release(2)")
 			require.NoError(t, err, "waiter %d", i)
 		}
-		assert.Zero(t, available(t, c.Semaphore(name)))
+		assert.Zero(t, get(t, c.Semaphore(name).AvailablePermits))
 	})
 }
 
@@ -359,7 +352,7 @@ func TestSemaphoreContention(t *testing.T) {
 		contend(t, len(sems), 20, 3,
 			func(i int) error { return sems[i].Acquire(ctx, 1) },
 			func(i int) error { return sems[i].Release(ctx, 1) })
-		assert.Equal(t, int64(3), available(t, sems[0]), "every permit given back")
+		assert.Equal(t, int64(3), get(t, sems[0].AvailablePermits), "every permit given back")
 	})
 }
 
