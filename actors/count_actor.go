@@ -107,7 +107,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *subscribed:
 		a.wake(1)
 	case *unlocked:
-		a.onMessage(m.Payload)
+		a.onMessage(ctx, m.Payload)
 	case *retry:
 		a.wake(len(a.waiters.list))
 	case *crash:
@@ -149,12 +149,12 @@ func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 }
 
 // onMessage wakes the waiters a message on the channel concerns: the
-// latch's zero wakes all; a semaphore's new count n wakes up to n waiters
+// latch's zero releases all; a semaphore's new count n wakes up to n waiters
 // it could serve (n = 1 when the count cannot be read).
-func (a *countActor) onMessage(payload string) {
+func (a *countActor) onMessage(ctx actor.Context, payload string) {
 	if a.key.Kind == messages.KindCountDownLatch {
 		if payload == redisio.LatchZeroMessage {
-			a.wake(len(a.waiters.list))
+			a.latchReachedZero(ctx)
 		}
 		return
 	}
@@ -172,6 +172,23 @@ func (a *countActor) onMessage(payload string) {
 			wake(w)
 			n--
 		}
+	}
+}
+
+// latchReachedZero answers every waiter of a latch whose zero was just
+// published: the message is the answer, no waiter needs to read the count
+// again. A waiter whose read is in flight is answered by that read.
+func (a *countActor) latchReachedZero(ctx actor.Context) {
+	for i := 0; i < len(a.waiters.list); {
+		w := a.waiters.list[i]
+		if w.inflight || w.cancelled {
+			wake(w)
+			i++
+			continue
+		}
+		a.waiters.removeAt(i)
+		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
+			RequestID: w.req.RequestID})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/exampleredis"
 )

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/exampleredis"
 )
@@ -31,7 +32,6 @@ func main() { exampleredis.Main(run) }
 func run() error { return exampleredis.Run(10*time.Second, demo) }
 
 func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) error {
-
 	// A semaphore lives on in Redis: start each run from a fresh one.
 	if err := rdb.Del(ctx, semName).Err(); err != nil {
 		return err
