@@ -383,7 +383,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.holdings[owner] = h
 		}
 		h.count = d.acquire.HoldCount
-		h.expiresAt = a.leaseEnd(h, w.req.Lease, d.op.started)
+		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
 		a.dequeue(w)
 		if a.rio.shared() {
@@ -451,7 +451,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			a.wakeHead()
 		} else if h != nil {
 			h.count = d.remaining
-			if h.lease > 0 && a.key.Kind != messages.KindReadLock {
+			if h.lease > 0 && a.rio.unlockRefreshesLease() {
 				h.expiresAt = o.started.Add(h.lease) // the unlock refreshed the lease
 			}
 		}
@@ -479,21 +479,6 @@ func (a *keyActor) sleep(pttl time.Duration) time.Duration {
 		wait = min(wait, a.cfg.Watchdog/3)
 	}
 	return wait
-}
-
-// leaseEnd is when a holding's explicit lease ends after an acquire with
-// lease that started at started; zero in watchdog mode. A write lock's
-// reentry adds its lease to the time left, as Redis does.
-func (a *keyActor) leaseEnd(h *holding, lease time.Duration, started time.Time) time.Time {
-	switch {
-	case lease == 0:
-		return time.Time{}
-	case a.key.Kind == messages.KindWriteLock && !h.expiresAt.IsZero():
-		return h.expiresAt.Add(lease)
-	case a.key.Kind == messages.KindReadLock && h.expiresAt.After(started.Add(lease)):
-		return h.expiresAt // the hash lives as long as its longest read hold
-	}
-	return started.Add(lease)
 }
 
 // leave gives up a waiter's place in Redis's queue (a fair waiter that was

@@ -52,6 +52,28 @@ func (l lockIO) wakesAll(payload string) bool {
 	return (l.kind == messages.KindReadLock || l.kind == messages.KindWriteLock) && payload == redisio.RWReadUnlockMessage
 }
 
+// leaseEnd is when a holding's explicit lease ends after an acquire with
+// lease that started at started, given when it ended before (zero: never
+// held, or watchdog mode); zero in watchdog mode. A write lock's reentry
+// adds its lease to the time left, as Redis does; a read lock lives as
+// long as its longest read hold.
+func (l lockIO) leaseEnd(before time.Time, lease time.Duration, started time.Time) time.Time {
+	switch {
+	case lease == 0:
+		return time.Time{}
+	case l.kind == messages.KindWriteLock && !before.IsZero():
+		return before.Add(lease)
+	case l.kind == messages.KindReadLock && before.After(started.Add(lease)):
+		return before
+	}
+	return started.Add(lease)
+}
+
+// unlockRefreshesLease tells whether an unlock that leaves holds sets the
+// lock's TTL back to the holder's lease (a read unlock recomputes it from
+// the surviving read holds instead).
+func (l lockIO) unlockRefreshesLease() bool { return l.kind != messages.KindReadLock }
+
 // held names owner's holding for the renewer.
 func (l lockIO) held(owner string) redisio.Held {
 	switch l.kind {
