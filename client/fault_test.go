@@ -34,6 +34,7 @@ func proxied(t *testing.T) (*env, *client.Client, *faultproxy.Proxy) {
 	require.NoError(t, warm.Lock(ctx))
 	require.NoError(t, warm.Unlock(ctx))
 	eventually(t, 2*time.Second, func() bool { return p.Conns() >= 2 }, "command and pub/sub connections open")
+	require.True(t, p.Quiet(50*time.Millisecond, 5*time.Second), "their handshakes through, so a drop hits the test's command")
 	// Checks go straight to Redis, not through the proxy.
 	pe.rdb = e.rdb
 	return pe, c, p

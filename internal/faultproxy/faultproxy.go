@@ -50,6 +50,7 @@ type Proxy struct {
 
 	latency atomic.Int64 // per-chunk delay, in nanoseconds
 	drops   atomic.Int64 // armed one-shot reply drops
+	chunks  atomic.Int64 // chunks forwarded, either way
 
 	mu      sync.Mutex
 	conns   map[*link]struct{}
@@ -149,6 +150,21 @@ func (p *Proxy) Conns() int {
 	return len(p.conns)
 }
 
+// Quiet waits, up to max, until no data has passed the proxy for d: the
+// handshakes and replies of connections just opened are through, so the
+// next armed drop hits the next command. It reports whether that happened.
+func (p *Proxy) Quiet(d, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		before := p.chunks.Load()
+		time.Sleep(d)
+		if p.chunks.Load() == before {
+			return true
+		}
+	}
+	return false
+}
+
 // Close stops the proxy: it closes the listener and every connection and
 // waits for all of the proxy's goroutines to exit. It is called
 // automatically when the test finishes and is safe to call more than once.
@@ -246,6 +262,7 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, reply bool) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+			p.chunks.Add(1)
 		}
 		if err != nil {
 			return

@@ -256,3 +256,32 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatal("proxy still accepts connections after Close")
 	}
 }
+
+func TestQuietWaitsForTrafficToStop(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	p := faultproxy.New(t, srv.Addr())
+	c := proxiedClient(t, p, 0)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = c.Ping(ctx).Err()
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
+	if p.Quiet(50*time.Millisecond, 300*time.Millisecond) {
+		t.Fatal("Quiet while PINGs pass every 5ms")
+	}
+	close(stop)
+	<-done
+	if !p.Quiet(50*time.Millisecond, 2*time.Second) {
+		t.Fatal("not Quiet once the PINGs stopped")
+	}
+}
