@@ -430,7 +430,7 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 	}
 	a.answerAll(ctx, a.fault)
-	ctx.Send(ctx.Parent(), &retire{Key: a.key, PID: ctx.Self()})
+	retireVia(ctx, a.key, a.subscriber)
 }
 
 // answerAll answers every waiter with err and forgets them.

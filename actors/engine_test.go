@@ -38,8 +38,9 @@ func startEngine(t *testing.T, rdb *redis.Client, tune ...func(*Config)) *engine
 	dead := &atomic.Int64{}
 	stopping := &atomic.Bool{}
 	sub := sys.EventStream.Subscribe(func(evt any) {
-		if _, ok := evt.(*actor.DeadLetterEvent); ok && !stopping.Load() {
+		if d, ok := evt.(*actor.DeadLetterEvent); ok && !stopping.Load() {
 			dead.Add(1)
+			t.Logf("dead letter to %v: %T %+v", d.PID, d.Message, d.Message)
 		}
 	})
 	scripts, err := redisio.NewScripts("publish")

@@ -781,7 +781,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		cancel()
 	}
 	a.abandon(ctx, a.fault)
-	ctx.Send(ctx.Parent(), &retire{Key: a.key, PID: ctx.Self()})
+	retireVia(ctx, a.key, a.renewer, a.subscriber)
 }
 
 // receiveFailed answers a request reaching a failed key actor.

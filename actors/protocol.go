@@ -74,6 +74,26 @@ type passivate struct {
 	Seen uint64
 }
 
+// relay asks the renewer or the subscriber to send Msg on to To once it
+// has handled every message sent to it before. A failing actor retires
+// through both (retireVia), so neither sends to it after root stopped it.
+type relay struct {
+	To  *actor.PID
+	Msg any
+}
+
+// retireVia asks root to stop the failed actor, by way of each actor in
+// via (the renewer, the subscriber): by the time root acts, they have
+// handled the actor's unregisters and unsubscribes and send it nothing
+// more, so nothing they send becomes a dead letter.
+func retireVia(ctx actor.Context, k key, via ...*actor.PID) {
+	to, msg := ctx.Parent(), any(&retire{Key: k, PID: ctx.Self()})
+	for i := len(via) - 1; i >= 0; i-- {
+		to, msg = via[i], &relay{To: to, Msg: msg}
+	}
+	ctx.Send(to, msg)
+}
+
 // retire asks root to stop a key actor that failed (see keyActor.fail).
 type retire struct {
 	Key key

@@ -82,6 +82,8 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	case *renewDone:
 		a.inflight = false
 		a.onRenewDone(ctx, m)
+	case *relay:
+		ctx.Send(m.To, m.Msg)
 	case *crash:
 		panic("warden: renewer told to crash")
 	case *actor.Stopping:

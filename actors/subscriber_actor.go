@@ -77,6 +77,8 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 		}
 	case *pubsubEvent:
 		a.onEvent(ctx, m.Event)
+	case *relay:
+		ctx.Send(m.To, m.Msg)
 	case *crash:
 		panic("warden: subscriber told to crash")
 	case *pubsubDown:
