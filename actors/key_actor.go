@@ -398,7 +398,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			h.watch(w.sender)
 		}
 		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
-			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id})
+			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id, Token: d.acquire.Token})
 	default:
 		if !w.try && !w.refused {
 			w.refused, w.channel = true, a.rio.channel(w.req.Owner)

@@ -107,6 +107,8 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 		return cfg.Scripts.ReadAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+	case messages.KindFencedLock:
+		return cfg.Scripts.FencedAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	default:
 		return cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	}

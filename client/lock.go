@@ -104,16 +104,18 @@ func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool
 	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return false, err
 	}
-	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false, wait)
+	r, err := l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false, wait)
+	return r != nil, err
 }
 
-// acquire runs one Acquire through the engine. blocking selects the error
+// acquire runs one Acquire through the engine and returns its Acquired
+// reply, nil when a try's wait ran out. blocking selects the error
 // contract of Lock (ErrNotObtained joined with ctx's error) over that of
-// TryLock (false, ctx's error). wait is a fair lock waiter's allowance in
+// TryLock (nil, ctx's error). wait is a fair lock waiter's allowance in
 // the queue (0: the default).
-func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (bool, error) {
+func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (*messages.Acquired, error) {
 	if err := l.check(); err != nil {
-		return false, err
+		return nil, err
 	}
 	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
 		Lease: lease, Deadline: deadline, Watch: true}
@@ -126,10 +128,10 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
 	})
 	if r == nil {
-		return false, err
+		return nil, err
 	}
 	l.bindHolding(r.Holding)
-	return true, nil
+	return r, nil
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner

@@ -15,6 +15,10 @@ const (
 	KindReadLock
 	// KindWriteLock is the write side of a read/write lock.
 	KindWriteLock
+	// KindFencedLock is the reentrant lock with fencing tokens
+	// (RFencedLock): every first acquire answers the next value of a
+	// per-name counter in Acquired.Token.
+	KindFencedLock
 	// KindSemaphore is the counting semaphore (RSemaphore). Its Acquire
 	// takes Permits permits; it has no holder and no Release message (the
 	// client releases permits directly).
@@ -34,6 +38,7 @@ var kindNames = [...]string{
 	KindFairLock:        "fair lock",
 	KindReadLock:        "read lock",
 	KindWriteLock:       "write lock",
+	KindFencedLock:      "fenced lock",
 	KindSemaphore:       "semaphore",
 	KindPermitSemaphore: "permit-expirable semaphore",
 	KindCountDownLatch:  "count-down latch",
@@ -50,7 +55,7 @@ func (k Kind) String() string {
 // Held reports whether the kind is held by an owner (a lock of some kind):
 // it then takes Release, Watch and LockLost; the other kinds count.
 func (k Kind) Held() bool {
-	return k <= KindWriteLock
+	return k <= KindFencedLock
 }
 
 // Acquire asks for the lock Name on behalf of Owner. The reply is Acquired
@@ -103,6 +108,9 @@ type Acquired struct {
 	Holding uint64
 	// PermitID names the permit a KindPermitSemaphore acquire took.
 	PermitID string
+	// Token is a KindFencedLock holding's fencing token: strictly
+	// increasing per name across first acquires, the same for a reentry.
+	Token int64
 }
 
 // AcquireFailed answers Acquire when the lock was not obtained. Err is

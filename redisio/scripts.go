@@ -84,6 +84,8 @@ type AcquireResult struct {
 	// Acquired reports that the owner now holds the lock HoldCount times.
 	Acquired  bool
 	HoldCount int
+	// Token is a fenced lock holding's fencing token (0 for other kinds).
+	Token int64
 	// PTTL is the holder's remaining lease when not acquired; -1 when the
 	// key has no TTL (never set by warden; a foreign writer).
 	PTTL time.Duration
@@ -222,11 +224,15 @@ func pipelineSynced(ctx context.Context, r Redis, rs ReplicaSync,
 // acquireReply reads an acquire script's {1, count} / {0, pttl} reply.
 func acquireReply(op, name string, c *redis.Cmd) (AcquireResult, error) {
 	v, err := c.Int64Slice()
-	if err != nil || len(v) != 2 {
+	if err != nil || len(v) < 2 || len(v) > 3 {
 		return AcquireResult{}, fmt.Errorf("%s %s: unexpected reply %v: %w", op, name, c.Val(), err)
 	}
 	if v[0] == 1 {
-		return AcquireResult{Acquired: true, HoldCount: int(v[1])}, nil
+		res := AcquireResult{Acquired: true, HoldCount: int(v[1])}
+		if len(v) == 3 {
+			res.Token = v[2]
+		}
+		return res, nil
 	}
 	pttl := time.Duration(v[1]) * time.Millisecond
 	if v[1] < 0 {

@@ -7,18 +7,26 @@
 -- ARGV[2]  lease in ms (integer, 1 .. 2^53)
 -- ARGV[3]  request ID (non-empty)
 -- ARGV[4]  latch TTL in ms (integer, 1 .. 2^53)
+-- KEYS[3]  (fenced lock only) token counter redisson_lock_token:{name}
 --
 -- Reply: {1, holdCount} acquired (or the same request seen again: its first
 -- result); {0, pttl} held by another owner (pttl -1 when the key has no TTL).
+-- With KEYS[3] an acquired reply carries the holding's fencing token third:
+-- a first acquire takes the counter's next value, a reentry (or a replay)
+-- reads the current one, which is this holding's while it holds.
 -- Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
 if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty request id') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
+local function token()
+  return tonumber(redis.call('get', KEYS[3]) or '0')
+end
 if redis.call('get', KEYS[2]) == ARGV[3] then
   local held = redis.call('hget', KEYS[1], ARGV[1])
   if held then
+    if KEYS[3] then return {1, tonumber(held), token()} end
     return {1, tonumber(held)}
   end
 end
@@ -26,6 +34,10 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[1])
   local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
+  if KEYS[3] then
+    if n == 1 then return {1, n, redis.call('incr', KEYS[3])} end
+    return {1, n, token()}
+  end
   return {1, n}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -1,0 +1,52 @@
+package redisio
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A first acquire takes the next token, a reentry and a replay of the same
+// request read it without moving the counter, and an undone acquire leaves
+// its token spent: tokens never repeat.
+func TestFencedAcquireTokens(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		s := newScripts(t)
+		acquire := func(owner, reqID string) AcquireResult {
+			t.Helper()
+			res, _, err := s.FencedAcquire(ctx, rdb, ReplicaSync{}, "f", owner, reqID, time.Minute)
+			require.NoError(t, err)
+			return res
+		}
+		first := acquire("a", "r1")
+		require.True(t, first.Acquired)
+		assert.Equal(t, int64(1), first.Token)
+		assert.Equal(t, first, acquire("a", "r1"), "a replay answers its first result")
+		re := acquire("a", "r2")
+		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 2, Token: 1}, re, "a reentry keeps the token")
+		refused := acquire("b", "r1")
+		assert.False(t, refused.Acquired)
+		assert.Zero(t, refused.Token)
+
+		token, held, err := FencedToken(ctx, rdb, "f", "a")
+		require.NoError(t, err)
+		assert.True(t, held)
+		assert.Equal(t, int64(1), token)
+		_, held, err = FencedToken(ctx, rdb, "f", "b")
+		require.NoError(t, err)
+		assert.False(t, held)
+
+		require.NoError(t, rdb.Del(ctx, "f").Err())
+		b := acquire("b", "r2")
+		assert.Equal(t, int64(2), b.Token)
+		undone, err := s.UndoAcquire(ctx, rdb, "f", "b", "r2")
+		require.NoError(t, err)
+		require.True(t, undone)
+		assert.Equal(t, int64(3), acquire("a", "r3").Token, "the undone acquire's token is not handed out again")
+	})
+}
