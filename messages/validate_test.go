@@ -78,7 +78,7 @@ func TestValidation(t *testing.T) {
 func TestKindNames(t *testing.T) {
 	for k := KindLock; k < kindEnd; k++ {
 		assert.NotEqual(t, "unknown", k.String(), "kind %d", k)
-		assert.Equal(t, k <= KindWriteLock, k.Held(), "%s", k)
+		assert.Equal(t, k <= KindFencedLock, k.Held(), "%s", k)
 	}
 	assert.Equal(t, "unknown", kindEnd.String())
 }
