@@ -257,3 +257,33 @@ func TestRenewerAndSubscriberSurviveAPanic(t *testing.T) {
 	require.NoError(t, e.rdb.Publish(ctx, redisio.LockChannel("W"), redisio.UnlockMessage).Err())
 	require.IsType(t, &messages.Acquired{}, await.Value(t, waiter, 5*time.Second, "the waiter, woken after the subscriber's panic"))
 }
+
+// A try (its deadline already passed) that arrives while another attempt
+// is in flight still gets its own attempt: a Redis error reaches it as the
+// error, never as a timeout it was not given the chance to beat.
+func TestTryBehindAnAttemptInFlightIsAttempted(t *testing.T) {
+	e, h := hookedEngine(t)
+	inflight, proceed := make(chan struct{}, 1), newGate(t)
+	down := errors.New("redis down")
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if c.Acquires() {
+			switch c.Args[0] {
+			case "first":
+				inflight <- struct{}{}
+				<-proceed.ch
+				return redistest.Failed(down)
+			case "try":
+				return redistest.Failed(down)
+			}
+		}
+		return c.Run()
+	})
+	first := e.request(&messages.Acquire{Name: "T", Owner: "first", RequestID: "f1", Deadline: e.clock.Now()})
+	await.Value(t, inflight, 5*time.Second, "the first attempt in flight")
+	try := e.request(&messages.Acquire{Name: "T", Owner: "try", RequestID: "t1", Deadline: e.clock.Now()})
+	time.Sleep(20 * time.Millisecond) // the try is queued behind the attempt
+	proceed.open()
+	require.ErrorIs(t, await.Value(t, first, 5*time.Second, "the first answer").(*messages.AcquireFailed).Err, down)
+	failed := await.Value(t, try, 5*time.Second, "the try's answer").(*messages.AcquireFailed)
+	require.ErrorIs(t, failed.Err, down, "the try was attempted, not timed out unattempted")
+}

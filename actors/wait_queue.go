@@ -16,13 +16,16 @@ type waitQueue struct {
 }
 
 // push queues a new waiter for m; a deadline already passed at now makes
-// it a try (exactly one attempt).
+// it a try: exactly one attempt, whose outcome answers it, so it never
+// expires unanswered behind another attempt in flight (a Redis error must
+// reach it as the error, not as a timeout).
 func (q *waitQueue) push(m *messages.Acquire, sender *actor.PID, now time.Time) *waiter {
 	w := &waiter{req: m, sender: sender, ready: true}
+	q.list = append(q.list, w)
 	if !m.Deadline.IsZero() && !now.Before(m.Deadline) {
 		w.try = true
+		return w
 	}
-	q.list = append(q.list, w)
 	q.deadlines.add(w)
 	return w
 }
