@@ -1,0 +1,312 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// RedLock is the Redis distlock algorithm over N independent Redis masters
+// (not Redisson's deprecated RedissonRedLock): one owner takes the same
+// lock on every master at once, each attempt bounded by a per-node timeout
+// small against the lease, and holds the lock when a majority (N/2+1)
+// granted it with validity left:
+//
+//	validity = lease − elapsed − drift, drift = lease × 0.01 + 2 ms
+//
+// Otherwise every master is unlocked and the attempt repeated after a
+// random pause, within the wait. In watchdog mode every member is renewed
+// by its client's watchdog, and the RedLock is lost (Lost closes) once a
+// majority of the members are lost: renewal that keeps only a minority
+// does not keep the RedLock.
+//
+// The members are the handles given to NewRedLock, one per master (from
+// clients on independent Redis servers); the RedLock acts through handles
+// of its own on the same clients and names, all with the first member's
+// owner, so the lock has one owner on every master.
+type RedLock struct {
+	locks  []*Lock
+	quorum int
+	err    error
+
+	mu         sync.Mutex
+	holds      int           // the RedLock's own hold count
+	validUntil time.Time     // of the current holding
+	lostCh     chan struct{} // the current (or next) holding's
+	stop       chan struct{} // ends the current holding's loss watchers
+	watchers   sync.WaitGroup
+}
+
+// NewRedLock returns a RedLock over locks, one per independent Redis
+// master. At least one member is needed, none may be nil or appear twice.
+func NewRedLock(locks ...*Lock) *RedLock {
+	r := &RedLock{err: validateMembers(locks)}
+	if r.err != nil {
+		return r
+	}
+	owner := locks[0].owner
+	r.locks = make([]*Lock, len(locks))
+	for i, l := range locks {
+		r.locks[i] = l.c.newLock(l.name, l.kind, []LockOption{WithOwner(owner)})
+	}
+	r.quorum = len(locks)/2 + 1
+	return r
+}
+
+func (r *RedLock) check() error {
+	if r == nil {
+		return invalid("lock", "nil handle")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	return r.locks[0].c.errClosed()
+}
+
+func (r *RedLock) clock() clockwork.Clock { return r.locks[0].c.opts.clock }
+
+// Owner returns the owner the RedLock holds its members with.
+func (r *RedLock) Owner() string { return r.locks[0].owner }
+
+// Lock acquires a majority in watchdog mode, retrying until it succeeds or
+// ctx ends (then ErrNotObtained joined with the context's error).
+func (r *RedLock) Lock(ctx context.Context) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	_, err := r.acquire(ctx, time.Time{}, 0, true)
+	return err
+}
+
+// LockLease acquires a majority with a fixed lease and no renewal,
+// retrying until it succeeds or ctx ends.
+func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
+	if err := errors.Join(r.check(), validateLease(lease, false)); err != nil {
+		return err
+	}
+	_, err := r.acquire(ctx, time.Time{}, lease, true)
+	return err
+}
+
+// TryLockWait retries for up to wait to acquire a majority, holding each
+// member for lease (0: watchdog mode). It returns false when the wait runs
+// out: with a nil error when the lock was held elsewhere, with the members'
+// errors when too many masters could not be reached for a majority.
+func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := errors.Join(r.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+		return false, err
+	}
+	return r.acquire(ctx, r.clock().Now().Add(wait), lease, false)
+}
+
+// Unlock releases one hold on every master it can reach. It returns nil
+// when a majority released; masters where the lock was not held or that
+// could not be reached are not errors then. Otherwise it returns
+// ErrNotHeld joined with the members' errors.
+func (r *RedLock) Unlock(ctx context.Context) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	errs := unlockAll(ctx, r.locks)
+	released := 0
+	for _, err := range errs {
+		if err == nil {
+			released++
+		}
+	}
+	r.mu.Lock()
+	if r.holds > 0 {
+		r.holds--
+		if r.holds == 0 {
+			r.endHoldingLocked()
+		}
+	}
+	r.mu.Unlock()
+	if released >= r.quorum {
+		return nil
+	}
+	return errors.Join(append([]error{fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w",
+		r.locks[0].name, released, len(r.locks), ErrNotHeld)}, errs...)...)
+}
+
+// ValidUntil is when the current holding's validity ends if it is not
+// renewed: the acquire's start plus lease minus drift. In watchdog mode
+// the members' renewals extend the lock itself; Lost tells when a majority
+// is gone. Zero when the RedLock is not held.
+func (r *RedLock) ValidUntil() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.validUntil
+}
+
+// Lost returns a channel closed when the current holding is lost: a
+// majority of its members expired, vanished or could not be renewed. Each
+// holding has its own channel; called before an acquire, Lost returns the
+// next holding's.
+func (r *RedLock) Lost() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lostCh == nil {
+		r.lostCh = make(chan struct{})
+	}
+	return r.lostCh
+}
+
+// lease is the lease validity is counted from: the watchdog timeout in
+// watchdog mode.
+func (r *RedLock) lease(lease time.Duration) time.Duration {
+	if lease > 0 {
+		return lease
+	}
+	return r.locks[0].c.opts.watchdog
+}
+
+// nodeTimeout bounds one master's attempt: small against the lease, as
+// the algorithm asks (a 10 s lease gives 100 ms), but never below 20 ms.
+func nodeTimeout(lease time.Duration) time.Duration {
+	return max(lease/100, 20*time.Millisecond)
+}
+
+// drift is the clock drift the validity allows for.
+func drift(lease time.Duration) time.Duration {
+	return lease/100 + 2*time.Millisecond
+}
+
+func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration, blocking bool) (bool, error) {
+	clock := r.clock()
+	full := r.lease(lease)
+	for {
+		start := clock.Now()
+		ok, errs := r.attempt(ctx, lease, nodeTimeout(full))
+		taken := 0
+		for _, o := range ok {
+			if o {
+				taken++
+			}
+		}
+		validUntil := start.Add(full - drift(full))
+		if taken >= r.quorum && clock.Now().Before(validUntil) {
+			r.hold(ok, validUntil)
+			return true, nil
+		}
+		var held []*Lock
+		for i, o := range ok {
+			if o {
+				held = append(held, r.locks[i])
+			}
+		}
+		releaseTaken(ctx, held)
+		if ctx.Err() != nil {
+			return false, waitCtxErr(ctx, blocking)
+		}
+		if !deadline.IsZero() && !clock.Now().Before(deadline) {
+			var failed []error
+			for _, err := range errs {
+				if err != nil {
+					failed = append(failed, err)
+				}
+			}
+			if len(failed) > len(r.locks)-r.quorum {
+				return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
+					r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
+			}
+			if blocking {
+				return false, ErrNotObtained
+			}
+			return false, nil
+		}
+		if err := pause(ctx, clock, deadline); err != nil {
+			return false, waitCtxErr(ctx, blocking)
+		}
+	}
+}
+
+// attempt tries every master at once, each bounded by timeout, and
+// reports which granted the lock and each one's error.
+func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]bool, []error) {
+	ok := make([]bool, len(r.locks))
+	errs := make([]error, len(r.locks))
+	var wg sync.WaitGroup
+	for i, l := range r.locks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			ok[i], errs[i] = l.TryLockWait(nctx, 0, lease)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("master %d (%s): %w", i, l.c.rdb, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return ok, errs
+}
+
+// hold records an acquire: a first one starts watching the members taken
+// for loss.
+func (r *RedLock) hold(taken []bool, validUntil time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holds++
+	r.validUntil = validUntil
+	if r.holds > 1 {
+		return
+	}
+	if r.lostCh == nil {
+		r.lostCh = make(chan struct{})
+	}
+	lostCh, stop := r.lostCh, make(chan struct{})
+	r.stop = stop
+	// Members not taken count as lost from the start.
+	var lost atomic.Int32
+	lost.Store(int32(len(r.locks) - countTrue(taken)))
+	tolerated := int32(len(r.locks) - r.quorum)
+	var once sync.Once
+	for i, l := range r.locks {
+		if !taken[i] {
+			continue
+		}
+		memberLost := l.Lost()
+		r.watchers.Add(1)
+		go func() {
+			defer r.watchers.Done()
+			select {
+			case <-memberLost:
+				if lost.Add(1) > tolerated {
+					once.Do(func() { close(lostCh) })
+				}
+			case <-stop:
+			case <-l.c.done:
+			}
+		}()
+	}
+}
+
+// endHoldingLocked stops watching the holding that ended and readies the
+// next holding's channel.
+func (r *RedLock) endHoldingLocked() {
+	close(r.stop)
+	r.stop = nil
+	r.watchers.Wait()
+	r.validUntil = time.Time{}
+	r.lostCh = nil // the next holding gets its own
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
