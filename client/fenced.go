@@ -18,6 +18,13 @@ import (
 // without knowing (a pause longer than its lease) is then refused instead
 // of overwriting its successor's work.
 //
+// Tokens increase strictly as long as the counter survives: a failover to
+// a replica that missed the last increment, or a restart that loses data,
+// can hand a token out again (WithReplicaSync narrows that window but does
+// not close it). An owner that holds the name through another kind of lock
+// (a plain Lock with the same owner) and then enters the fenced lock is a
+// reentry and takes no new token: use fenced handles only for a name.
+//
 // It has every method of Lock; the plain Lock methods acquire without
 // answering the token (Token reads it).
 type FencedLock struct {

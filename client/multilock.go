@@ -58,16 +58,20 @@ func NewMultiLock(locks ...*Lock) *MultiLock {
 	return &MultiLock{locks: ordered}
 }
 
-// serverOf names the Redis deployment a lock's client talks to, for the
-// canonical member order.
+// serverOf names the Redis server a lock's client talks to, for the
+// canonical member order: its address, or "" when the client has no
+// stable one (Sentinel, Ring, a wrapper), which keeps the given order
+// among members of one name.
 func serverOf(l *Lock) string {
 	switch r := l.c.rdb.(type) {
 	case *redis.Client:
-		return r.Options().Addr
+		if addr := r.Options().Addr; addr != "FailoverClient" {
+			return addr
+		}
 	case *redis.ClusterClient:
 		return strings.Join(r.Options().Addrs, ",")
 	}
-	return fmt.Sprint(l.c.rdb)
+	return ""
 }
 
 // validateMembers checks a MultiLock's or RedLock's members.
@@ -75,7 +79,11 @@ func validateMembers(locks []*Lock) error {
 	if len(locks) == 0 {
 		return invalid("locks", "no members")
 	}
-	seen := make(map[*Lock]bool, len(locks))
+	type member struct {
+		server string
+		name   string
+	}
+	seen := make(map[member]int, len(locks))
 	for i, l := range locks {
 		if l == nil || l.c == nil {
 			return invalid("locks", "member %d is a nil handle", i)
@@ -83,10 +91,16 @@ func validateMembers(locks []*Lock) error {
 		if l.err != nil {
 			return fmt.Errorf("member %d: %w", i, l.err)
 		}
-		if seen[l] {
-			return invalid("locks", "member %d (%s) appears twice", i, l.name)
+		// Two members on one lock would exclude each other (different
+		// owners) or count twice (the same owner).
+		m := member{server: serverOf(l), name: l.name}
+		if m.server == "" {
+			m.server = l.c.id // no stable address: at least one client
 		}
-		seen[l] = true
+		if j, dup := seen[m]; dup {
+			return invalid("locks", "members %d and %d are the same lock %s on one server", j, i, l.name)
+		}
+		seen[m] = i
 	}
 	return nil
 }

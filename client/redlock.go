@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -27,8 +26,9 @@ import (
 //
 // The members are the handles given to NewRedLock, one per master (from
 // clients on independent Redis servers); the RedLock acts through handles
-// of its own on the same clients and names, all with the first member's
-// owner, so the lock has one owner on every master.
+// of its own on the same clients and names, all with one owner of its own,
+// so the lock has one owner on every master and two RedLocks over the same
+// handles exclude each other.
 type RedLock struct {
 	locks  []*Lock
 	quorum int
@@ -36,10 +36,13 @@ type RedLock struct {
 
 	mu         sync.Mutex
 	holds      int           // the RedLock's own hold count
+	held       []bool        // the members the current holding holds
 	validUntil time.Time     // of the current holding
 	lostCh     chan struct{} // the current (or next) holding's
-	stop       chan struct{} // ends the current holding's loss watchers
+	lost       bool          // lostCh is closed
+	stop       chan struct{} // ends the current loss watchers
 	watchers   sync.WaitGroup
+	expiry     clockwork.Timer // a fixed lease's validity end
 }
 
 // NewRedLock returns a RedLock over locks, one per independent Redis
@@ -49,29 +52,35 @@ func NewRedLock(locks ...*Lock) *RedLock {
 	if r.err != nil {
 		return r
 	}
-	owner := locks[0].owner
+	owner := locks[0].c.nextOwner()
 	r.locks = make([]*Lock, len(locks))
 	for i, l := range locks {
 		r.locks[i] = l.c.newLock(l.name, l.kind, []LockOption{WithOwner(owner)})
 	}
 	r.quorum = len(locks)/2 + 1
+	r.held = make([]bool, len(locks))
 	return r
 }
 
+// check validates the RedLock itself. A closed member client is not an
+// error here: its master counts as failed, like an unreachable one.
 func (r *RedLock) check() error {
 	if r == nil {
 		return invalid("lock", "nil handle")
 	}
-	if r.err != nil {
-		return r.err
-	}
-	return r.locks[0].c.errClosed()
+	return r.err
 }
 
 func (r *RedLock) clock() clockwork.Clock { return r.locks[0].c.opts.clock }
 
-// Owner returns the owner the RedLock holds its members with.
-func (r *RedLock) Owner() string { return r.locks[0].owner }
+// Owner returns the owner the RedLock holds its members with ("" for an
+// invalid RedLock).
+func (r *RedLock) Owner() string {
+	if r.check() != nil {
+		return ""
+	}
+	return r.locks[0].owner
+}
 
 // Lock acquires a majority in watchdog mode, retrying until it succeeds or
 // ctx ends (then ErrNotObtained joined with the context's error).
@@ -94,9 +103,10 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
 }
 
 // TryLockWait retries for up to wait to acquire a majority, holding each
-// member for lease (0: watchdog mode). It returns false when the wait runs
-// out: with a nil error when the lock was held elsewhere, with the members'
-// errors when too many masters could not be reached for a majority.
+// member for lease (0: watchdog mode). It returns false with a nil error
+// when the wait runs out. When so many masters fail (Redis errors, no
+// reply within the per-node timeout, a closed client) that no majority is
+// possible, every call returns at once with their errors.
 func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	if err := errors.Join(r.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return false, err
@@ -127,6 +137,7 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 		}
 	}
 	r.mu.Unlock()
+	r.watchers.Wait()
 	if released >= r.quorum {
 		return nil
 	}
@@ -152,6 +163,9 @@ func (r *RedLock) ValidUntil() time.Time {
 // holding has its own channel; called before an acquire, Lost returns the
 // next holding's.
 func (r *RedLock) Lost() <-chan struct{} {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lostCh == nil {
@@ -170,10 +184,14 @@ func (r *RedLock) lease(lease time.Duration) time.Duration {
 }
 
 // nodeTimeout bounds one master's attempt: small against the lease, as
-// the algorithm asks (a 10 s lease gives 100 ms), but never below 20 ms.
+// the algorithm asks (a 10 s lease gives 100 ms), but never below 50 ms.
 func nodeTimeout(lease time.Duration) time.Duration {
-	return max(lease/100, 20*time.Millisecond)
+	return max(lease/100, 50*time.Millisecond)
 }
+
+// errNodeTimeout marks a master that did not answer within the per-node
+// timeout.
+var errNodeTimeout = errors.New("warden: no reply within the per-node timeout")
 
 // drift is the clock drift the validity allows for.
 func drift(lease time.Duration) time.Duration {
@@ -186,38 +204,29 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 	for {
 		start := clock.Now()
 		ok, errs := r.attempt(ctx, lease, nodeTimeout(full))
-		taken := 0
-		for _, o := range ok {
-			if o {
-				taken++
+		var held []*Lock
+		var failed []error
+		for i := range r.locks {
+			if ok[i] {
+				held = append(held, r.locks[i])
+			}
+			if errs[i] != nil {
+				failed = append(failed, errs[i])
 			}
 		}
 		validUntil := start.Add(full - drift(full))
-		if taken >= r.quorum && clock.Now().Before(validUntil) {
-			r.hold(ok, validUntil)
+		if len(held) >= r.quorum && clock.Now().Before(validUntil) {
+			r.hold(ok, validUntil, lease > 0)
 			return true, nil
 		}
-		var held []*Lock
-		for i, o := range ok {
-			if o {
-				held = append(held, r.locks[i])
-			}
-		}
 		releaseTaken(ctx, held)
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return false, waitCtxErr(ctx, blocking)
-		}
-		if !deadline.IsZero() && !clock.Now().Before(deadline) {
-			var failed []error
-			for _, err := range errs {
-				if err != nil {
-					failed = append(failed, err)
-				}
-			}
-			if len(failed) > len(r.locks)-r.quorum {
-				return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
-					r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
-			}
+		case len(failed) > len(r.locks)-r.quorum:
+			return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
+				r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
+		case !deadline.IsZero() && !clock.Now().Before(deadline):
 			if blocking {
 				return false, ErrNotObtained
 			}
@@ -242,8 +251,12 @@ func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			ok[i], errs[i] = l.TryLockWait(nctx, 0, lease)
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("master %d (%s): %w", i, l.c.rdb, errs[i])
+			switch {
+			case errs[i] == nil:
+			case ctx.Err() == nil && nctx.Err() != nil:
+				errs[i] = fmt.Errorf("master %d: %w (%v)", i, errNodeTimeout, timeout)
+			default:
+				errs[i] = fmt.Errorf("master %d: %w", i, errs[i])
 			}
 		}()
 	}
@@ -251,28 +264,41 @@ func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]
 	return ok, errs
 }
 
-// hold records an acquire: a first one starts watching the members taken
-// for loss.
-func (r *RedLock) hold(taken []bool, validUntil time.Time) {
+// hold records an acquire that took the members in taken, valid until
+// validUntil. The members watched for loss are those the holding holds:
+// the ones taken now and, on a reentry, the ones it held before and has
+// not lost. A reentry after the holding was lost starts a new holding.
+func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.holds > 0 && r.lost {
+		r.endHoldingLocked()
+		r.holds = 0
+	}
 	r.holds++
 	r.validUntil = validUntil
-	if r.holds > 1 {
-		return
+	for i, t := range taken {
+		r.held[i] = r.held[i] || t
 	}
 	if r.lostCh == nil {
 		r.lostCh = make(chan struct{})
 	}
-	lostCh, stop := r.lostCh, make(chan struct{})
+	r.stopWatchersLocked()
+	stop := make(chan struct{})
 	r.stop = stop
-	// Members not taken count as lost from the start.
-	var lost atomic.Int32
-	lost.Store(int32(len(r.locks) - countTrue(taken)))
-	tolerated := int32(len(r.locks) - r.quorum)
-	var once sync.Once
+	if fixed {
+		// The lock is valid until validUntil: the holding is lost then,
+		// whatever the members' own leases say.
+		r.expiry = r.clock().AfterFunc(validUntil.Sub(r.clock().Now()), func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.stop == stop {
+				r.loseLocked()
+			}
+		})
+	}
 	for i, l := range r.locks {
-		if !taken[i] {
+		if !r.held[i] {
 			continue
 		}
 		memberLost := l.Lost()
@@ -281,24 +307,51 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time) {
 			defer r.watchers.Done()
 			select {
 			case <-memberLost:
-				if lost.Add(1) > tolerated {
-					once.Do(func() { close(lostCh) })
-				}
+			case <-l.c.done: // a closed client renews nothing: its lock expires
 			case <-stop:
-			case <-l.c.done:
+				return
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.stop != stop {
+				return
+			}
+			r.held[i] = false
+			if countTrue(r.held) < r.quorum {
+				r.loseLocked()
 			}
 		}()
 	}
 }
 
-// endHoldingLocked stops watching the holding that ended and readies the
-// next holding's channel.
+// loseLocked closes the holding's lost channel once.
+func (r *RedLock) loseLocked() {
+	if !r.lost {
+		r.lost = true
+		close(r.lostCh)
+	}
+}
+
+// stopWatchersLocked ends the current loss watchers and the validity
+// timer; the watchers return without taking r.mu.
+func (r *RedLock) stopWatchersLocked() {
+	if r.stop != nil {
+		close(r.stop)
+		r.stop = nil
+	}
+	if r.expiry != nil {
+		r.expiry.Stop()
+		r.expiry = nil
+	}
+}
+
+// endHoldingLocked forgets the holding that ended and readies the next
+// holding's channel.
 func (r *RedLock) endHoldingLocked() {
-	close(r.stop)
-	r.stop = nil
-	r.watchers.Wait()
+	r.stopWatchersLocked()
+	clear(r.held)
 	r.validUntil = time.Time{}
-	r.lostCh = nil // the next holding gets its own
+	r.lostCh, r.lost = nil, false // the next holding gets its own
 }
 
 func countTrue(bs []bool) int {

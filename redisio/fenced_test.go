@@ -50,3 +50,14 @@ func TestFencedAcquireTokens(t *testing.T) {
 		assert.Equal(t, int64(3), acquire("a", "r3").Token, "the undone acquire's token is not handed out again")
 	})
 }
+
+// A token counter that is not a number fails the acquire before it writes.
+func TestFencedAcquireRejectsABadCounter(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		require.NoError(t, rdb.Set(ctx, TokenKey("f"), "junk", 0).Err())
+		_, _, err := newScripts(t).FencedAcquire(ctx, rdb, ReplicaSync{}, "f", "a", "r1", time.Minute)
+		require.ErrorContains(t, err, "not an integer")
+		assert.Zero(t, rdb.Exists(ctx, "f", AcquireLatchKey("f", "a")).Val(), "nothing written")
+	})
+}

@@ -23,6 +23,12 @@ if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl'
 local function token()
   return tonumber(redis.call('get', KEYS[3]) or '0')
 end
+if KEYS[3] then
+  local current = redis.call('get', KEYS[3])
+  if current and not int(current) then
+    return redis.error_reply('ERR warden: the token counter ' .. KEYS[3] .. ' is not an integer')
+  end
+end
 if redis.call('get', KEYS[2]) == ARGV[3] then
   local held = redis.call('hget', KEYS[1], ARGV[1])
   if held then
