@@ -57,6 +57,10 @@ type holdingKey struct {
 
 // New starts a lock manager on rdb, which the caller owns and closes after
 // Close. rdb may be a single-node, Sentinel (failover) or Cluster client.
+// A single-node or Sentinel client is not contacted until the first call;
+// on a Cluster client New asks every master once whether it has sharded
+// pub/sub (Redis 7: SPUBLISH/SSUBSCRIBE, else PUBLISH/SUBSCRIBE), and fails
+// if the cluster cannot be reached.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, invalid("redis client", "nil")
@@ -73,7 +77,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.clientID == "" {
 		o.clientID = uuid.NewString()
 	}
-	scripts, err := redisio.NewScripts("publish")
+	publish, newPubSub, err := pubSubFor(rdb)
+	if err != nil {
+		return nil, err
+	}
+	scripts, err := redisio.NewScripts(publish)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +101,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	props, err := actors.RootProps(actors.Config{
 		Redis:       rdb,
 		Scripts:     scripts,
-		NewPubSub:   func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, rdb) },
+		NewPubSub:   newPubSub,
 		Clock:       o.clock,
 		Watchdog:    o.watchdog,
 		IdleTimeout: o.idleTimeout,
@@ -266,4 +274,44 @@ func ctxErr(ctx context.Context) error {
 		return err
 	}
 	return errors.Join(err, cause)
+}
+
+// shardedProbeTimeout bounds New's question to a cluster's masters.
+const shardedProbeTimeout = 5 * time.Second
+
+// pubSubFor picks how unlock messages travel on rdb. On a Redis Cluster
+// whose masters all know SPUBLISH (Redis 7 and later) it is sharded pub/sub:
+// the scripts publish with SPUBLISH, and the engine subscribes each channel
+// with SSUBSCRIBE on the master of its slot, where the lock's keys are.
+// Everywhere else (single node, Sentinel, a Redis 6 cluster) it is PUBLISH
+// and SUBSCRIBE. A cluster is asked once, here (COMMAND INFO spublish on
+// every master), and a cluster that cannot be asked fails New instead of a
+// guess: two processes that guessed differently would not hear each other's
+// unlocks.
+func pubSubFor(rdb redis.UniversalClient) (string, func(context.Context) redisio.PubSub, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return "publish", func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, rdb) }, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shardedProbeTimeout)
+	defer cancel()
+	var sharded atomic.Bool
+	sharded.Store(true)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		info, err := node.Do(ctx, "command", "info", "spublish").Slice()
+		if err != nil {
+			return err
+		}
+		if len(info) != 1 || info[0] == nil {
+			sharded.Store(false) // Redis 6: no such command
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("warden: ask the cluster whether it has sharded pub/sub: %w", err)
+	}
+	if !sharded.Load() {
+		return "publish", func(ctx context.Context) redisio.PubSub { return redisio.NewPubSub(ctx, cc) }, nil
+	}
+	return "spublish", func(ctx context.Context) redisio.PubSub { return redisio.NewShardedPubSub(ctx, cc) }, nil
 }

@@ -1,0 +1,322 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// clusterSlots is the number of Redis Cluster hash slots.
+	clusterSlots = 16384
+
+	// clusterNodeTimeout is --cluster-node-timeout in ms. It is generous so
+	// that a test binary starved of CPU (two cores, -race) never makes one
+	// node mark another as failing.
+	clusterNodeTimeout = "5000"
+
+	// clusterReadyTimeout bounds the wait for a new cluster to agree on its
+	// slot map and report cluster_state:ok. A master needs two seconds after
+	// its start before it declares the state ok (Redis's
+	// CLUSTER_WRITABLE_DELAY), which is most of the startup time.
+	clusterReadyTimeout = 15 * time.Second
+
+	// clusterAgreeTimeout bounds the wait for every node to agree on a slot's
+	// owner after MigrateSlot.
+	clusterAgreeTimeout = 10 * time.Second
+
+	// migrateBatch is how many keys one MIGRATE moves.
+	migrateBatch = 100
+
+	// migrateTimeout is MIGRATE's own timeout in ms.
+	migrateTimeout = 5000
+
+	// adminTimeout bounds each administrative command.
+	adminTimeout = 5 * time.Second
+)
+
+// Cluster is a Redis Cluster of real redis-server masters (no replicas),
+// started by [StartCluster] and stopped when the test finishes.
+type Cluster struct {
+	nodes []*Server
+	ids   []string
+	admin []*redis.Client
+}
+
+// StartCluster starts a Redis Cluster of masters redis-server processes on
+// free loopback ports, gives each an even share of the 16384 slots
+// (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER MEET), and waits until every
+// node reports cluster_state:ok and all agree on the slot map. Startup takes
+// a little over two seconds: that is how long a fresh master waits before it
+// declares the cluster writable. The servers stop when t finishes.
+func StartCluster(t testing.TB, masters int) *Cluster {
+	t.Helper()
+	if masters < 1 || masters > clusterSlots {
+		t.Fatalf("redistest: StartCluster(%d): want 1 to %d masters", masters, clusterSlots)
+	}
+	c := &Cluster{}
+	for range masters {
+		// The config file is relative to the server's own directory.
+		s := Start(t, WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", clusterNodeTimeout))
+		admin := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+		t.Cleanup(func() { _ = admin.Close() })
+		c.nodes = append(c.nodes, s)
+		c.admin = append(c.admin, admin)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	for i, a := range c.admin {
+		id, err := a.ClusterMyID(ctx).Result()
+		if err != nil {
+			t.Fatalf("redistest: cluster node %d (%s): CLUSTER MYID: %v", i, c.nodes[i].Addr(), err)
+		}
+		c.ids = append(c.ids, id)
+		// Distinct epochs spare the nodes a round of collision resolution.
+		if err := a.Do(ctx, "cluster", "set-config-epoch", i+1).Err(); err != nil {
+			t.Fatalf("redistest: cluster node %d: CLUSTER SET-CONFIG-EPOCH: %v", i, err)
+		}
+		first, last := i*clusterSlots/masters, (i+1)*clusterSlots/masters-1
+		if err := a.Do(ctx, "cluster", "addslotsrange", first, last).Err(); err != nil {
+			t.Fatalf("redistest: cluster node %d: CLUSTER ADDSLOTSRANGE %d %d: %v", i, first, last, err)
+		}
+	}
+	// Every node meets every other: waiting for gossip to introduce them
+	// costs up to seconds.
+	for i, a := range c.admin {
+		for j, s := range c.nodes {
+			if j == i {
+				continue
+			}
+			if err := a.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(s.Port())).Err(); err != nil {
+				t.Fatalf("redistest: node %d: CLUSTER MEET node %d: %v", i, j, err)
+			}
+		}
+	}
+	c.waitAgreed(t, clusterReadyTimeout, "start")
+	return c
+}
+
+// Nodes returns the cluster's servers, in the order of their slot ranges:
+// node i first owned slots i*16384/n .. (i+1)*16384/n-1.
+func (c *Cluster) Nodes() []*Server {
+	return slices.Clone(c.nodes)
+}
+
+// Addrs returns the nodes' addresses, in the order of Nodes.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, s := range c.nodes {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// Client returns a new go-redis cluster client seeded with every node. It
+// is closed when t finishes.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// NodeForSlot returns the index (in Nodes) of the master that owns slot
+// according to the first node that answers, or -1 if none knows (or the
+// owner is not one of Nodes).
+func (c *Cluster) NodeForSlot(slot int) int {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	for _, a := range c.admin {
+		owners, err := c.slotOwners(ctx, a)
+		if err != nil {
+			continue
+		}
+		if owner, ok := owners[slot]; ok {
+			return owner
+		}
+		return -1
+	}
+	return -1
+}
+
+// MigrateSlot moves slot and every key in it to node to, the way
+// redis-cli --cluster reshard does: CLUSTER SETSLOT IMPORTING on the target
+// and MIGRATING on the source, CLUSTER GETKEYSINSLOT and MIGRATE ... KEYS in
+// batches until the slot is empty on the source, then CLUSTER SETSLOT NODE
+// on the target, the source and every other node. It returns once every
+// node names to as the owner. Clients keep working throughout (go-redis
+// follows the ASK and MOVED redirections). Moving a slot to its owner is a
+// no-op.
+func (c *Cluster) MigrateSlot(t testing.TB, slot, to int) {
+	t.Helper()
+	if slot < 0 || slot >= clusterSlots || to < 0 || to >= len(c.nodes) {
+		t.Fatalf("redistest: MigrateSlot(%d, %d): slot or node out of range", slot, to)
+	}
+	from := c.NodeForSlot(slot)
+	if from < 0 {
+		t.Fatalf("redistest: MigrateSlot: no node owns slot %d", slot)
+	}
+	if from == to {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterAgreeTimeout)
+	defer cancel()
+	src, dst := c.admin[from], c.admin[to]
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("redistest: MigrateSlot(%d, %d -> %d): %s: %v", slot, from, to, what, err)
+		}
+	}
+	must("SETSLOT IMPORTING", dst.Do(ctx, "cluster", "setslot", slot, "importing", c.ids[from]).Err())
+	must("SETSLOT MIGRATING", src.Do(ctx, "cluster", "setslot", slot, "migrating", c.ids[to]).Err())
+	target := c.nodes[to]
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, migrateBatch).Result()
+		must("GETKEYSINSLOT", err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"migrate", "127.0.0.1", target.Port(), "", 0, migrateTimeout, "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		// NOKEY means every key of the batch expired meanwhile.
+		if err := src.Do(ctx, args...).Err(); err != nil && !strings.Contains(err.Error(), "NOKEY") {
+			must("MIGRATE", err)
+		}
+	}
+	// The target first, so that it owns the slot before the source starts
+	// redirecting to it; then the source, then everyone else.
+	order := []int{to, from}
+	for i := range c.nodes {
+		if i != to && i != from {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		must(fmt.Sprintf("SETSLOT NODE on node %d", i), c.admin[i].Do(ctx, "cluster", "setslot", slot, "node", c.ids[to]).Err())
+	}
+	deadline := time.Now().Add(clusterAgreeTimeout)
+	for {
+		agreed, detail := c.ownerAgreed(ctx, slot, to)
+		if agreed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: MigrateSlot(%d, %d -> %d): nodes do not agree on the new owner within %v: %s",
+				slot, from, to, clusterAgreeTimeout, detail)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ownerAgreed reports whether every node names node to as slot's owner,
+// and otherwise which one does not.
+func (c *Cluster) ownerAgreed(ctx context.Context, slot, to int) (bool, string) {
+	for i, a := range c.admin {
+		owners, err := c.slotOwners(ctx, a)
+		if err != nil {
+			return false, fmt.Sprintf("node %d: %v", i, err)
+		}
+		if got, ok := owners[slot]; !ok || got != to {
+			return false, fmt.Sprintf("node %d says node %d", i, got)
+		}
+	}
+	return true, ""
+}
+
+// waitAgreed waits until every node reports cluster_state:ok, knows every
+// other node, and all report the same slot map covering every slot.
+func (c *Cluster) waitAgreed(t testing.TB, d time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, detail := c.agreed()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: cluster %s: not ready within %v: %s", what, d, detail)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// agreed is one check of waitAgreed; when it fails it says why.
+func (c *Cluster) agreed() (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	var first map[int]int
+	for i, a := range c.admin {
+		info, err := a.ClusterInfo(ctx).Result()
+		if err != nil {
+			return false, fmt.Sprintf("node %d: CLUSTER INFO: %v", i, err)
+		}
+		fields := infoFields(info)
+		if fields["cluster_state"] != "ok" || fields["cluster_known_nodes"] != strconv.Itoa(len(c.nodes)) {
+			return false, fmt.Sprintf("node %d (%s): cluster_state:%s cluster_known_nodes:%s cluster_slots_assigned:%s",
+				i, c.nodes[i].Addr(), fields["cluster_state"], fields["cluster_known_nodes"], fields["cluster_slots_assigned"])
+		}
+		owners, err := c.slotOwners(ctx, a)
+		if err != nil {
+			return false, fmt.Sprintf("node %d: %v", i, err)
+		}
+		if len(owners) != clusterSlots {
+			return false, fmt.Sprintf("node %d knows the owners of %d slots", i, len(owners))
+		}
+		if first == nil {
+			first = owners
+			continue
+		}
+		for slot, owner := range owners {
+			if first[slot] != owner {
+				return false, fmt.Sprintf("slot %d: node 0 says node %d owns it, node %d says node %d", slot, first[slot], i, owner)
+			}
+		}
+	}
+	return true, ""
+}
+
+// slotOwners returns the index (in Nodes) of the master of every slot a
+// node knows an owner for, from its CLUSTER SHARDS.
+func (c *Cluster) slotOwners(ctx context.Context, a *redis.Client) (map[int]int, error) {
+	shards, err := a.ClusterShards(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
+	}
+	owners := make(map[int]int, clusterSlots)
+	for _, sh := range shards {
+		master := -1
+		for _, n := range sh.Nodes {
+			if n.Role == "master" {
+				master = slices.Index(c.ids, n.ID)
+			}
+		}
+		for _, r := range sh.Slots {
+			for s := r.Start; s <= r.End; s++ {
+				owners[int(s)] = master
+			}
+		}
+	}
+	return owners, nil
+}
+
+// infoFields parses "key:value" lines of an INFO-style reply.
+func infoFields(info string) map[string]string {
+	fields := map[string]string{}
+	for line := range strings.Lines(info) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}
