@@ -99,7 +99,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.cancelIO = cancel
 	c.workers = actors.NewWorkers()
 	props, err := actors.RootProps(actors.Config{
-		Redis:       rdb,
+		Redis:       engineRedis(rdb, o),
 		Scripts:     scripts,
 		NewPubSub:   newPubSub,
 		Clock:       o.clock,
@@ -274,6 +274,20 @@ func ctxErr(ctx context.Context) error {
 		return err
 	}
 	return errors.Join(err, cause)
+}
+
+// engineRedis is the Redis the engine's actors call: rdb, behind automatic
+// pipelining unless it is off or rdb is not one of go-redis's own clients
+// (a wrapper keeps its own behaviour for every call).
+func engineRedis(rdb redis.UniversalClient, o options) redisio.Redis {
+	if o.noPipeline {
+		return rdb
+	}
+	switch rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+		return redisio.NewAutoPipeline(rdb)
+	}
+	return rdb
 }
 
 // shardedProbeTimeout bounds New's question to a cluster's masters.

@@ -21,6 +21,7 @@ type options struct {
 	clientID    string
 	idleTimeout time.Duration
 	replicaSync redisio.ReplicaSync
+	noPipeline  bool
 }
 
 func defaultOptions() options {
@@ -106,6 +107,19 @@ func WithIdleTimeout(d time.Duration) Option {
 			return invalid("idle timeout", "%v: want > 0", d)
 		}
 		o.idleTimeout = d
+		return nil
+	}
+}
+
+// WithAutoPipelining turns the automatic pipelining of the engine's script
+// calls on or off. On (the default), script calls that many lock names make
+// at the same time go to Redis as one pipeline per round trip; a call made
+// alone is sent at once, as it would be without it. It applies to
+// go-redis's *redis.Client (including Sentinel's) and *redis.ClusterClient;
+// other UniversalClient implementations are always called directly.
+func WithAutoPipelining(on bool) Option {
+	return func(o *options) error {
+		o.noPipeline = !on
 		return nil
 	}
 }

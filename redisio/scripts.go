@@ -57,6 +57,7 @@ const IOTimeout = 10 * time.Second
 type Redis interface {
 	redis.Scripter
 	Pipeline() redis.Pipeliner
+	Process(ctx context.Context, cmd redis.Cmder) error
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd
 	Get(ctx context.Context, key string) *redis.StringCmd
 	HExists(ctx context.Context, key, field string) *redis.BoolCmd
@@ -185,6 +186,9 @@ func runSynced(ctx context.Context, r Redis, rs ReplicaSync, sc *redis.Script, k
 	if rs.Replicas <= 0 {
 		c := sc.Run(ctx, r, keys, args...)
 		return c, 0, c.Err()
+	}
+	if ap, ok := r.(*AutoPipeline); ok {
+		r = ap.Unwrap() // WAIT needs the write's own connection
 	}
 	if cc, ok := r.(interface {
 		MasterForKey(ctx context.Context, key string) (*redis.Client, error)

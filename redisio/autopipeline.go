@@ -1,0 +1,143 @@
+package redisio
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AutoPipeline is a Redis that sends the script calls made at the same
+// time by many callers (the engine's actors, each on its own worker) as one
+// pipeline per round trip, in the spirit of rueidis's auto-pipelining: a
+// caller that finds a free flush slot sends everything queued so far,
+// its own call included; a caller that finds every slot busy queues its
+// call and waits, and the next caller to find a free slot sends it. A call
+// made alone goes straight to Redis, as it would without the wrapper, so
+// the uncontended path pays nothing for it.
+//
+// Only EVAL and EVALSHA are pipelined; every other command passes through.
+// There is no goroutine of its own: the callers do the flushing.
+type AutoPipeline struct {
+	Redis
+	r        Redis
+	maxBatch int
+	slots    int
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queue    []*pipedCall
+	inflight int
+
+	batches, piped uint64 // how many pipelines of more than one call, and their calls
+}
+
+// pipedCall is one queued script call.
+type pipedCall struct {
+	ctx  context.Context
+	cmd  *redis.Cmd
+	done bool
+}
+
+// Pipelining bounds: flushSlots pipelines in flight at once (one
+// connection each), of at most maxBatch calls.
+const (
+	flushSlots = 4
+	maxBatch   = 256
+)
+
+// NewAutoPipeline wraps r.
+func NewAutoPipeline(r Redis) *AutoPipeline {
+	p := &AutoPipeline{Redis: r, r: r, maxBatch: maxBatch, slots: flushSlots}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// Unwrap returns the wrapped Redis.
+func (p *AutoPipeline) Unwrap() Redis { return p.r }
+
+// Stats reports how many pipelines of more than one call were sent and how
+// many calls they carried.
+func (p *AutoPipeline) Stats() (batches, calls uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.batches, p.piped
+}
+
+// EvalSha runs a cached script, pipelined with concurrent calls.
+func (p *AutoPipeline) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return p.do(ctx, scriptCmd(ctx, "evalsha", sha1, keys, args))
+}
+
+// Eval runs a script from its source, pipelined with concurrent calls.
+func (p *AutoPipeline) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return p.do(ctx, scriptCmd(ctx, "eval", script, keys, args))
+}
+
+// scriptCmd builds the command go-redis's EvalSha or Eval would send, with
+// its first key marked for a cluster pipeline's routing.
+func scriptCmd(ctx context.Context, name, body string, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, name, body, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
+}
+
+// do queues c and returns once it has run, sending pipelines while a flush
+// slot is free and calls are queued.
+func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	c := &pipedCall{ctx: ctx, cmd: cmd}
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	for !c.done {
+		if p.inflight < p.slots && len(p.queue) > 0 {
+			n := min(len(p.queue), p.maxBatch)
+			batch := p.queue[:n:n]
+			p.queue = p.queue[n:]
+			if len(p.queue) == 0 {
+				p.queue = nil
+			}
+			p.inflight++
+			if n > 1 {
+				p.batches++
+				p.piped += uint64(n)
+			}
+			p.mu.Unlock()
+			p.send(batch)
+			p.mu.Lock()
+			p.inflight--
+			for _, b := range batch {
+				b.done = true
+			}
+			p.cond.Broadcast()
+			continue
+		}
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
+	return cmd
+}
+
+// send runs a batch: a lone call on its caller's context, as a plain call;
+// several as one pipeline, under the first caller's context without its
+// cancellation (the calls of the others must not fail with it; go-redis's
+// read and write timeouts bound the round trip).
+func (p *AutoPipeline) send(batch []*pipedCall) {
+	if len(batch) == 1 {
+		_ = p.r.Process(batch[0].ctx, batch[0].cmd)
+		return
+	}
+	ctx := context.WithoutCancel(batch[0].ctx)
+	pipe := p.r.Pipeline()
+	for _, c := range batch {
+		_ = pipe.Process(ctx, c.cmd)
+	}
+	_, _ = pipe.Exec(ctx)
+}

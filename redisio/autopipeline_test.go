@@ -1,0 +1,103 @@
+package redisio
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/redistest"
+)
+
+// hammer runs workers goroutines, each making rounds acquire+unlock pairs
+// on a name of its own through r, and fails t on any wrong result.
+func hammer(t *testing.T, r Redis, workers, rounds int) {
+	t.Helper()
+	s := newScripts(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("auto:%d", w)
+			for i := range rounds {
+				id := fmt.Sprintf("%d:%d", w, i)
+				res, err := s.Acquire(ctx, r, name, "o", id, time.Minute)
+				if !assert.NoError(t, err) || !assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, res) {
+					return
+				}
+				left, held, err := s.Unlock(ctx, r, name, "o", id, time.Minute)
+				if !assert.NoError(t, err) || !assert.True(t, held) || !assert.Zero(t, left) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Concurrent script calls share pipelines and each gets its own result;
+// a lone call is sent as it is.
+func TestAutoPipelineBatchesConcurrentCalls(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	p := NewAutoPipeline(rdb)
+	s := newScripts(t)
+	ctx := context.Background()
+	_, err := s.Acquire(ctx, p, "alone", "o", "r1", time.Minute)
+	require.NoError(t, err)
+	batches, _ := p.Stats()
+	assert.Zero(t, batches, "a lone call is not a pipeline")
+
+	require.NoError(t, rdb.ScriptFlush(ctx).Err()) // the first calls fall back to EVAL, pipelined too
+	hammer(t, p, 32, 50)
+	batches, calls := p.Stats()
+	assert.Positive(t, batches, "concurrent calls were pipelined")
+	t.Logf("%d pipelines carried %d of %d calls", batches, calls, 32*50*2)
+}
+
+// One call's script error stays its own.
+func TestAutoPipelineErrorsStayPerCall(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	p := NewAutoPipeline(rdb)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := "return ARGV[1]"
+			if i%4 == 0 {
+				body = "return redis.error_reply('ERR bad ' .. ARGV[1])"
+			}
+			v, err := p.Eval(ctx, body, []string{fmt.Sprint("k", i)}, i).Result()
+			if i%4 == 0 {
+				assert.EqualError(t, err, fmt.Sprintf("ERR bad %d", i))
+				return
+			}
+			assert.NoError(t, err)
+			assert.Equal(t, fmt.Sprint(i), v)
+		}()
+	}
+	wg.Wait()
+}
+
+// On a cluster the pipelines are split per master by go-redis, routed by
+// each script's first key.
+func TestAutoPipelineOnACluster(t *testing.T) {
+	cc := redistest.StartCluster(t, 3).Client(t)
+	p := NewAutoPipeline(cc)
+	hammer(t, p, 24, 20)
+	batches, _ := p.Stats()
+	assert.Positive(t, batches)
+	ctx := context.Background()
+	for w := range 24 {
+		assert.Zero(t, cc.Exists(ctx, fmt.Sprintf("auto:%d", w)).Val())
+	}
+	var _ Redis = (*redis.ClusterClient)(nil)
+}
