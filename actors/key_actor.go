@@ -99,6 +99,12 @@ type op struct {
 	reqID  string
 	// holding is the holding an opVerify checks.
 	holding uint64
+	// next, on an opRelease of a last hold, is the local waiter the lock is
+	// handed to in the same round trip (lockIO.handoff).
+	next *waiter
+	// even marks the unlock that ends a streak of handoffs: the local
+	// waiters then wait for its message like every other process's.
+	even bool
 	// started is when the request was sent; a lease it sets runs from no
 	// earlier than this.
 	started time.Time
@@ -111,6 +117,8 @@ type opDone struct {
 	remaining int
 	held      bool
 	err       error
+	// handoff is the whole result of a release that handed the lock on.
+	handoff redisio.HandoffResult
 }
 
 // keyActor owns one lock name for this process: who of this process holds
@@ -128,8 +136,12 @@ type keyActor struct {
 	waiters    waitQueue       // FIFO; the head is the one that waits on Redis (each fair waiter waits)
 	ops        []*op           // releases and undos, served before attempts
 	inflight   *op
-	subs       map[string]bool // channels subscribed
-	seen       uint64          // routed requests received, for the passivation handshake
+	// lastAttempt is the ordinary attempt last started; handoffs counts
+	// the handoffs since one acquired (maxHandoffs).
+	lastAttempt *op
+	handoffs    int
+	subs        map[string]bool // channels subscribed
+	seen        uint64          // routed requests received, for the passivation handshake
 	// fault is set once the actor failed (a panic: a bug); it then answers
 	// every request with it until root stops it.
 	fault error
@@ -262,6 +274,9 @@ func (a *keyActor) pump(ctx actor.Context) {
 	if len(a.ops) > 0 {
 		o := a.ops[0]
 		a.ops = a.ops[1:]
+		if o.kind == opRelease {
+			o.next, o.even = a.handoffTo(o)
+		}
 		a.start(ctx, o)
 		return
 	}
@@ -285,6 +300,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	lease := a.cfg.Watchdog
 	switch o.kind {
 	case opAttempt:
+		a.lastAttempt = o
 		o.w.inflight = true
 		if o.w.req.Lease > 0 {
 			lease = o.w.req.Lease
@@ -304,6 +320,12 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 				a.unregister(ctx, o.owner)
 			}
 		}
+		if w := o.next; w != nil {
+			w.inflight = true
+			if w.req.Lease == 0 {
+				a.register(ctx, w.req.Owner) // as an attempt does
+			}
+		}
 	}
 	// The call below reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
@@ -318,6 +340,11 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		case opAttempt:
 			d.acquire, d.err = rio.acquireSynced(c, o.w, lease)
 		case opRelease:
+			if o.next != nil {
+				d.handoff = rio.handoff(c, o, lease)
+				d.remaining, d.held, d.err = d.handoff.Remaining, d.handoff.Held, d.handoff.UnlockErr
+				break
+			}
 			var acks int
 			rs := cfg.ReplicaSync
 			d.remaining, d.held, acks, d.err = rio.unlock(c, o.owner, o.reqID, lease)
@@ -347,6 +374,11 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 		a.onAttemptDone(ctx, d)
 	case opRelease:
 		a.onReleaseDone(ctx, d)
+		if w := d.op.next; w != nil {
+			a.handoffs++
+			a.onAttemptDone(ctx, &opDone{op: &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID,
+				started: d.op.started}, acquire: d.handoff.Acquire, err: d.handoff.AcquireErr})
+		}
 	case opUndo:
 		if d.err != nil {
 			a.cfg.Logger.Warn("warden: undo of an uncertain acquire failed; the lock expires within its lease",
@@ -363,10 +395,43 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 	}
 }
 
+// maxHandoffs bounds how many times in a row a key actor hands its lock
+// from one local owner to the next in the unlock's round trip. Each
+// handoff's acquire reaches Redis right behind the unlock, ahead of any
+// other process's waiter woken by it; after this many, one unlock goes
+// alone, so the other processes' waiters get a fair chance.
+const maxHandoffs = 8
+
+// handoffTo picks the local waiter an unlock of the last hold can hand the
+// lock to in the same round trip: the head waiter, when it is due for an
+// attempt or waits on Redis (refused), for a kind and setup that allow it.
+// It returns nil for a plain unlock, and even for the unlock that ends a
+// streak of maxHandoffs: its local waiters are not woken at once but by
+// the unlock's message, on the same footing as other processes' waiters.
+func (a *keyActor) handoffTo(o *op) (next *waiter, even bool) {
+	h := a.holdings[o.owner]
+	if h == nil || h.count > 1 || !a.rio.handsOff() || len(a.waiters.list) == 0 {
+		return nil, false
+	}
+	w := a.waiters.list[0]
+	if w.cancelled || w.try || w.inflight || w.req.Owner == o.owner || a.holdings[w.req.Owner] != nil ||
+		a.expired(w, a.cfg.Clock.Now()) {
+		return nil, false
+	}
+	if a.handoffs >= maxHandoffs {
+		a.handoffs = 0
+		return nil, w.refused
+	}
+	return w, false
+}
+
 func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	w := d.op.w
 	w.inflight = false
 	owner := w.req.Owner
+	if d.op == a.lastAttempt && d.err == nil && d.acquire.Acquired {
+		a.handoffs = 0 // taken by an ordinary attempt: the streak of handoffs ends
+	}
 	switch {
 	case d.err != nil:
 		// The outcome is unknown: the script may have run and only its reply
@@ -446,9 +511,12 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			if h != nil {
 				delete(a.holdings, o.owner)
 			}
-			// Local handoff: the head waiter need not wait for the unlock
-			// message's round trip through pub/sub.
-			a.wakeHead()
+			// The head waiter need not wait for the unlock message's round
+			// trip through pub/sub, unless this unlock evens the odds for
+			// other processes after a streak of handoffs.
+			if !o.even {
+				a.wakeHead()
+			}
 		} else if h != nil {
 			h.count = d.remaining
 			if h.lease > 0 && a.rio.unlockRefreshesLease() {

@@ -138,6 +138,25 @@ func (l lockIO) acquireSynced(ctx context.Context, w *waiter, lease time.Duratio
 	}
 }
 
+// handsOff tells whether an unlock of the last hold may hand the lock to a
+// local waiter in the same round trip: the reentrant and fenced locks,
+// without replica sync (each write then waits for its own WAIT).
+func (l lockIO) handsOff() bool {
+	return (l.kind == messages.KindLock || l.kind == messages.KindFencedLock) && l.cfg.ReplicaSync.Replicas == 0
+}
+
+// handoff releases o's last hold and acquires for o.next in one round
+// trip; see redisio.Scripts.Handoff.
+func (l lockIO) handoff(ctx context.Context, o *op, lease time.Duration) redisio.HandoffResult {
+	w := o.next
+	toLease := w.req.Lease
+	if toLease == 0 {
+		toLease = l.cfg.Watchdog
+	}
+	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Fenced: l.kind == messages.KindFencedLock,
+		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease})
+}
+
 // unlock releases one hold of owner's; see redisio.Scripts.UnlockSynced.
 func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	cfg := l.cfg

@@ -1,0 +1,89 @@
+package client_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
+)
+
+// An unlock with a local waiter hands the lock on in its own round trip:
+// by the time Unlock returns, Redis already names the waiter as holder.
+func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
+	for _, fenced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lock", true: "fenced"}[fenced], func(t *testing.T) {
+			e := realEnv(t)
+			c := e.newClient(t)
+			ctx := context.Background()
+			lock := func() *client.Lock {
+				if fenced {
+					return c.FencedLock("handoff").Lock
+				}
+				return c.Lock("handoff")
+			}
+			holder, waiter := lock(), lock()
+			require.NoError(t, holder.Lock(ctx))
+			got := make(chan error, 1)
+			go func() { got <- waiter.Lock(ctx) }()
+			eventually(t, 5*time.Second, func() bool {
+				return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{handoff}").Val()["redisson_lock__channel:{handoff}"] == 1
+			}, "the waiter waits")
+			require.NoError(t, holder.Unlock(ctx))
+			assert.Equal(t, "1", e.rdb.HGet(ctx, "handoff", waiter.Owner()).Val(), "held by the waiter as Unlock returns")
+			require.NoError(t, await.Value(t, got, 5*time.Second, "the waiter's Lock"))
+			assert.Equal(t, 1, get(t, waiter.HoldCount))
+			require.NoError(t, waiter.Unlock(ctx))
+			assert.Zero(t, e.rdb.Exists(ctx, "handoff").Val())
+		})
+	}
+}
+
+// Local owners that hand the lock to each other without a pause do not
+// starve another process's waiter: every few handoffs an unlock goes
+// alone.
+func TestLocalHandoffsLetARemoteWaiterIn(t *testing.T) {
+	e := realEnv(t)
+	local, remote := e.newClient(t), e.newClient(t)
+	ctx := context.Background()
+	var stop atomic.Bool
+	var rounds atomic.Int64
+	var h holders
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := local.Lock("handoff:fair")
+			for !stop.Load() {
+				if !assert.NoError(t, l.Lock(ctx)) {
+					return
+				}
+				h.enter()
+				rounds.Add(1)
+				h.leave()
+				if !assert.NoError(t, l.Unlock(ctx)) {
+					return
+				}
+			}
+		}()
+	}
+	eventually(t, 5*time.Second, func() bool { return rounds.Load() > 50 }, "the local owners take turns")
+	r := remote.Lock("handoff:fair")
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err := r.Lock(rctx)
+	stop.Store(true)
+	require.NoError(t, err, "the remote waiter got in while %d local turns went by", rounds.Load())
+	h.enter()
+	h.leave()
+	require.NoError(t, r.Unlock(ctx))
+	await.Group(t, &wg, 10*time.Second, "the local owners")
+	assert.LessOrEqual(t, h.max.Load(), int32(1))
+}

@@ -1,0 +1,74 @@
+package redisio
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Handoff is one round trip that releases the last hold of one owner and
+// tries to acquire the lock for the next, as one pipeline on one
+// connection: the unlock script, then the acquire script. The unlock
+// publishes as usual, so other processes' waiters wake and compete; the
+// acquire, right behind it on the connection, usually wins. Each script
+// keeps its own exactly-once latch, so a retried or replayed handoff
+// answers as the two calls would.
+type Handoff struct {
+	Name string
+	// Fenced selects the fenced lock's acquire (with its token counter).
+	Fenced bool
+	// From releases one hold; its lease refreshes a lock it still holds.
+	From, FromReqID string
+	FromLease       time.Duration
+	// To acquires with lease ToLease.
+	To, ToReqID string
+	ToLease     time.Duration
+}
+
+// HandoffResult is a Handoff's two outcomes: the unlock's (as Unlock
+// returns them) and the acquire's (as AcquireSynced returns them).
+type HandoffResult struct {
+	Remaining int
+	Held      bool
+	UnlockErr error
+
+	Acquire    AcquireResult
+	AcquireErr error
+}
+
+// Handoff runs h (see Handoff).
+func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult {
+	if ap, ok := r.(*AutoPipeline); ok {
+		r = ap.Unwrap() // one connection for both, in order
+	}
+	unlockKeys := []string{h.Name, LockChannel(h.Name), UnlockLatchKey(h.Name, h.From+":"+h.FromReqID),
+		AcquireLatchKey(h.Name, h.From)}
+	unlockArgs := []any{UnlockMessage, Millis(h.FromLease), h.From, s.publish, Millis(LatchTTL)}
+	acquireKeys := []string{h.Name, AcquireLatchKey(h.Name, h.To)}
+	if h.Fenced {
+		acquireKeys = append(acquireKeys, TokenKey(h.Name))
+	}
+	acquireArgs := []any{h.To, Millis(h.ToLease), h.ToReqID, Millis(LatchTTL)}
+
+	pipe := r.Pipeline()
+	unlock := unlockScript.EvalSha(ctx, pipe, unlockKeys, unlockArgs...)
+	acquire := acquireScript.EvalSha(ctx, pipe, acquireKeys, acquireArgs...)
+	_, _ = pipe.Exec(ctx)
+	if redis.HasErrorPrefix(unlock.Err(), "NOSCRIPT") || redis.HasErrorPrefix(acquire.Err(), "NOSCRIPT") {
+		// A server that has not cached the scripts: the same two calls, in
+		// order, each loading its script. Both are exactly once, so one that
+		// did run answers its first result again.
+		unlock = unlockScript.Run(ctx, r, unlockKeys, unlockArgs...)
+		acquire = acquireScript.Run(ctx, r, acquireKeys, acquireArgs...)
+	}
+	var res HandoffResult
+	res.Remaining, res.Held, res.UnlockErr = unlockReply("unlock", h.Name, unlock)
+	if err := acquire.Err(); err != nil {
+		res.AcquireErr = fmt.Errorf("acquire %s: %w", h.Name, err)
+	} else {
+		res.Acquire, res.AcquireErr = acquireReply("acquire", h.Name, acquire)
+	}
+	return res
+}
