@@ -45,6 +45,7 @@ type countActor struct {
 	cfg        *Config
 	key        key
 	channel    string
+	root       *actor.PID // which spawned it; it is not root's child (rootActor.route)
 	subscriber *actor.PID
 
 	waiters    waitQueue
@@ -61,7 +62,7 @@ type countActor struct {
 
 var _ actor.Actor = (*countActor)(nil)
 
-func countActorProps(cfg *Config, k key, subscriber *actor.PID) *actor.Props {
+func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Props {
 	channel := redisio.SemaphoreChannel(k.Name)
 	if k.Kind == messages.KindCountDownLatch {
 		channel = redisio.LatchChannel(k.Name)
@@ -71,6 +72,7 @@ func countActorProps(cfg *Config, k key, subscriber *actor.PID) *actor.Props {
 			cfg:        cfg,
 			key:        k,
 			channel:    channel,
+			root:       root,
 			subscriber: subscriber,
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       clockTimer{clock: cfg.Clock},
@@ -118,7 +120,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 		}
 	case *idleTick:
 		if a.idle.fired(m.Gen) && a.isIdle() {
-			ctx.Send(ctx.Parent(), &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
+			ctx.Send(a.root, &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
 		}
 		return
 	case *actor.Stopping:
@@ -430,7 +432,7 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 	}
 	a.answerAll(ctx, a.fault)
-	retireVia(ctx, a.key, a.subscriber)
+	retireVia(ctx, a.root, a.key, a.subscriber)
 }
 
 // answerAll answers every waiter with err and forgets them.

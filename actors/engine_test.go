@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,4 +221,35 @@ func TestIdleKeyActorsArePassivated(t *testing.T) {
 	assert.Zero(t, r.Remaining, "the surviving key actor still knows its holding")
 	again := e.ask(t, &messages.Acquire{Name: "idle:a", Owner: "o", RequestID: "again", Lease: time.Minute}).(*messages.Acquired)
 	assert.Equal(t, 1, again.HoldCount, "a passivated name is served by a new key actor")
+}
+
+// Key actors that passivate leave no memory behind: once many names were
+// touched and their key actors passivated, none of those key actors is
+// still reachable. It runs on the real clock: the fake clock keeps its
+// fired timers in its backing array, and with them the key actors their
+// callbacks name.
+func TestPassivatedKeyActorsAreFreed(t *testing.T) {
+	var live atomic.Int64
+	keyActorMade = func(a *keyActor) {
+		live.Add(1)
+		runtime.AddCleanup(a, func(*atomic.Int64) { live.Add(-1) }, &live)
+	}
+	t.Cleanup(func() { keyActorMade = nil })
+	e := startEngine(t, redistest.Start(t).Client(t), func(c *Config) {
+		c.Clock = clockwork.NewRealClock()
+		c.IdleTimeout = 50 * time.Millisecond
+	})
+	const names = 2000
+	for i := range names {
+		name := fmt.Sprintf("passivate:%d", i)
+		require.IsType(t, &messages.Acquired{}, e.ask(t, &messages.Acquire{Name: name, Owner: "o", RequestID: "a",
+			Lease: time.Minute}))
+		require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: name, Owner: "o", RequestID: "r"}))
+	}
+	require.Eventually(t, func() bool { return e.keyActors(t) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"every key actor passivated")
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return live.Load() == 0
+	}, 5*time.Second, 20*time.Millisecond, "passivated key actors freed (%d of %d still reachable)", live.Load(), names)
 }

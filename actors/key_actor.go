@@ -128,6 +128,7 @@ type keyActor struct {
 	cfg        *Config
 	key        key
 	rio        lockIO
+	root       *actor.PID // which spawned it; it is not root's child (rootActor.route)
 	subscriber *actor.PID
 	renewer    *actor.PID
 
@@ -153,12 +154,16 @@ type keyActor struct {
 
 var _ actor.Actor = (*keyActor)(nil)
 
-func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Props {
+// keyActorMade, when set (by tests), sees every key actor made.
+var keyActorMade func(*keyActor)
+
+func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &keyActor{
+		a := &keyActor{
 			cfg:        cfg,
 			key:        k,
 			rio:        lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
+			root:       root,
 			subscriber: subscriber,
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
@@ -167,6 +172,10 @@ func keyActorProps(cfg *Config, k key, subscriber, renewer *actor.PID) *actor.Pr
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       clockTimer{clock: cfg.Clock},
 		}
+		if keyActorMade != nil {
+			keyActorMade(a)
+		}
+		return a
 	}, actor.WithDispatcher(cfg.Workers))
 }
 
@@ -223,7 +232,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		}
 	case *idleTick:
 		if a.idle.fired(m.Gen) && a.isIdle() {
-			ctx.Send(ctx.Parent(), &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
+			ctx.Send(a.root, &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
 		}
 		return
 	case *actor.Stopping:
@@ -849,7 +858,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		cancel()
 	}
 	a.abandon(ctx, a.fault)
-	retireVia(ctx, a.key, a.renewer, a.subscriber)
+	retireVia(ctx, a.root, a.key, a.renewer, a.subscriber)
 }
 
 // receiveFailed answers a request reaching a failed key actor.

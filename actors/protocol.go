@@ -86,8 +86,8 @@ type relay struct {
 // via (the renewer, the subscriber): by the time root acts, they have
 // handled the actor's unregisters and unsubscribes and send it nothing
 // more, so nothing they send becomes a dead letter.
-func retireVia(ctx actor.Context, k key, via ...*actor.PID) {
-	to, msg := ctx.Parent(), any(&retire{Key: k, PID: ctx.Self()})
+func retireVia(ctx actor.Context, root *actor.PID, k key, via ...*actor.PID) {
+	to, msg := root, any(&retire{Key: k, PID: ctx.Self()})
 	for i := len(via) - 1; i >= 0; i-- {
 		to, msg = via[i], &relay{To: to, Msg: msg}
 	}

@@ -70,9 +70,11 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		a.route(ctx, key{m.Name, m.Kind})
 	case *passivate:
 		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) && e.routed == m.Seen {
-			delete(a.keys, m.Key)
+			a.forget(m.Key)
 			ctx.Poison(m.PID)
 		}
+	case *actor.Stopping:
+		a.stopKeyActors(ctx)
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
 	case *crash:
@@ -91,9 +93,32 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		// answered with its fault as Poison drains its mailbox; the next
 		// request for the name starts a fresh key actor.
 		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) {
-			delete(a.keys, m.Key)
+			a.forget(m.Key)
 			ctx.Poison(m.PID)
 		}
+	}
+}
+
+// forget drops k's entry. A map never gives back the room it grew to, so
+// once the last key actor is gone the map is made anew.
+func (a *rootActor) forget(k key) {
+	delete(a.keys, k)
+	if len(a.keys) == 0 {
+		a.keys = map[key]*keyEntry{}
+	}
+}
+
+// stopKeyActors stops every live key actor and waits until each has
+// stopped (answered its waiters), as protoactor does for children before
+// their parent stops.
+func (a *rootActor) stopKeyActors(ctx actor.Context) {
+	futures := make([]actor.Future, 0, len(a.keys))
+	for k, e := range a.keys {
+		futures = append(futures, ctx.ActorSystem().Root.StopFuture(e.pid))
+		delete(a.keys, k)
+	}
+	for _, f := range futures {
+		_ = f.Wait()
 	}
 }
 
@@ -107,11 +132,15 @@ func (a *rootActor) reject(ctx actor.Context, reply any) {
 func (a *rootActor) route(ctx actor.Context, k key) {
 	e := a.keys[k]
 	if e == nil {
-		props := countActorProps(a.cfg, k, a.subscriber)
+		props := countActorProps(a.cfg, k, ctx.Self(), a.subscriber)
 		if k.Kind.Held() {
-			props = keyActorProps(a.cfg, k, a.subscriber, a.renewer)
+			props = keyActorProps(a.cfg, k, ctx.Self(), a.subscriber, a.renewer)
 		}
-		e = &keyEntry{pid: ctx.Spawn(props)}
+		// Not a child of root: protoactor's set of children keeps a pointer
+		// to a removed child in its backing array, which would keep every
+		// passivated key actor's memory alive. Root stops the live ones
+		// itself when it stops (stopKeyActors).
+		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
 		a.keys[k] = e
 	}
 	e.routed++
