@@ -44,9 +44,9 @@ test: deps ## Run go vet and the full test suite with the race detector
 test-short: ## Run the tests once without the race detector (quick local loop)
 	$(GO) test -count=1 ./...
 
-bench: ## Uncontended lock+unlock against 2xPING and the bare scripts: the table, then go test -bench
-	$(GO) run ./cmd/warden-bench -pairs 20000 -runs 5
-	$(GO) test -run '^$$' -bench . -benchtime 20000x -count 4 ./client/...
+bench: ## warden vs redsync, redislock, SET NX and 2xPING on workloads a-f (table, BENCHMARKS.svg), then go test -bench
+	$(GO) run ./cmd/warden-bench -runs 3 -duration 2s -svg BENCHMARKS.svg -md BENCHMARKS.table.md
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 3 ./client/... ./internal/bench/...
 
 fuzz: ## Fuzz argument validation and the acquire script's lease encoding, 20s each
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./messages

@@ -1,10 +1,24 @@
-// Command warden-bench measures warden's uncontended lock+unlock against
-// two baselines on the same Redis, in one run: two PINGs (the floor any
-// lock+unlock pays) and the same two Lua scripts called with no engine.
-// It prints the median of several runs and the ratios to warden.
+// Command warden-bench measures warden side by side with its peers on the
+// same Redis, in one run: redsync v4, bsm/redislock, the textbook lock
+// (SET NX PX and a compare-and-delete script) and, where nobody waits, the
+// 2xPING floor. Libraries alternate (the order rotates every run), runs
+// repeat, and it prints the median of every number and its ratio to
+// warden's, then writes an SVG chart and, with -md, a markdown table.
 //
-//	go run ./cmd/warden-bench                 # starts a redis-server on a free loopback port
-//	go run ./cmd/warden-bench -addr host:port # or uses the Redis at addr
+// Workloads (-only picks some):
+//
+//	a  uncontended lock+unlock, 1 goroutine
+//	b  16 goroutines on 16 names, lock+unlock
+//	c  8 goroutines on one name, 100µs critical section (spun, not slept)
+//	d  10,000 watchdog-mode locks held: Redis commands and CPU per renewal period
+//	e  10,000 waiters on one name: memory per waiter, wake-up latency
+//	f  100,000 names touched once: memory before, after, after passivation
+//
+// Usage:
+//
+//	go run ./cmd/warden-bench                      # starts a redis-server on a free loopback port
+//	go run ./cmd/warden-bench -addr host:port      # or uses the Redis at addr
+//	go run ./cmd/warden-bench -only a,c -runs 3 -duration 1s
 package main
 
 import (
@@ -12,81 +26,261 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/bench"
 )
 
+// config is the command line.
+type config struct {
+	addr     string
+	runs     int
+	duration time.Duration
+	pairs    int
+	only     string
+	svg, md  string
+	retry    time.Duration
+	critical time.Duration
+	locks    int
+	watchdog time.Duration
+	waiters  int
+	names    int
+	idle     time.Duration
+}
+
+// Fixed shapes of the workloads.
+const (
+	parallelGoroutines  = 16          // workload b
+	contendedGoroutines = 8           // workload c
+	waitersWindow       = time.Second // workload e's traffic window, at most -duration
+)
+
 func main() {
-	addr := flag.String("addr", "", "Redis address; empty starts a throwaway redis-server on loopback")
-	pairs := flag.Int("pairs", 20000, "lock+unlock pairs per run")
-	runs := flag.Int("runs", 5, "runs; the median is reported")
+	var cfg config
+	flag.StringVar(&cfg.addr, "addr", "", "Redis address; empty starts a throwaway redis-server on loopback")
+	flag.IntVar(&cfg.runs, "runs", 5, "runs; every number reported is the median over runs")
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each library runs in workloads a, b, c per run (and the renewal window of d, at least 3 periods)")
+	flag.IntVar(&cfg.pairs, "pairs", 0, "if > 0, workload a runs this many pairs per library per run instead of -duration")
+	flag.StringVar(&cfg.only, "only", "a,b,c,d,e,f", "comma list of the workloads to run (a..f)")
+	flag.StringVar(&cfg.svg, "svg", "BENCHMARKS.svg", "where to write the SVG chart of throughput; empty: none")
+	flag.StringVar(&cfg.md, "md", "", "where to write the markdown tables (for BENCHMARKS.md); empty: none")
+	flag.DurationVar(&cfg.retry, "retry", time.Millisecond, "retry delay of the peers' and the textbook lock's blocking waits")
+	flag.DurationVar(&cfg.critical, "critical", 100*time.Microsecond, "critical section of workload c (spun on the clock)")
+	flag.IntVar(&cfg.locks, "locks", 10000, "locks held in workload d")
+	flag.DurationVar(&cfg.watchdog, "watchdog", 3*time.Second, "watchdog timeout of workload d (renewal period: a third)")
+	flag.IntVar(&cfg.waiters, "waiters", 10000, "waiters in workload e")
+	flag.IntVar(&cfg.names, "names", 100000, "names touched in workload f")
+	flag.DurationVar(&cfg.idle, "idle", 20*time.Second, "idle timeout (passivation) of workload f's client")
 	flag.Parse()
-	if err := run(*addr, *pairs, *runs); err != nil {
+	if err := run(context.Background(), cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "warden-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr string, pairs, runs int) error {
-	if pairs < 1 || runs < 1 {
-		return errors.New("-pairs and -runs must be at least 1")
+// workloads parses -only.
+func workloads(only string) (string, error) {
+	var ws []byte
+	for f := range strings.SplitSeq(only, ",") {
+		f = strings.TrimSpace(f)
+		if len(f) != 1 || f[0] < 'a' || f[0] > 'f' {
+			return "", fmt.Errorf("-only: %q is not a workload (a..f)", f)
+		}
+		if !slices.Contains(ws, f[0]) {
+			ws = append(ws, f[0])
+		}
 	}
-	if addr == "" {
+	slices.Sort(ws)
+	return string(ws), nil
+}
+
+func (cfg config) validate() (string, error) {
+	ws, err := workloads(cfg.only)
+	switch {
+	case err != nil:
+		return "", err
+	case cfg.runs < 1:
+		return "", errors.New("-runs must be at least 1")
+	case cfg.duration <= 0:
+		return "", errors.New("-duration must be positive")
+	case cfg.pairs < 0:
+		return "", errors.New("-pairs must not be negative")
+	case cfg.retry <= 0:
+		return "", errors.New("-retry must be positive")
+	case cfg.critical < 0:
+		return "", errors.New("-critical must not be negative")
+	case cfg.locks < 1 || cfg.waiters < 1 || cfg.names < 1:
+		return "", errors.New("-locks, -waiters and -names must be at least 1")
+	case cfg.watchdog < 30*time.Millisecond:
+		return "", errors.New("-watchdog must be at least 30ms")
+	case cfg.idle <= 0:
+		return "", errors.New("-idle must be positive")
+	}
+	return ws, nil
+}
+
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	ws, err := cfg.validate()
+	if err != nil {
+		return err
+	}
+	if cfg.addr == "" {
 		a, stop, err := startRedis()
 		if err != nil {
 			return err
 		}
 		defer stop()
-		addr = a
+		cfg.addr = a
 	}
-	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis at %s: %w", addr, err)
+	stats := redis.NewClient(&redis.Options{Addr: cfg.addr})
+	defer stats.Close()
+	if err := stats.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis at %s: %w", cfg.addr, err)
 	}
-	c, err := client.New(rdb)
+	m, err := readMachine(ctx, stats)
 	if err != nil {
 		return err
 	}
-	defer c.Close(ctx)
-
-	results := make([]bench.Uncontended, 0, runs)
-	for i := range runs {
-		u, err := bench.RunUncontended(ctx, c, rdb, pairs)
-		if err != nil {
+	contenders, err := bench.NewContenders(cfg.addr, cfg.retry)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range contenders {
+			_ = c.Close(ctx)
+		}
+	}()
+	fmt.Fprintf(out, "warden-bench: workloads %s, %d runs, %v per library per run, Redis %s\n", ws, cfg.runs, cfg.duration, cfg.addr)
+	res := newResults()
+	for r := range cfg.runs {
+		if err := runOnce(ctx, cfg, ws, r, contenders, stats, res, out); err != nil {
 			return err
 		}
-		fmt.Printf("run %d: warden %v, scripts %v, 2xPING %v per pair\n", i+1,
-			u.Warden.Round(100*time.Nanosecond), u.Scripts.Round(100*time.Nanosecond), u.Ping.Round(100*time.Nanosecond))
-		results = append(results, u)
 	}
-	median := func(f func(bench.Uncontended) float64) float64 {
-		v := make([]float64, len(results))
-		for i, r := range results {
-			v[i] = f(r)
+	rep := report{cfg: cfg, workloads: ws, machine: m, contenders: contenders, res: res}
+	fmt.Fprintln(out)
+	rep.text(out)
+	if cfg.svg != "" {
+		if err := os.WriteFile(cfg.svg, rep.svg(), 0o644); err != nil {
+			return err
 		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		fmt.Fprintf(out, "\nchart written to %s\n", cfg.svg)
 	}
-	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	fmt.Printf("\nuncontended lock+unlock, 1 goroutine, %d pairs x %d runs, medians (Redis %s)\n", pairs, runs, addr)
-	fmt.Printf("%-22s %12s %16s\n", "", "µs per pair", "speed vs warden")
-	fmt.Printf("%-22s %12.1f %16s\n", "warden", median(func(u bench.Uncontended) float64 { return us(u.Warden) }), "1.00")
-	fmt.Printf("%-22s %12.1f %16.2f\n", "bare scripts", median(func(u bench.Uncontended) float64 { return us(u.Scripts) }),
-		1/median(bench.Uncontended.ScriptsRatio))
-	fmt.Printf("%-22s %12.1f %16.2f\n", "2xPING (floor)", median(func(u bench.Uncontended) float64 { return us(u.Ping) }),
-		1/median(bench.Uncontended.FloorRatio))
-	fmt.Printf("floor/warden %.2f, scripts/warden %.2f\n", median(bench.Uncontended.FloorRatio), median(bench.Uncontended.ScriptsRatio))
+	if cfg.md != "" {
+		if err := os.WriteFile(cfg.md, rep.markdown(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "markdown written to %s\n", cfg.md)
+	}
+	if v := res.violations(); v > 0 {
+		return fmt.Errorf("%d mutual-exclusion violations", v)
+	}
+	return nil
+}
+
+// runOnce runs every workload in ws once, rotating the contenders' order
+// by the run number r.
+func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*bench.Contender, stats *redis.Client, res *results, out io.Writer) error {
+	order := slices.Clone(contenders)
+	if len(order) > 0 {
+		k := r % len(order)
+		order = append(order[k:], order[:k]...)
+	}
+	tag := fmt.Sprintf("run %d/%d", r+1, cfg.runs)
+	key := func(w byte, name string) string { return fmt.Sprintf("bench:%c:%d:%s", w, r, name) }
+	for _, w := range []byte(ws) {
+		switch w {
+		case 'a', 'b':
+			goroutines, d, pairs := 1, cfg.duration, 0
+			if w == 'b' {
+				goroutines = parallelGoroutines
+			} else if cfg.pairs > 0 {
+				pairs = cfg.pairs
+			}
+			for _, c := range order {
+				if c.Role == bench.RoleDefaults {
+					continue
+				}
+				runtime.GC()
+				t, err := bench.RunThroughput(ctx, c, stats, key(w, c.Name), goroutines, d, pairs)
+				if err != nil {
+					return fmt.Errorf("workload %c: %w", w, err)
+				}
+				res.throughput[w][c.Name] = append(res.throughput[w][c.Name], t)
+				fmt.Fprintf(out, "%s %c %-16s %9.0f pairs/s  %.2f cmds/pair\n", tag, w, c.Name, t.PerSecond(), t.SentPerPair())
+			}
+		case 'c':
+			for _, c := range order {
+				if c.Role == bench.RoleFloor {
+					continue
+				}
+				runtime.GC()
+				t, err := bench.RunContention(ctx, c, stats, key(w, c.Name), contendedGoroutines, cfg.critical, cfg.duration)
+				if err != nil {
+					return fmt.Errorf("workload c: %w", err)
+				}
+				res.contention[c.Name] = append(res.contention[c.Name], t)
+				fmt.Fprintf(out, "%s c %-16s %9.0f acq/s  wait p99 %v  re-acquire %.0f%%  violations %d\n", tag, c.Name,
+					t.PerSecond(), t.Wait.P99.Round(time.Microsecond), 100*t.ReacquireShare(), t.Violations)
+			}
+		case 'd':
+			runtime.GC()
+			periods := max(3, int(cfg.duration/(cfg.watchdog/3)))
+			rn, err := bench.RunRenewal(ctx, cfg.addr, stats, key(w, bench.Warden), cfg.locks, cfg.watchdog, periods)
+			if err != nil {
+				return fmt.Errorf("workload d: %w", err)
+			}
+			res.renewal = append(res.renewal, rn)
+			fmt.Fprintf(out, "%s d %-16s %9.1f cmds/period  %v CPU/period  aligned %v\n", tag, bench.Warden,
+				rn.SentPerPeriod(), rn.CPUPerPeriod().Round(time.Microsecond), rn.Aligned)
+			if c := find(contenders, bench.Redsync); c != nil {
+				runtime.GC()
+				x, err := bench.RunExtendRound(ctx, c, stats, key(w, c.Name), cfg.locks, cfg.watchdog)
+				if err != nil {
+					return fmt.Errorf("workload d: %w", err)
+				}
+				res.extend = append(res.extend, x)
+				fmt.Fprintf(out, "%s d %-16s %9d cmds/round   %v CPU/round\n", tag, c.Name, x.Cost.Sent.Cmds, x.CPU.Round(time.Microsecond))
+			}
+		case 'e':
+			runtime.GC()
+			wt, err := bench.RunWaiters(ctx, cfg.addr, stats, key(w, bench.Warden), cfg.waiters, min(waitersWindow, cfg.duration))
+			if err != nil {
+				return fmt.Errorf("workload e: %w", err)
+			}
+			res.waiters = append(res.waiters, wt)
+			fmt.Fprintf(out, "%s e %-16s %9.0f B/waiter (engine)  wake-up p50 %v  acquired %d/%d\n", tag, bench.Warden,
+				wt.EnginePerWaiter(), wt.Handoff.P50.Round(time.Microsecond), wt.Acquired, wt.Waiters)
+		case 'f':
+			runtime.GC()
+			p, err := bench.RunPassivation(ctx, cfg.addr, key(w, bench.Warden), cfg.names, cfg.idle, 30*time.Second)
+			if err != nil {
+				return fmt.Errorf("workload f: %w", err)
+			}
+			res.passivation = append(res.passivation, p)
+			fmt.Fprintf(out, "%s f %-16s heap %s -> %s -> %s  key actors %d -> %d\n", tag, bench.Warden,
+				mib(p.Start.HeapAlloc), mib(p.Touched.HeapAlloc), mib(p.Passivated.HeapAlloc), p.Touched.KeyActors, p.Passivated.KeyActors)
+		}
+	}
+	return nil
+}
+
+func find(cs []*bench.Contender, name string) *bench.Contender {
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
 	return nil
 }
 

@@ -1,8 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/warden-go/warden/internal/redistest"
@@ -12,20 +20,116 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestRunsOnItsOwnRedisServer(t *testing.T) {
-	if err := run("", 200, 1); err != nil {
-		t.Fatal(err)
+// quick is a configuration that runs in well under a second per workload.
+func quick(t *testing.T, addr, only string) config {
+	dir := t.TempDir()
+	return config{
+		addr: addr, runs: 1, duration: 100 * time.Millisecond, only: only,
+		svg: filepath.Join(dir, "bench.svg"), md: filepath.Join(dir, "bench.md"),
+		retry: time.Millisecond, critical: 100 * time.Microsecond,
+		locks: 100, watchdog: 300 * time.Millisecond, waiters: 50, names: 200, idle: 200 * time.Millisecond,
 	}
 }
 
+// TestRunsOnItsOwnRedisServer is the smoke test: workloads a and c against
+// a throwaway redis-server, every library, the tables, the chart, the
+// markdown, and no mutual-exclusion violation.
+func TestRunsOnItsOwnRedisServer(t *testing.T) {
+	cfg := quick(t, "", "a,c")
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), cfg, &out))
+	text := out.String()
+	for _, want := range []string{"(a) uncontended lock+unlock", "(c) 8 goroutines on one name", "warden/floor",
+		"warden", "redsync", "redsync-defaults", "redislock", "setnx+lua", "2xPING", "machine:", "spins on time.Now()"} {
+		assert.Contains(t, text, want)
+	}
+	assert.NotContains(t, text, "(b)")
+	requireNoViolations(t, text)
+
+	svg, err := os.ReadFile(cfg.svg)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(svg), "<svg "), "not an SVG: %.40s", svg)
+	assert.Contains(t, string(svg), "redislock")
+	md, err := os.ReadFile(cfg.md)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| library | pairs/s |")
+}
+
+// TestRunsOnAGivenRedis runs the warden-only workloads, small, on a Redis
+// it is given.
 func TestRunsOnAGivenRedis(t *testing.T) {
-	if err := run(redistest.Start(t).Addr(), 200, 2); err != nil {
-		t.Fatal(err)
+	cfg := quick(t, redistest.Start(t).Addr(), "d,e,f")
+	cfg.svg, cfg.md = "", ""
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), cfg, &out))
+	text := out.String()
+	for _, want := range []string{"(d) 100 locks held", "(e) 50 warden waiters", "(f) 200 distinct names",
+		"50 of 50", "after passivation"} {
+		assert.Contains(t, text, want)
+	}
+	requireNoViolations(t, text)
+}
+
+// requireNoViolations checks the violations column of table c.
+func requireNoViolations(t *testing.T, text string) {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "library ") || !strings.Contains(l, "violations") {
+			continue
+		}
+		header := strings.Fields(l)
+		at := -1
+		for j, h := range header {
+			if h == "violations" {
+				at = j
+			}
+		}
+		for _, row := range lines[i+1:] {
+			f := strings.Fields(row)
+			if len(f) != len(header) {
+				break
+			}
+			assert.Equal(t, "0", f[at], "violations in %q", row)
+		}
 	}
 }
 
 func TestRejectsBadFlags(t *testing.T) {
-	if err := run("", 0, 1); err == nil {
-		t.Fatal("-pairs 0 accepted")
+	for name, mutate := range map[string]func(*config){
+		"runs 0":        func(c *config) { c.runs = 0 },
+		"duration 0":    func(c *config) { c.duration = 0 },
+		"only g":        func(c *config) { c.only = "a,g" },
+		"only empty":    func(c *config) { c.only = "" },
+		"retry 0":       func(c *config) { c.retry = 0 },
+		"waiters 0":     func(c *config) { c.waiters = 0 },
+		"watchdog 10ms": func(c *config) { c.watchdog = 10 * time.Millisecond },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := quick(t, "", "a")
+			mutate(&cfg)
+			assert.Error(t, run(context.Background(), cfg, &bytes.Buffer{}))
+		})
+	}
+}
+
+func TestWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		only, want string
+		ok         bool
+	}{
+		{"a,b,c,d,e,f", "abcdef", true},
+		{"c, a", "ac", true},
+		{"c,c", "c", true},
+		{"ab", "", false},
+		{"x", "", false},
+	} {
+		got, err := workloads(tc.only)
+		if !tc.ok {
+			assert.Error(t, err, tc.only)
+			continue
+		}
+		require.NoError(t, err, tc.only)
+		assert.Equal(t, tc.want, got, tc.only)
 	}
 }

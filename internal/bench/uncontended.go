@@ -1,5 +1,3 @@
-// Package bench holds the measurements shared by the Go benchmarks and
-// cmd/warden-bench, so both report the same thing.
 package bench
 
 import (

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// machine describes where the numbers were taken.
+type machine struct {
+	cpus, procs  int
+	model        string
+	goVersion    string
+	osArch       string
+	redisVersion string
+}
+
+func readMachine(ctx context.Context, rdb *redis.Client) (machine, error) {
+	m := machine{
+		cpus: runtime.NumCPU(), procs: runtime.GOMAXPROCS(0), model: cpuModel(),
+		goVersion: runtime.Version(), osArch: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return m, fmt.Errorf("info server: %w", err)
+	}
+	m.redisVersion = infoField(info, "redis_version")
+	return m, nil
+}
+
+// String is the one-paragraph description printed with the results.
+func (m machine) String() string {
+	return fmt.Sprintf("machine: %d CPUs (GOMAXPROCS %d), %s, %s %s, redis-server %s",
+		m.cpus, m.procs, m.model, m.goVersion, m.osArch, m.redisVersion)
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo, or "unknown CPU".
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+// infoField returns the value of field in INFO's text, or "?".
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == field {
+			return v
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSummarize(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		out := make([]time.Duration, len(n))
+		for i, x := range n {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		in   []time.Duration
+		want Latency
+	}{
+		"none": {nil, Latency{}},
+		"one":  {ms(7), Latency{N: 1, P50: 7 * time.Millisecond, P99: 7 * time.Millisecond, Max: 7 * time.Millisecond}},
+		"unsorted": {ms(5, 1, 4, 2, 3), Latency{N: 5, P50: 3 * time.Millisecond, P99: 5 * time.Millisecond,
+			Max: 5 * time.Millisecond}},
+		"hundred": {func() []time.Duration {
+			d := make([]time.Duration, 100)
+			for i := range d {
+				d[i] = time.Duration(100-i) * time.Millisecond
+			}
+			return d
+		}(), Latency{N: 100, P50: 50 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}},
+	} {
+		t.Run(name, func(t *testing.T) { assert.Equal(t, tc.want, summarize(tc.in)) })
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		in := append([]float64(nil), tc.in...)
+		assert.Equal(t, tc.want, Median(in), "%v", tc.in)
+		assert.Equal(t, tc.in, in, "Median changed its input")
+	}
+}
+
+func TestServerStatsSub(t *testing.T) {
+	before := ServerStats{Calls: map[string]uint64{"evalsha": 10, "get": 5, "info": 3}, CPU: time.Second}
+	after := ServerStats{Calls: map[string]uint64{"evalsha": 14, "get": 5, "info": 9, "subscribe": 2, "pexpire": 4},
+		CPU: 1500 * time.Millisecond}
+	d := after.Sub(before)
+	assert.Equal(t, uint64(10), d.Calls, "info is the reading itself and does not count")
+	assert.Equal(t, uint64(2), d.PubSub)
+	assert.Equal(t, map[string]uint64{"evalsha": 4, "subscribe": 2, "pexpire": 4}, d.ByCommand)
+	assert.Equal(t, 500*time.Millisecond, d.CPU)
+}

@@ -1,0 +1,58 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/internal/redistest"
+)
+
+// contenders starts a Redis and every contender on it, closed at cleanup.
+func contenders(tb testing.TB) ([]*bench.Contender, *redistest.Server) {
+	tb.Helper()
+	srv := redistest.Start(tb)
+	cs, err := bench.NewContenders(srv.Addr(), time.Millisecond)
+	require.NoError(tb, err)
+	tb.Cleanup(func() {
+		for _, c := range cs {
+			require.NoError(tb, c.Close(context.Background()))
+		}
+	})
+	return cs, srv
+}
+
+// BenchmarkLockUnlock is workload (a) under go test: one goroutine, one
+// name, lock+unlock, per library and for the 2xPING floor. It reports
+// ns/pair (wall time per pair, without the 20-pair warm-up per goroutine
+// that ns/op includes), the commands sent and the calls Redis executed per
+// pair. Compare the libraries within one run, not across machines.
+func BenchmarkLockUnlock(b *testing.B) {
+	benchThroughput(b, 1)
+}
+
+// BenchmarkLockUnlockParallel is workload (b): 16 goroutines, each on its
+// own name; ns/pair is wall time per pair, all goroutines together.
+func BenchmarkLockUnlockParallel(b *testing.B) {
+	benchThroughput(b, 16)
+}
+
+func benchThroughput(b *testing.B, goroutines int) {
+	cs, srv := contenders(b)
+	stats := srv.Client(b)
+	for _, c := range cs {
+		if c.Role == bench.RoleDefaults {
+			continue
+		}
+		b.Run(c.Name, func(b *testing.B) {
+			t, err := bench.RunThroughput(context.Background(), c, stats, "bench:"+b.Name(), goroutines, 0, max(b.N, goroutines))
+			require.NoError(b, err)
+			b.ReportMetric(float64(t.Elapsed.Nanoseconds())/float64(t.Pairs), "ns/pair")
+			b.ReportMetric(t.SentPerPair(), "cmds/pair")
+			b.ReportMetric(t.ServerPerPair(), "calls/pair")
+		})
+	}
+}

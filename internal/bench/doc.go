@@ -1,0 +1,20 @@
+// Package bench holds the measurements shared by the Go benchmarks and
+// cmd/warden-bench, so both report the same thing.
+//
+// A [Contender] is one lock library on its own go-redis client (all built
+// from [ClientOptions], so every library gets the same pool): warden,
+// redsync, bsm/redislock, a textbook SET NX PX lock, and the 2xPING floor.
+// The workloads run one contender at a time and return plain numbers per
+// run; the caller alternates contenders, repeats runs and takes medians:
+//
+//   - [RunThroughput]: lock+unlock pairs on distinct names (workloads a, b);
+//   - [RunContention]: goroutines on one name with a critical section (c);
+//   - [RunRenewal]: Redis and CPU cost of keeping many locks alive (d);
+//   - [RunWaiters]: memory and wake-up of many waiters on one name (e);
+//   - [RunPassivation]: engine memory after touching many names (f).
+//
+// Redis cost is counted twice: the commands a contender's client sent
+// (a go-redis hook, plus pub/sub commands, which bypass hooks) and the calls
+// Redis executed (INFO commandstats deltas, which include the calls made
+// inside scripts).
+package bench

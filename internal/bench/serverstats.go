@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ServerStats is one reading of a Redis server's INFO commandstats (calls
+// per command, including the calls scripts make) and of its CPU time.
+type ServerStats struct {
+	Calls map[string]uint64
+	CPU   time.Duration // used_cpu_user + used_cpu_sys
+}
+
+// ReadServerStats reads INFO commandstats and INFO cpu from rdb.
+func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStats, error) {
+	text, err := rdb.Info(ctx, "commandstats", "cpu").Result()
+	if err != nil {
+		return ServerStats{}, fmt.Errorf("info commandstats: %w", err)
+	}
+	s := ServerStats{Calls: map[string]uint64{}}
+	var cpu float64
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if name, rest, ok := strings.Cut(line, ":"); ok {
+			switch {
+			case strings.HasPrefix(name, "cmdstat_"):
+				calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+				n, err := strconv.ParseUint(calls, 10, 64)
+				if err != nil {
+					return ServerStats{}, fmt.Errorf("info commandstats: %q: %w", line, err)
+				}
+				s.Calls[strings.TrimPrefix(name, "cmdstat_")] = n
+			case name == "used_cpu_user" || name == "used_cpu_sys":
+				f, err := strconv.ParseFloat(rest, 64)
+				if err != nil {
+					return ServerStats{}, fmt.Errorf("info cpu: %q: %w", line, err)
+				}
+				cpu += f
+			}
+		}
+	}
+	s.CPU = time.Duration(cpu * float64(time.Second))
+	return s, nil
+}
+
+// ServerDelta is what Redis executed between two readings.
+type ServerDelta struct {
+	// Calls counts every command executed, those called inside scripts
+	// included, except the INFO calls of the readings themselves.
+	Calls uint64
+	// PubSub counts the (un)subscribe commands, which go-redis hooks miss.
+	PubSub uint64
+	// ByCommand is Calls per command name.
+	ByCommand map[string]uint64
+	CPU       time.Duration
+}
+
+// Sub returns what ran between before and s.
+func (s ServerStats) Sub(before ServerStats) ServerDelta {
+	d := ServerDelta{ByCommand: map[string]uint64{}, CPU: s.CPU - before.CPU}
+	for name, n := range s.Calls {
+		if name == "info" {
+			continue
+		}
+		if n -= before.Calls[name]; n > 0 {
+			d.ByCommand[name] = n
+			d.Calls += n
+		}
+	}
+	// These never run inside scripts and bypass go-redis hooks: they are
+	// added to what a client sent.
+	for _, name := range [...]string{"subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "psubscribe", "punsubscribe"} {
+		d.PubSub += d.ByCommand[name]
+	}
+	return d
+}
+
+// Cost is the Redis cost of a stretch of work by one contender.
+type Cost struct {
+	Sent   Sent        // commands and round trips its client sent, pub/sub included
+	Server ServerDelta // what Redis executed meanwhile
+}
+
+// meter reads a contender's counter and the server together, so a
+// workload can take the cost of a stretch of work.
+type meter struct {
+	stats   redis.UniversalClient
+	counter *Counter
+	sent    Sent
+	server  ServerStats
+}
+
+func startMeter(ctx context.Context, stats redis.UniversalClient, counter *Counter) (*meter, error) {
+	s, err := ReadServerStats(ctx, stats)
+	if err != nil {
+		return nil, err
+	}
+	return &meter{stats: stats, counter: counter, sent: counter.Read(), server: s}, nil
+}
+
+// stop returns the cost since start.
+func (m *meter) stop(ctx context.Context) (Cost, error) {
+	sent := m.counter.Read().Sub(m.sent)
+	s, err := ReadServerStats(ctx, m.stats)
+	if err != nil {
+		return Cost{}, err
+	}
+	d := s.Sub(m.server)
+	sent.Cmds += d.PubSub
+	sent.Trips += d.PubSub
+	return Cost{Sent: sent, Server: d}, nil
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Throughput is one run of lock+unlock pairs by goroutines that each use a
+// name of their own, so nobody ever waits: workloads (a) and (b).
+type Throughput struct {
+	Goroutines int
+	Pairs      int
+	Elapsed    time.Duration
+	Cost       Cost
+}
+
+// PerSecond is the pairs completed per second, all goroutines together.
+func (t Throughput) PerSecond() float64 { return float64(t.Pairs) / t.Elapsed.Seconds() }
+
+// SentPerPair is the commands the contender's client sent per pair.
+func (t Throughput) SentPerPair() float64 { return perOp(t.Cost.Sent.Cmds, t.Pairs) }
+
+// ServerPerPair is the calls Redis executed per pair, in scripts included.
+func (t Throughput) ServerPerPair() float64 { return perOp(t.Cost.Server.Calls, t.Pairs) }
+
+func perOp(n uint64, ops int) float64 {
+	if ops == 0 {
+		return 0
+	}
+	return float64(n) / float64(ops)
+}
+
+// throughputWarmup is the pairs each goroutine runs before the clock
+// starts: it loads scripts and fills the pool.
+const throughputWarmup = 20
+
+// RunThroughput runs goroutines goroutines, each locking and unlocking the
+// name "<prefix>:<i>" in a loop, for d, or for pairs pairs in all when
+// pairs > 0. stats is the client INFO is read on.
+func RunThroughput(ctx context.Context, c *Contender, stats redis.UniversalClient, prefix string, goroutines int, d time.Duration, pairs int) (Throughput, error) {
+	if goroutines < 1 {
+		return Throughput{}, fmt.Errorf("bench: %d goroutines", goroutines)
+	}
+	mutexes := make([]Mutex, goroutines)
+	for i := range mutexes {
+		mutexes[i] = c.NewMutex(prefix + ":" + strconv.Itoa(i))
+		for range throughputWarmup {
+			if err := pair(ctx, mutexes[i]); err != nil {
+				return Throughput{}, fmt.Errorf("%s warm-up: %w", c.Name, err)
+			}
+		}
+	}
+	m, err := startMeter(ctx, stats, c.Counter)
+	if err != nil {
+		return Throughput{}, err
+	}
+	counts := make([]int, goroutines)
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for i := range goroutines {
+		quota := 0
+		if pairs > 0 {
+			quota = pairs/goroutines + btoi(i < pairs%goroutines)
+		}
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				if quota > 0 && n == quota || quota == 0 && !time.Now().Before(end) {
+					return
+				}
+				if err := pair(ctx, mutexes[i]); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", c.Name, err)
+					return
+				}
+				counts[i]++
+			}
+		})
+	}
+	wg.Wait()
+	t := Throughput{Goroutines: goroutines, Elapsed: time.Since(start)}
+	for i := range counts {
+		if errs[i] != nil {
+			return t, errs[i]
+		}
+		t.Pairs += counts[i]
+	}
+	t.Cost, err = m.stop(ctx)
+	return t, err
+}
+
+func pair(ctx context.Context, m Mutex) error {
+	if err := m.Lock(ctx); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		return fmt.Errorf("unlock: %w", err)
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
