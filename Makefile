@@ -45,7 +45,7 @@ test-short: ## Run the tests once without the race detector (quick local loop)
 	$(GO) test -count=1 ./...
 
 bench: ## warden vs redsync, redislock, SET NX and 2xPING on workloads a-f (table, BENCHMARKS.svg), then go test -bench
-	$(GO) run ./cmd/warden-bench -runs 3 -duration 2s -svg BENCHMARKS.svg -md BENCHMARKS.table.md
+	$(GO) run ./cmd/warden-bench -runs 3 -duration 2s -svg BENCHMARKS.svg
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 3 ./client/... ./internal/bench/...
 
 fuzz: ## Fuzz argument validation and the acquire script's lease encoding, 20s each
