@@ -293,6 +293,17 @@ func (a *keyActor) pump(ctx actor.Context) {
 		if w.cancelled || !w.ready {
 			continue
 		}
+		if i == 0 && !w.refused && a.heldHereByOther(w) {
+			// Another owner of this process holds the lock: a first
+			// attempt would be refused. Wait as a refused waiter does, for
+			// the release here (which hands the lock on), the unlock
+			// message or the bounded look again; once woken, it attempts
+			// (the holding known here may be gone from Redis).
+			w.ready = false
+			w.refused, w.channel = true, a.rio.channel(w.req.Owner)
+			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(-1))
+			continue
+		}
 		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.perWaiter() || a.rio.shared() {
 			a.start(ctx, &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
 			return
@@ -402,6 +413,20 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
 		}
 	}
+}
+
+// heldHereByOther tells that another owner of this process holds an
+// exclusive lock that w (not a try, not a reentry) waits for.
+func (a *keyActor) heldHereByOther(w *waiter) bool {
+	if w.try || !a.rio.handsOff() || a.holdings[w.req.Owner] != nil {
+		return false
+	}
+	for _, h := range a.holdings {
+		if h.count > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // maxHandoffs bounds how many times in a row a key actor hands its lock

@@ -291,3 +291,32 @@ func TestTryBehindAnAttemptInFlightIsAttempted(t *testing.T) {
 	failed := await.Value(t, try, 5*time.Second, "the try's answer").(*messages.AcquireFailed)
 	require.ErrorIs(t, failed.Err, down, "the try was attempted, not timed out unattempted")
 }
+
+// A waiter that becomes the head while another owner of this process
+// holds the lock makes no attempt that is sure to be refused: it waits for
+// the release, which hands it the lock.
+func TestWaiterBehindALocalHolderWaitsWithoutAttempting(t *testing.T) {
+	e, h := hookedEngine(t)
+	var attempts atomic.Int32
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if c.Acquires() && c.Args[0] == "second" {
+			attempts.Add(1)
+		}
+		return c.Run()
+	})
+	require.IsType(t, &messages.Acquired{}, e.ask(t, &messages.Acquire{Name: "L", Owner: "holder", RequestID: "h1",
+		Lease: time.Minute}))
+	first := e.request(&messages.Acquire{Name: "L", Owner: "first", RequestID: "f1", Lease: time.Minute})
+	require.Eventually(t, func() bool { return len(e.rdb.PubSubChannels(context.Background(), "*").Val()) == 1 },
+		5*time.Second, 5*time.Millisecond, "the first waiter listens for the unlock")
+	second := e.request(&messages.Acquire{Name: "L", Owner: "second", RequestID: "s1"})
+	time.Sleep(20 * time.Millisecond) // queued behind the first
+	require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: "L", Owner: "holder", RequestID: "r1"}))
+	require.IsType(t, &messages.Acquired{}, await.Value(t, first, 5*time.Second, "the first waiter, handed the lock"))
+	time.Sleep(50 * time.Millisecond)
+	// The handoff's own unlock message may still wake it once; without
+	// the rule it also attempts as it becomes the head.
+	assert.LessOrEqual(t, attempts.Load(), int32(1), "the second waiter, now the head, attempted while the first holds")
+	require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: "L", Owner: "first", RequestID: "r2"}))
+	require.IsType(t, &messages.Acquired{}, await.Value(t, second, 5*time.Second, "the second waiter, handed the lock"))
+}
