@@ -148,7 +148,10 @@ func RunExtendRound(ctx context.Context, c *Contender, stats redis.UniversalClie
 	rs := redsync.New(goredis.NewPool(c.Redis))
 	mutexes := make([]*redsync.Mutex, locks)
 	for i := range mutexes {
-		mutexes[i] = rs.NewMutex(prefix+":"+strconv.Itoa(i), redsync.WithExpiry(lease), redsync.WithTries(1))
+		// A per-node timeout of half the lease (redsync's default is 5%:
+		// 15 ms for a short test lease, too little on a loaded machine).
+		mutexes[i] = rs.NewMutex(prefix+":"+strconv.Itoa(i), redsync.WithExpiry(lease), redsync.WithTries(1),
+			redsync.WithTimeoutFactor(0.5))
 	}
 	if err := parallel(renewalWorkers, locks, func(i int) error { return mutexes[i].LockContext(ctx) }); err != nil {
 		return ExtendRound{}, fmt.Errorf("redsync: take %d locks: %w", locks, err)

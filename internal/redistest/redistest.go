@@ -331,6 +331,14 @@ func (s *Server) launchLocked() error {
 	}
 	args = append(args, s.args...)
 
+	return s.execLocked(mark, args...)
+}
+
+// execLocked starts s.bin with args in s's directory, its output into
+// s.out, and waits until it answers PING as the process it started. An
+// error that says the port was taken (in the output since mark) is a
+// bindError, so the caller can try another port.
+func (s *Server) execLocked(mark int64, args ...string) error {
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout = s.out

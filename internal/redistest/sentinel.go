@@ -348,28 +348,5 @@ func (p *Server) launchSentinelLocked(masterPort int) error {
 		return fmt.Errorf("write %s: %w", conf, err)
 	}
 
-	cmd := exec.Command(p.bin, conf, "--sentinel")
-	cmd.Dir = p.dir
-	cmd.Stdout = p.out
-	cmd.Stderr = p.out
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("exec %s: %w", p.bin, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	p.cmd, p.done, p.paused = cmd, done, false
-
-	if err := p.waitReady(cmd.Process.Pid, done); err != nil {
-		_ = p.killLocked()
-		if isBindError(err) || strings.Contains(p.out.Since(mark), "Address already in use") {
-			return bindError{err}
-		}
-		return err
-	}
-	return nil
+	return p.execLocked(mark, conf, "--sentinel")
 }
