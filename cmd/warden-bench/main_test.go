@@ -27,7 +27,7 @@ func quick(t *testing.T, addr, only string) config {
 		addr: addr, runs: 1, duration: 100 * time.Millisecond, only: only,
 		svg: filepath.Join(dir, "bench.svg"), md: filepath.Join(dir, "bench.md"),
 		retry: time.Millisecond, critical: 100 * time.Microsecond,
-		locks: 100, watchdog: 300 * time.Millisecond, waiters: 50, names: 200, idle: 200 * time.Millisecond,
+		locks: 100, watchdog: time.Second, waiters: 50, names: 200, idle: 200 * time.Millisecond,
 	}
 }
 
