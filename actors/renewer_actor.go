@@ -139,9 +139,14 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			for _, r := range batch[start:end] {
 				held = append(held, r.Held)
 			}
-			// A renewal later than a third of the watchdog is of no use: the
-			// next tick sends another.
-			c, cancel := context.WithTimeout(cfg.IO, min(redisio.IOTimeout, cfg.Watchdog/3))
+			// A renewal helps as long as it lands within the lease it extends
+			// (sent at least a watchdog/3 after the last success). Its bound
+			// leaves room for a fresh connection's handshake on a slow
+			// network: at a third of the watchdog, a call that timed out
+			// closed its connection, and on a link whose round trip is over a
+			// ninth of the watchdog every later call, dialling anew, timed
+			// out too.
+			c, cancel := context.WithTimeout(cfg.IO, min(redisio.IOTimeout, 2*cfg.Watchdog/3))
 			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
 			cancel()
 			for i := range held {
