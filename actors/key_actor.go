@@ -469,8 +469,14 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	switch {
 	case d.err != nil:
 		// The outcome is unknown: the script may have run and only its reply
-		// was lost. Undo it if it was applied; never assume.
+		// was lost. Undo it if it was applied; never assume. A fair
+		// waiter's attempt may also have taken a place in the queue: give
+		// it up.
 		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
+		if a.rio.perWaiter() {
+			w.refused = true
+			a.leave(w)
+		}
 		a.dequeue(w)
 		if !w.cancelled {
 			a.replyFailed(ctx, w, a.closedOr(d.err))
@@ -830,10 +836,18 @@ func (a *keyActor) leaveAll() {
 	if !a.rio.perWaiter() {
 		return
 	}
+	leaving := make([]*waiter, 0, len(a.waiters.list)+len(a.ops))
 	for _, w := range a.waiters.list {
-		if !w.refused && !w.inflight {
-			continue
+		if w.refused || w.inflight {
+			leaving = append(leaving, w)
 		}
+	}
+	for _, o := range a.ops {
+		if o.kind == opGiveUp {
+			leaving = append(leaving, o.w) // left the local queue, not yet Redis's
+		}
+	}
+	for _, w := range leaving {
 		c, cancel := context.WithTimeout(context.WithoutCancel(a.cfg.IO), closingUndoTimeout)
 		if err := a.rio.giveUp(c, w); err != nil {
 			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",

@@ -208,5 +208,6 @@ func (l lockIO) giveUp(ctx context.Context, w *waiter) error {
 		return nil
 	}
 	cfg := l.cfg
-	return cfg.Scripts.FairCancelWait(ctx, cfg.Redis, l.name, w.req.Owner, allowance(w.req), cfg.Clock.Now())
+	return cfg.Scripts.FairCancelWait(ctx, cfg.Redis, l.name, w.req.Owner, w.req.RequestID, allowance(w.req),
+		cfg.Clock.Now())
 }

@@ -78,7 +78,7 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 		flag = "1"
 	}
 	c, acks, err := runSynced(ctx, r, rs, fairAcquireScript,
-		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner)},
+		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner), GaveUpKey(name, owner)},
 		owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag)
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: %w", name, err)
@@ -139,8 +139,9 @@ func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now
 // its deadline, and pulls every deadline behind it forward by allowance.
 // When that changes the head of a free lock, the new head is woken on its
 // own channel.
-func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner string, allowance time.Duration, now time.Time) error {
-	err := fairCancelScript.Run(ctx, r, fairKeys(name), owner, Millis(allowance), unixMillis(now), s.publish).Err()
+func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner, reqID string, allowance time.Duration, now time.Time) error {
+	err := fairCancelScript.Run(ctx, r, append(fairKeys(name), GaveUpKey(name, owner)), owner, Millis(allowance),
+		unixMillis(now), s.publish, reqID, Millis(LatchTTL)).Err()
 	if err != nil {
 		return fmt.Errorf("fair cancel wait %s: %w", name, err)
 	}

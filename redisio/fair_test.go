@@ -60,7 +60,7 @@ func (f *fairT) unlock(owner, reqID string, now time.Time) (int, bool) {
 
 func (f *fairT) cancel(owner string, now time.Time) {
 	f.t.Helper()
-	require.NoError(f.t, f.s.FairCancelWait(f.ctx, f.rdb, f.name, owner, fairAllowance, now))
+	require.NoError(f.t, f.s.FairCancelWait(f.ctx, f.rdb, f.name, owner, "gave-up", fairAllowance, now))
 }
 
 func (f *fairT) undo(owner, reqID string, now time.Time) bool {
@@ -498,7 +498,8 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 	k := func(name string) []string { return fairKeys(name) }
 	calls := []call{
 		{"acquire", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairAcquireScript.Run(ctx, rdb, []string{"b", FairQueueKey("b"), FairTimeoutKey("b"), AcquireLatchKey("b", "o")}, args...).Err()
+			return fairAcquireScript.Run(ctx, rdb, []string{"b", FairQueueKey("b"), FairTimeoutKey("b"), AcquireLatchKey("b", "o"),
+				GaveUpKey("b", "o")}, args...).Err()
 		}, []any{"o", "1000", "r", "1000", "1000", "100", "1"},
 			map[int][]string{0: {""}, 1: msBad, 2: {""}, 3: msBad, 4: msBad, 5: nowBad, 6: {"2", "", "true"}}},
 		{"unlock", func(ctx context.Context, rdb *redis.Client, args []any) error {
@@ -514,9 +515,9 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 		}, []any{"100", "publish"},
 			map[int][]string{0: nowBad, 1: pubBad}},
 		{"cancel", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairCancelScript.Run(ctx, rdb, k("b"), args...).Err()
-		}, []any{"o", "1000", "100", "publish"},
-			map[int][]string{0: {""}, 1: msBad, 2: nowBad, 3: pubBad}},
+			return fairCancelScript.Run(ctx, rdb, append(k("b"), GaveUpKey("b", "o")), args...).Err()
+		}, []any{"o", "1000", "100", "publish", "r", "1000"},
+			map[int][]string{0: {""}, 1: msBad, 2: nowBad, 3: pubBad, 4: {""}, 5: msBad}},
 	}
 	runBad := func(t *testing.T, ctx context.Context, rdb *redis.Client) {
 		for _, c := range calls {
@@ -544,12 +545,41 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 		s := newScripts(t)
 		_, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "b", "o", "r", time.Second, time.Second, time.UnixMilli(-1), true)
 		assert.Error(t, err, "a clock before 1970")
-		assert.Error(t, s.FairCancelWait(ctx, rdb, "b", "o", time.Second, time.UnixMilli(-1)))
+		assert.Error(t, s.FairCancelWait(ctx, rdb, "b", "o", "r", time.Second, time.UnixMilli(-1)))
 		assert.Equal(t, int64(2), rdb.DBSize(ctx).Val())
 
 		for _, c := range calls {
 			assert.NoError(t, c.run(ctx, rdb, c.args), "%s with valid arguments", c.name)
 		}
 		assert.Empty(t, rdb.LRange(ctx, FairQueueKey("b"), 0, -1).Val(), "a valid call drops the stale head")
+	})
+}
+
+// An attempt that reaches Redis after its waiter gave up its place (it
+// was in flight) is refused and does not queue the owner again; a new
+// request of the same owner queues as usual.
+func TestFairAttemptAfterGiveUpIsNotQueued(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		s := newScripts(t)
+		now := time.Now()
+		_, err := s.Acquire(ctx, rdb, "g", "holder", "h1", time.Minute) // a plain hold keeps the fair lock busy
+		require.NoError(t, err)
+		res, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, now, true)
+		require.NoError(t, err)
+		require.False(t, res.Acquired)
+		require.Equal(t, []string{"w"}, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val())
+
+		require.NoError(t, s.FairCancelWait(ctx, rdb, "g", "w", "w1", time.Minute, now))
+		assert.Empty(t, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val())
+		res, _, err = s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, now, true)
+		require.NoError(t, err)
+		assert.False(t, res.Acquired)
+		assert.Empty(t, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val(), "the late attempt did not queue it again")
+
+		res, _, err = s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w2", time.Minute, time.Minute, now, true)
+		require.NoError(t, err)
+		assert.False(t, res.Acquired)
+		assert.Equal(t, []string{"w"}, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val(), "a new request queues")
 	})
 }

@@ -36,3 +36,11 @@ func UnlockLatchKey(name, requestID string) string {
 func AcquireLatchKey(name, owner string) string {
 	return prefixName("warden_acquire_latch", name) + ":" + owner
 }
+
+// GaveUpKey remembers, for the retry window, the request ID of a fair
+// waiter of owner's that gave up its place: warden_gaveup:{name}:<owner>.
+// An attempt of that request that reaches Redis later (it was in flight
+// when the waiter gave up) is refused without queueing it again.
+func GaveUpKey(name, owner string) string {
+	return prefixName("warden_gaveup", name) + ":" + owner
+}

@@ -6,6 +6,8 @@
 -- KEYS[3]  waiter deadlines redisson_lock_timeout:{name} (ZSET owner ->
 --          absolute deadline in unix ms)
 -- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>
+-- KEYS[5]  gave-up marker warden_gaveup:{name}:<owner>: the request ID of
+--          a waiter of owner's that gave up its place
 -- ARGV[1]  owner field ("<clientID>:<n>")
 -- ARGV[2]  lease in ms (integer, 1 .. 2^53)
 -- ARGV[3]  request ID (non-empty)
@@ -43,6 +45,12 @@ if redis.call('get', KEYS[4]) == ARGV[3] then
   if held then
     return {1, tonumber(held)}
   end
+end
+
+-- An attempt of a waiter that already gave up its place (it was in flight
+-- when the waiter left): refused, and the owner is not queued again.
+if redis.call('get', KEYS[5]) == ARGV[3] then
+  return {0, redis.call('pttl', KEYS[1])}
 end
 
 -- Drop stale heads: a head whose deadline passed (or that has none) gave up

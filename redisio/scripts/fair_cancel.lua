@@ -10,6 +10,9 @@
 -- ARGV[2]  wait-time allowance in ms (integer, 1 .. 2^53)
 -- ARGV[3]  now, unix ms (integer, 0 .. 2^53)
 -- ARGV[4]  publish command: "publish" or "spublish"
+-- KEYS[5]  gave-up marker warden_gaveup:{name}:<owner>
+-- ARGV[5]  the request ID of the waiter that gives up
+-- ARGV[6]  marker TTL in ms (integer, 1 .. 2^53)
 --
 -- Reply: 1 when the owner was queued and left, 0 when it was not queued.
 -- Queue heads whose deadline is <= now are dropped first (without moving
@@ -20,12 +23,16 @@ if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') en
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid allowance') end
 if not fair_time(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not text(ARGV[5]) then return redis.error_reply('ERR warden: empty request id') end
+if not ms(ARGV[6]) then return redis.error_reply('ERR warden: invalid marker ttl') end
 
 local owner = ARGV[1]
 local now = tonumber(ARGV[3])
 local before = redis.call('lindex', KEYS[2], 0)
 fair_drop_stale(now)
 
+-- An attempt of this request still on its way must not queue it again.
+redis.call('set', KEYS[5], ARGV[5], 'px', ARGV[6])
 local left = fair_leave(owner, function() return tonumber(ARGV[2]) end)
 fair_wake_new_head(before, ARGV[4])
 if left then return 1 end
