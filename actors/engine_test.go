@@ -253,3 +253,66 @@ func TestPassivatedKeyActorsAreFreed(t *testing.T) {
 		return live.Load() == 0
 	}, 5*time.Second, 20*time.Millisecond, "passivated key actors freed (%d of %d still reachable)", live.Load(), names)
 }
+
+// crowd is an actor that asks for one lock on behalf of many owners and
+// releases each holding as soon as it is granted, counting the grants and
+// checking that no two holdings overlap.
+type crowd struct {
+	engine  *actor.PID
+	name    string
+	owners  int
+	holding string
+	granted int
+	overlap int
+	done    chan struct{}
+	failed  chan error
+}
+
+func (c *crowd) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		for i := range c.owners {
+			owner := fmt.Sprintf("owner-%d", i)
+			ctx.Request(c.engine, &messages.Acquire{Name: c.name, Owner: owner, RequestID: "a", Lease: time.Minute})
+		}
+	case *messages.Acquired:
+		if c.holding != "" {
+			c.overlap++
+		}
+		c.holding = m.Owner
+		c.granted++
+		ctx.Request(c.engine, &messages.Release{Name: c.name, Owner: m.Owner, RequestID: "r"})
+	case *messages.Released:
+		c.holding = ""
+		if c.granted == c.owners {
+			close(c.done)
+		}
+	case *messages.AcquireFailed:
+		c.failed <- m.Err
+	case *messages.ReleaseFailed:
+		c.failed <- m.Err
+	}
+}
+
+// 10,000 waiters on one name in one process all acquire, one at a time,
+// each handed the lock by the release before it. The waiters are requests
+// of one actor, so the count is not bounded by goroutines.
+func TestTenThousandWaitersAllAcquire(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	c := &crowd{engine: e.root, name: "crowd", owners: 10000, done: make(chan struct{}), failed: make(chan error, 1)}
+	start := time.Now()
+	pid := e.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return c }))
+	t.Cleanup(func() { _ = e.sys.Root.PoisonFuture(pid).Wait() })
+	select {
+	case <-c.done:
+	case err := <-c.failed:
+		t.Fatal(err)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("not every waiter acquired in 2 minutes")
+	}
+	took := time.Since(start)
+	t.Logf("%d waiters acquired and released in %v (%.0f handoffs/s)", c.owners, took.Round(time.Millisecond),
+		float64(c.owners)/took.Seconds())
+	assert.Zero(t, c.overlap, "two holdings at once")
+	assert.Zero(t, e.rdb.Exists(context.Background(), "crowd").Val())
+}

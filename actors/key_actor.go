@@ -289,7 +289,13 @@ func (a *keyActor) pump(ctx actor.Context) {
 		a.start(ctx, o)
 		return
 	}
+	// Past the head only a try, a reentry, a fair waiter or a reader may
+	// attempt; without any, a long queue is not scanned.
+	scan := a.rio.perWaiter() || a.rio.shared() || a.waiters.beyondHead(a.holdings)
 	for i, w := range a.waiters.list {
+		if i > 0 && !scan {
+			break
+		}
 		if w.cancelled || !w.ready {
 			continue
 		}

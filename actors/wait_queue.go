@@ -13,6 +13,11 @@ import (
 type waitQueue struct {
 	list      []*waiter
 	deadlines deadlines
+	// owners counts the queued waiters of each owner, and tries the queued
+	// tries: the waiters besides the head that may attempt at once (a
+	// reentry, a try), found without scanning a long queue.
+	owners map[string]int
+	tries  int
 }
 
 // push queues a new waiter for m; a deadline already passed at now makes
@@ -22,8 +27,13 @@ type waitQueue struct {
 func (q *waitQueue) push(m *messages.Acquire, sender *actor.PID, now time.Time) *waiter {
 	w := &waiter{req: m, sender: sender, ready: true}
 	q.list = append(q.list, w)
+	if q.owners == nil {
+		q.owners = map[string]int{}
+	}
+	q.owners[m.Owner]++
 	if !m.Deadline.IsZero() && !now.Before(m.Deadline) {
 		w.try = true
+		q.tries++
 		return w
 	}
 	q.deadlines.add(w)
@@ -43,6 +53,7 @@ func (q *waitQueue) find(owner, reqID string) int {
 
 // removeAt takes the waiter at i out of the queue.
 func (q *waitQueue) removeAt(i int) {
+	q.forget(q.list[i])
 	q.list[i].gone = true
 	n := len(q.list)
 	copy(q.list[i:], q.list[i+1:])
@@ -68,6 +79,7 @@ func (q *waitQueue) expire(now time.Time) []*waiter {
 		return nil
 	}
 	for _, w := range expired {
+		q.forget(w)
 		w.gone = true
 	}
 	kept := q.list[:0]
@@ -115,7 +127,31 @@ func (q *waitQueue) next(all bool) time.Time {
 
 // reset forgets every waiter.
 func (q *waitQueue) reset() {
-	q.list, q.deadlines = nil, nil
+	q.list, q.deadlines, q.owners, q.tries = nil, nil, nil, 0
+}
+
+// forget takes w out of the counts as it leaves the queue.
+func (q *waitQueue) forget(w *waiter) {
+	if q.owners[w.req.Owner]--; q.owners[w.req.Owner] <= 0 {
+		delete(q.owners, w.req.Owner)
+	}
+	if w.try {
+		q.tries--
+	}
+}
+
+// beyondHead tells whether a waiter other than the head may attempt at
+// once: a try, or a reentry (its owner holds, in holders).
+func (q *waitQueue) beyondHead(holders map[string]*holding) bool {
+	if q.tries > 0 {
+		return true
+	}
+	for owner := range holders {
+		if q.owners[owner] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // failedReply answers m with err.
