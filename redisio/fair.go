@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,23 +11,11 @@ import (
 // before anything else, as Redisson's RedissonFairLock does; now is always
 // the caller's clock, never Redis's.
 var (
-	//go:embed scripts/fair_lib.lua
-	fairLibLua string
-	//go:embed scripts/fair_acquire.lua
-	fairAcquireLua    string
-	fairAcquireScript = newScript(fairLibLua + "\n" + fairAcquireLua)
-	//go:embed scripts/fair_unlock.lua
-	fairUnlockLua    string
-	fairUnlockScript = newScript(fairLibLua + "\n" + fairUnlockLua)
-	//go:embed scripts/fair_undo.lua
-	fairUndoLua    string
-	fairUndoScript = newScript(fairLibLua + "\n" + fairUndoLua)
-	//go:embed scripts/fair_forceunlock.lua
-	fairForceUnlockLua    string
-	fairForceUnlockScript = newScript(fairLibLua + "\n" + fairForceUnlockLua)
-	//go:embed scripts/fair_cancel.lua
-	fairCancelLua    string
-	fairCancelScript = newScript(fairLibLua + "\n" + fairCancelLua)
+	fairAcquireScript     = newScript("fair_lib", "fair_acquire")
+	fairUnlockScript      = newScript("fair_lib", "fair_unlock")
+	fairUndoScript        = newScript("fair_lib", "fair_undo")
+	fairForceUnlockScript = newScript("fair_lib", "fair_forceunlock")
+	fairCancelScript      = newScript("fair_lib", "fair_cancel")
 )
 
 // FairQueueKey is the fair lock's FIFO of waiting owners (a LIST):

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
 )
@@ -12,9 +11,7 @@ import (
 // renewal and force-unlock are the reentrant lock's.
 
 var (
-	//go:embed scripts/fenced_token.lua
-	fencedTokenLua    string
-	fencedTokenScript = newScript(fencedTokenLua)
+	fencedTokenScript = newScript("fenced_token")
 )
 
 // TokenKey is a fenced lock's token counter: redisson_lock_token:{name}.

@@ -2,18 +2,13 @@ package redisio
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 )
 
 var (
-	//go:embed scripts/latch_trysetcount.lua
-	latchTrySetCountLua    string
-	latchTrySetCountScript = newScript(latchTrySetCountLua)
-	//go:embed scripts/latch_countdown.lua
-	latchCountDownLua    string
-	latchCountDownScript = newScript(latchCountDownLua)
+	latchTrySetCountScript = newScript("latch_trysetcount")
+	latchCountDownScript   = newScript("latch_countdown")
 )
 
 // LatchZeroMessage is published on a count-down latch's channel when its

@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -12,29 +11,13 @@ import (
 )
 
 var (
-	//go:embed scripts/permit_lib.lua
-	permitLibLua string
-	//go:embed scripts/permit_acquire.lua
-	permitAcquireLua    string
-	permitAcquireScript = newScript(permitLibLua + "\n" + permitAcquireLua)
-	//go:embed scripts/permit_undoacquire.lua
-	permitUndoAcquireLua    string
-	permitUndoAcquireScript = newScript(permitLibLua + "\n" + permitUndoAcquireLua)
-	//go:embed scripts/permit_release.lua
-	permitReleaseLua    string
-	permitReleaseScript = newScript(permitLibLua + "\n" + permitReleaseLua)
-	//go:embed scripts/permit_updatelease.lua
-	permitUpdateLeaseLua    string
-	permitUpdateLeaseScript = newScript(permitLibLua + "\n" + permitUpdateLeaseLua)
-	//go:embed scripts/permit_trysetpermits.lua
-	permitTrySetPermitsLua    string
-	permitTrySetPermitsScript = newScript(permitLibLua + "\n" + permitTrySetPermitsLua)
-	//go:embed scripts/permit_addpermits.lua
-	permitAddPermitsLua    string
-	permitAddPermitsScript = newScript(permitLibLua + "\n" + permitAddPermitsLua)
-	//go:embed scripts/permit_available.lua
-	permitAvailableLua    string
-	permitAvailableScript = newScript(permitLibLua + "\n" + permitAvailableLua)
+	permitAcquireScript       = newScript("permit_lib", "permit_acquire")
+	permitUndoAcquireScript   = newScript("permit_lib", "permit_undoacquire")
+	permitReleaseScript       = newScript("permit_lib", "permit_release")
+	permitUpdateLeaseScript   = newScript("permit_lib", "permit_updatelease")
+	permitTrySetPermitsScript = newScript("permit_lib", "permit_trysetpermits")
+	permitAddPermitsScript    = newScript("permit_lib", "permit_addpermits")
+	permitAvailableScript     = newScript("permit_lib", "permit_available")
 )
 
 // permitNoExpiry is the lease end Redisson stores for a permit that never

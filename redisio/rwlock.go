@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,32 +17,14 @@ import (
 // ReadTimeoutPrefix(name, owner)+":k" whose PX is that hold's lease.
 
 var (
-	//go:embed scripts/rw_lib.lua
-	rwLibLua string
-	//go:embed scripts/rw_read_acquire.lua
-	rwReadAcquireLua    string
-	rwReadAcquireScript = newScript(rwReadAcquireLua)
-	//go:embed scripts/rw_write_acquire.lua
-	rwWriteAcquireLua    string
-	rwWriteAcquireScript = newScript(rwWriteAcquireLua)
-	//go:embed scripts/rw_read_unlock.lua
-	rwReadUnlockLua    string
-	rwReadUnlockScript = newScript(rwLibLua + "\n" + rwReadUnlockLua)
-	//go:embed scripts/rw_write_unlock.lua
-	rwWriteUnlockLua    string
-	rwWriteUnlockScript = newScript(rwWriteUnlockLua)
-	//go:embed scripts/rw_read_undo.lua
-	rwReadUndoLua    string
-	rwReadUndoScript = newScript(rwLibLua + "\n" + rwReadUndoLua)
-	//go:embed scripts/rw_write_undo.lua
-	rwWriteUndoLua    string
-	rwWriteUndoScript = newScript(rwWriteUndoLua)
-	//go:embed scripts/rw_forceunlock.lua
-	rwForceUnlockLua    string
-	rwForceUnlockScript = newScript(rwForceUnlockLua)
-	//go:embed scripts/rw_read_locked.lua
-	rwReadLockedLua    string
-	rwReadLockedScript = newScript(rwReadLockedLua)
+	rwReadAcquireScript  = newScript("rw_read_acquire")
+	rwWriteAcquireScript = newScript("rw_write_acquire")
+	rwReadUnlockScript   = newScript("rw_lib", "rw_read_unlock")
+	rwWriteUnlockScript  = newScript("rw_write_unlock")
+	rwReadUndoScript     = newScript("rw_lib", "rw_read_undo")
+	rwWriteUndoScript    = newScript("rw_write_undo")
+	rwForceUnlockScript  = newScript("rw_forceunlock")
+	rwReadLockedScript   = newScript("rw_read_locked")
 )
 
 // RWUnlockMessage is published on RWChannel when a read unlock frees the

@@ -2,45 +2,51 @@ package redisio
 
 import (
 	"context"
+	"embed"
 	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed scripts/lib.lua
-var libLua string
+//go:embed scripts/*.lua
+var scriptFiles embed.FS
 
 // scripts is every script newScript made, for Load.
 var scripts []*redis.Script
 
-// newScript makes a script of body with the shared argument checks
-// (scripts/lib.lua) in front, and registers it for Load.
-func newScript(body string) *redis.Script {
-	sc := redis.NewScript(libLua + "\n" + body)
+// newScript makes a script of the files scripts/<name>.lua, in order,
+// with the shared argument checks (scripts/lib.lua) in front, and
+// registers it for Load: newScript("fair_lib", "fair_acquire").
+func newScript(names ...string) *redis.Script {
+	parts := []string{luaFile("lib")}
+	for _, n := range names {
+		parts = append(parts, luaFile(n))
+	}
+	sc := redis.NewScript(strings.Join(parts, "\n"))
 	scripts = append(scripts, sc)
 	return sc
 }
 
+// luaFile returns scripts/<name>.lua; a missing file is a build mistake.
+func luaFile(name string) string {
+	b, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 var (
-	//go:embed scripts/acquire.lua
-	acquireLua    string
-	acquireScript = newScript(acquireLua)
-	//go:embed scripts/unlock.lua
-	unlockLua    string
-	unlockScript = newScript(unlockLua)
-	//go:embed scripts/forceunlock.lua
-	forceUnlockLua    string
-	forceUnlockScript = newScript(forceUnlockLua)
-	//go:embed scripts/renew.lua
-	renewLua    string
-	renewScript = newScript(renewLua)
-	//go:embed scripts/undoacquire.lua
-	undoAcquireLua    string
-	undoAcquireScript = newScript(undoAcquireLua)
+	acquireScript     = newScript("acquire")
+	unlockScript      = newScript("unlock")
+	forceUnlockScript = newScript("forceunlock")
+	renewScript       = newScript("renew")
+	undoAcquireScript = newScript("undoacquire")
 )
 
 // LatchTTL is how long an acquire or unlock latch remembers a request's

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,24 +10,12 @@ import (
 )
 
 var (
-	//go:embed scripts/sem_acquire.lua
-	semAcquireLua    string
-	semAcquireScript = newScript(semAcquireLua)
-	//go:embed scripts/sem_undoacquire.lua
-	semUndoAcquireLua    string
-	semUndoAcquireScript = newScript(semUndoAcquireLua)
-	//go:embed scripts/sem_release.lua
-	semReleaseLua    string
-	semReleaseScript = newScript(semReleaseLua)
-	//go:embed scripts/sem_trysetpermits.lua
-	semTrySetPermitsLua    string
-	semTrySetPermitsScript = newScript(semTrySetPermitsLua)
-	//go:embed scripts/sem_addpermits.lua
-	semAddPermitsLua    string
-	semAddPermitsScript = newScript(semAddPermitsLua)
-	//go:embed scripts/sem_drain.lua
-	semDrainLua    string
-	semDrainScript = newScript(semDrainLua)
+	semAcquireScript       = newScript("sem_acquire")
+	semUndoAcquireScript   = newScript("sem_undoacquire")
+	semReleaseScript       = newScript("sem_release")
+	semTrySetPermitsScript = newScript("sem_trysetpermits")
+	semAddPermitsScript    = newScript("sem_addpermits")
+	semDrainScript         = newScript("sem_drain")
 )
 
 // SemaphoreChannel is the pub/sub channel a semaphore's (and a
