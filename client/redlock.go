@@ -40,8 +40,8 @@ type RedLock struct {
 	validUntil time.Time     // of the current holding
 	lostCh     chan struct{} // the current (or next) holding's
 	lost       bool          // lostCh is closed
-	stop       chan struct{} // ends the current loss watchers
-	watchers   sync.WaitGroup
+	stop       chan struct{}   // ends the current loss watchers
+	watchers   *sync.WaitGroup // the current holding's loss watchers
 	expiry     clockwork.Timer // a fixed lease's validity end
 }
 
@@ -129,15 +129,19 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 			released++
 		}
 	}
+	var ended *sync.WaitGroup
 	r.mu.Lock()
 	if r.holds > 0 {
 		r.holds--
 		if r.holds == 0 {
+			ended = r.watchers
 			r.endHoldingLocked()
 		}
 	}
 	r.mu.Unlock()
-	r.watchers.Wait()
+	if ended != nil {
+		ended.Wait() // stopped: they return without r.mu
+	}
 	if released >= r.quorum {
 		return nil
 	}
@@ -275,6 +279,10 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 		r.endHoldingLocked()
 		r.holds = 0
 	}
+	if r.holds == 0 {
+		r.watchers = &sync.WaitGroup{} // the holding's own: Unlock waits for them when it ends
+	}
+	watchers := r.watchers
 	r.holds++
 	r.validUntil = validUntil
 	for i, t := range taken {
@@ -302,9 +310,9 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 			continue
 		}
 		memberLost := l.Lost()
-		r.watchers.Add(1)
+		watchers.Add(1)
 		go func() {
-			defer r.watchers.Done()
+			defer watchers.Done()
 			select {
 			case <-memberLost:
 			case <-l.c.done: // a closed client renews nothing: its lock expires

@@ -263,3 +263,23 @@ func TestRedLockInput(t *testing.T) {
 		"one master would vote twice")
 	assert.Empty(t, e.mini.DB(0).Keys(), "bad input wrote nothing")
 }
+
+// Unlocking a reentered RedLock returns at once: the holding lives on,
+// and so do its loss watchers.
+func TestRedLockReentryUnlockReturns(t *testing.T) {
+	_, clients := nodes(t, 3)
+	ctx := context.Background()
+	r := client.NewRedLock(members(clients, "red:reenter")...)
+	require.NoError(t, r.LockLease(ctx, time.Minute))
+	require.NoError(t, r.LockLease(ctx, time.Minute))
+	done := make(chan error, 1)
+	go func() { done <- r.Unlock(ctx) }()
+	require.NoError(t, await.Value(t, done, 5*time.Second, "the inner Unlock"))
+	select {
+	case <-r.Lost():
+		t.Fatal("the outer holding reported lost")
+	default:
+	}
+	require.NoError(t, r.Unlock(ctx))
+	assert.True(t, r.ValidUntil().IsZero())
+}
