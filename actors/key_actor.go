@@ -894,13 +894,24 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 	a.timer.stop()
 	a.idle.stop()
 	a.io.Wait()
-	if o := a.inflight; o != nil && o.kind == opAttempt {
-		c, cancel := a.cfg.ioContext()
-		if _, err := a.rio.undo(c, o.owner, o.reqID); err != nil {
-			a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
-				slog.String("name", a.key.Name), slog.Any("err", err))
+	if o := a.inflight; o != nil {
+		// An acquire in flight, or the acquire a handoff made for the next
+		// waiter, may have landed: undo it.
+		var owner, reqID string
+		switch {
+		case o.kind == opAttempt:
+			owner, reqID = o.owner, o.reqID
+		case o.kind == opRelease && o.next != nil:
+			owner, reqID = o.next.req.Owner, o.next.req.RequestID
 		}
-		cancel()
+		if owner != "" {
+			c, cancel := a.cfg.ioContext()
+			if _, err := a.rio.undo(c, owner, reqID); err != nil {
+				a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
+					slog.String("name", a.key.Name), slog.Any("err", err))
+			}
+			cancel()
+		}
 	}
 	a.abandon(ctx, a.fault)
 	retireVia(ctx, a.root, a.key, a.renewer, a.subscriber)
