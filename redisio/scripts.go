@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"embed"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
