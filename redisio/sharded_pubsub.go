@@ -539,6 +539,8 @@ func (p *shardedPubSub) read(s *shard) {
 		case p.events <- shardEvent{shard: s, msg: msg, err: err}:
 		case <-s.stop:
 			return
+		case <-p.ctx.Done():
+			return
 		}
 		var rerr redis.Error
 		if err == nil || errors.As(err, &rerr) {
@@ -549,6 +551,9 @@ func (p *shardedPubSub) read(s *shard) {
 		select {
 		case <-t.C:
 		case <-s.stop:
+			t.Stop()
+			return
+		case <-p.ctx.Done():
 			t.Stop()
 			return
 		}

@@ -83,8 +83,6 @@ func RunWaiters(ctx context.Context, addr string, stats redis.UniversalClient, n
 
 	// The waiters.
 	before = memStats()
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
 		holders, violations atomic.Int64
 		acquired, failed    atomic.Int64
@@ -92,6 +90,9 @@ func RunWaiters(ctx context.Context, addr string, stats redis.UniversalClient, n
 		last                atomic.Int64 // ns since base of the last acquisition
 		wg                  sync.WaitGroup
 	)
+	defer wg.Wait() // after cancel (deferred below, so run first) has ended every wait
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	handoffs := make([]time.Duration, waiters)
 	base := time.Now()
 	started.Add(waiters)
