@@ -23,13 +23,7 @@ func TokenKey(name string) string {
 // carries the holding's token (a first acquire increments the counter, a
 // reentry or a replay of the same request reads it).
 func (s *Scripts) FencedAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	c, acks, err := runSynced(ctx, r, rs, acquireScript, []string{name, AcquireLatchKey(name, owner), TokenKey(name)},
-		owner, Millis(lease), reqID, Millis(LatchTTL))
-	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
-	}
-	res, err := acquireReply("acquire", name, c)
-	return res, int(acks), err
+	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, true)
 }
 
 // FencedToken returns the token of owner's holding of the fenced lock

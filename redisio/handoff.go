@@ -43,25 +43,21 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 	if ap, ok := r.(*AutoPipeline); ok {
 		r = ap.Unwrap() // one connection for both, in order
 	}
-	unlockKeys := []string{h.Name, LockChannel(h.Name), UnlockLatchKey(h.Name, h.From+":"+h.FromReqID),
-		AcquireLatchKey(h.Name, h.From)}
-	unlockArgs := []any{UnlockMessage, Millis(h.FromLease), h.From, s.publish, Millis(LatchTTL)}
-	acquireKeys := []string{h.Name, AcquireLatchKey(h.Name, h.To)}
-	if h.Fenced {
-		acquireKeys = append(acquireKeys, TokenKey(h.Name))
+	unlockKeys, unlockArgs := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease)
+	acquireKeys, acquireArgs := acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced)
+	both := func(unlockEval, acquireEval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) (*redis.Cmd, *redis.Cmd) {
+		pipe := r.Pipeline()
+		u := unlockEval(ctx, pipe, unlockKeys, unlockArgs...)
+		a := acquireEval(ctx, pipe, acquireKeys, acquireArgs...)
+		_, _ = pipe.Exec(ctx)
+		return u, a
 	}
-	acquireArgs := []any{h.To, Millis(h.ToLease), h.ToReqID, Millis(LatchTTL)}
-
-	pipe := r.Pipeline()
-	unlock := unlockScript.EvalSha(ctx, pipe, unlockKeys, unlockArgs...)
-	acquire := acquireScript.EvalSha(ctx, pipe, acquireKeys, acquireArgs...)
-	_, _ = pipe.Exec(ctx)
+	unlock, acquire := both(unlockScript.EvalSha, acquireScript.EvalSha)
 	if redis.HasErrorPrefix(unlock.Err(), "NOSCRIPT") || redis.HasErrorPrefix(acquire.Err(), "NOSCRIPT") {
-		// A server that has not cached the scripts: the same two calls, in
-		// order, each loading its script. Both are exactly once, so one that
-		// did run answers its first result again.
-		unlock = unlockScript.Run(ctx, r, unlockKeys, unlockArgs...)
-		acquire = acquireScript.Run(ctx, r, acquireKeys, acquireArgs...)
+		// A server that has not cached the scripts: the same pipeline with
+		// their sources. Both are exactly once, so one that did run answers
+		// its first result again.
+		unlock, acquire = both(unlockScript.Eval, acquireScript.Eval)
 	}
 	var res HandoffResult
 	res.Remaining, res.Held, res.UnlockErr = unlockReply("unlock", h.Name, unlock)

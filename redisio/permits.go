@@ -93,11 +93,6 @@ func permitLease(lease time.Duration) (string, error) {
 	return Millis(lease), nil
 }
 
-// permitNow renders now as unix ms for a script.
-func permitNow(now time.Time) string {
-	return strconv.FormatInt(now.UnixMilli(), 10)
-}
-
 // PermitResult is the outcome of one permit acquire attempt.
 type PermitResult struct {
 	// Acquired reports that PermitID is held (also when it already was).
@@ -131,7 +126,7 @@ func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 	}
 	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
-		member, leaseArg, permitNow(now), s.publish)
+		member, leaseArg, unixMillis(now), s.publish)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
 	}
@@ -156,7 +151,7 @@ func (s *Scripts) PermitUndoAcquire(ctx context.Context, r Redis, name, permitID
 	}
 	n, err := permitUndoAcquireScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
-		member, permitNow(now), s.publish, Millis(LatchTTL)).Int64()
+		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("permit undo acquire %s: %w", name, err)
 	}
@@ -174,7 +169,7 @@ func (s *Scripts) PermitRelease(ctx context.Context, r Redis, name, reqID, permi
 	}
 	n, err := permitReleaseScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID), PermitSpentKey(name, permitID)},
-		member, permitNow(now), s.publish, Millis(LatchTTL)).Int64()
+		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("permit release %s: %w", name, err)
 	}
@@ -194,7 +189,7 @@ func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID
 		return false, fmt.Errorf("permit update lease %s: %w", name, err)
 	}
 	n, err := permitUpdateLeaseScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		member, leaseArg, permitNow(now), s.publish).Int64()
+		member, leaseArg, unixMillis(now), s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("permit update lease %s: %w", name, err)
 	}
@@ -206,7 +201,7 @@ func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID
 // whether it set it.
 func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (bool, error) {
 	n, err := permitTrySetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), permitNow(now), s.publish).Int64()
+		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("permit try set permits %s: %w", name, err)
 	}
@@ -219,7 +214,7 @@ func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string,
 func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64, now time.Time) (int64, error) {
 	n, err := permitAddPermitsScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID)},
-		strconv.FormatInt(delta, 10), permitNow(now), s.publish, Millis(LatchTTL)).Int64()
+		strconv.FormatInt(delta, 10), unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("permit add permits %s: %w", name, err)
 	}
@@ -230,7 +225,7 @@ func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID str
 // not exist) after reclaiming expired ones, which makes it a write.
 func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now time.Time) (int64, error) {
 	n, err := permitAvailableScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		permitNow(now), s.publish).Int64()
+		unixMillis(now), s.publish).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("permit available %s: %w", name, err)
 	}

@@ -224,26 +224,10 @@ func WriteIsLocked(ctx context.Context, r Redis, name string) (bool, error) {
 
 // ReadHoldCount returns owner's read hold count, 0 when it holds none.
 func ReadHoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
-	n, err := rwHoldCount(ctx, r, name, owner)
-	if err != nil {
-		return 0, fmt.Errorf("read hold count %s: %w", name, err)
-	}
-	return n, nil
+	return HoldCount(ctx, r, name, owner)
 }
 
 // WriteHoldCount returns owner's write hold count, 0 when it holds none.
 func WriteHoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
-	n, err := rwHoldCount(ctx, r, name, WriteField(owner))
-	if err != nil {
-		return 0, fmt.Errorf("write hold count %s: %w", name, err)
-	}
-	return n, nil
-}
-
-func rwHoldCount(ctx context.Context, r Redis, name, field string) (int, error) {
-	n, err := r.HGet(ctx, name, field).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return n, err
+	return HoldCount(ctx, r, name, WriteField(owner))
 }

@@ -265,8 +265,14 @@ func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err e
 // AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	c, acks, err := runSynced(ctx, r, rs, acquireScript, []string{name, AcquireLatchKey(name, owner)},
-		owner, Millis(lease), reqID, Millis(LatchTTL))
+	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, false)
+}
+
+// acquireSynced runs the acquire script (with the fenced lock's token
+// counter when fenced) and WAIT for rs.Replicas.
+func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration, fenced bool) (AcquireResult, int, error) {
+	keys, args := acquireCall(name, owner, reqID, lease, fenced)
+	c, acks, err := runSynced(ctx, r, rs, acquireScript, keys, args...)
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
 	}
@@ -274,12 +280,26 @@ func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 	return res, int(acks), err
 }
 
+// acquireCall is the acquire script's keys and arguments.
+func acquireCall(name, owner, reqID string, lease time.Duration, fenced bool) ([]string, []any) {
+	keys := []string{name, AcquireLatchKey(name, owner)}
+	if fenced {
+		keys = append(keys, TokenKey(name))
+	}
+	return keys, []any{owner, Millis(lease), reqID, Millis(LatchTTL)}
+}
+
+// unlockCall is the unlock script's keys and arguments.
+func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) ([]string, []any) {
+	return []string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
+		[]any{UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)}
+}
+
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	c, n, err := runSynced(ctx, r, rs, unlockScript,
-		[]string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
-		UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL))
+	keys, args := s.unlockCall(name, owner, reqID, lease)
+	c, n, err := runSynced(ctx, r, rs, unlockScript, keys, args...)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
 	}
