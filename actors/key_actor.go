@@ -137,12 +137,11 @@ type keyActor struct {
 	waiters    waitQueue       // FIFO; the head is the one that waits on Redis (each fair waiter waits)
 	ops        []*op           // releases and undos, served before attempts
 	inflight   *op
-	// lastAttempt is the ordinary attempt last started; handoffs counts
-	// the handoffs since one acquired (maxHandoffs).
-	lastAttempt *op
-	handoffs    int
-	subs        map[string]bool // channels subscribed
-	seen        uint64          // routed requests received, for the passivation handshake
+	// handoffs counts the handoffs since an ordinary attempt acquired
+	// (maxHandoffs).
+	handoffs int
+	subs     map[string]bool // channels subscribed
+	seen     uint64          // routed requests received, for the passivation handshake
 	// fault is set once the actor failed (a panic: a bug); it then answers
 	// every request with it until root stops it.
 	fault error
@@ -258,7 +257,7 @@ func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	w.cancelled = true
 	a.replyFailed(ctx, w, messages.ErrCancelled)
 	if !w.inflight {
-		a.remove(i)
+		a.waiters.removeAt(i)
 		a.leave(w)
 	}
 }
@@ -326,7 +325,6 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	lease := a.cfg.Watchdog
 	switch o.kind {
 	case opAttempt:
-		a.lastAttempt = o
 		o.w.inflight = true
 		if o.w.req.Lease > 0 {
 			lease = o.w.req.Lease
@@ -397,6 +395,9 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 	a.inflight = nil
 	switch d.op.kind {
 	case opAttempt:
+		if d.err == nil && d.acquire.Acquired {
+			a.handoffs = 0 // taken by an ordinary attempt: the streak of handoffs ends
+		}
 		a.onAttemptDone(ctx, d)
 	case opRelease:
 		a.onReleaseDone(ctx, d)
@@ -469,9 +470,6 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	w := d.op.w
 	w.inflight = false
 	owner := w.req.Owner
-	if d.op == a.lastAttempt && d.err == nil && d.acquire.Acquired {
-		a.handoffs = 0 // taken by an ordinary attempt: the streak of handoffs ends
-	}
 	switch {
 	case d.err != nil:
 		// The outcome is unknown: the script may have run and only its reply
@@ -776,16 +774,9 @@ func wake(w *waiter) {
 	}
 }
 
-func (a *keyActor) remove(i int) {
-	a.waiters.removeAt(i)
-	if i == 0 && len(a.waiters.list) > 0 {
-		a.waiters.list[0].ready = a.waiters.list[0].ready || a.waiters.list[0].wakeAt.IsZero()
-	}
-}
-
 func (a *keyActor) dequeue(w *waiter) {
 	if i := a.waiters.indexOf(w); i >= 0 {
-		a.remove(i)
+		a.waiters.removeAt(i)
 	}
 }
 
