@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -73,4 +75,18 @@ func (c *Config) validate() error {
 // ioContext bounds one Redis call by redisio.IOTimeout.
 func (c *Config) ioContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.IO, redisio.IOTimeout)
+}
+
+// detachedContext bounds by d a Redis call that must run even while Close
+// cancels the engine's calls (an undo, a give-up).
+func (c *Config) detachedContext(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(c.IO), d)
+}
+
+// closedOr is err, marked ErrClosed once the engine is closing.
+func (c *Config) closedOr(err error) error {
+	if c.IO.Err() != nil && !errors.Is(err, messages.ErrClosed) {
+		return errors.Join(messages.ErrClosed, err)
+	}
+	return err
 }

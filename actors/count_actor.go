@@ -243,7 +243,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 		case o.undo:
 			// An undo gives permits back: it must run even while Close
 			// cancels the engine's calls.
-			uc, ucancel := context.WithTimeout(context.WithoutCancel(cfg.IO), redisio.IOTimeout)
+			uc, ucancel := cfg.detachedContext(redisio.IOTimeout)
 			d.err = undo(uc)
 			ucancel()
 		case kind == messages.KindCountDownLatch:
@@ -261,7 +261,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 			// The engine is closing: nobody will read this result, and an
 			// undo queued now would never run. Give back what the attempt
 			// may have taken here, or the permits would be gone for good.
-			uc, ucancel := context.WithTimeout(context.WithoutCancel(cfg.IO), closingUndoTimeout)
+			uc, ucancel := cfg.detachedContext(closingUndoTimeout)
 			if err := undo(uc); err != nil {
 				cfg.Logger.Warn("warden: could not give back permits of an acquire cut by Close",
 					slog.String("name", name), slog.Any("err", err))
@@ -301,7 +301,7 @@ func (a *countActor) undoLeft() {
 		left = append(left, &countOp{w: o.w, undo: true})
 	}
 	for _, o := range left {
-		c, cancel := context.WithTimeout(context.WithoutCancel(a.cfg.IO), closingUndoTimeout)
+		c, cancel := a.cfg.detachedContext(closingUndoTimeout)
 		if err := a.undo(c, o.w); err != nil {
 			a.cfg.Logger.Warn("warden: could not give back permits while stopping",
 				slog.String("name", a.key.Name), slog.Any("err", err))
@@ -330,11 +330,7 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 			a.ops = append(a.ops, &countOp{w: w, undo: true})
 		}
 		if !w.cancelled {
-			err := d.err
-			if a.cfg.IO.Err() != nil {
-				err = errors.Join(messages.ErrClosed, err)
-			}
-			a.respond(ctx, w.sender, failedReply(w.req, err))
+			a.respond(ctx, w.sender, failedReply(w.req, a.cfg.closedOr(d.err)))
 		}
 	case d.acquired:
 		a.dequeue(w)

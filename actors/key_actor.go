@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -483,7 +482,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		}
 		a.dequeue(w)
 		if !w.cancelled {
-			a.replyFailed(ctx, w, a.closedOr(d.err))
+			a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
 		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
@@ -544,7 +543,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		if h != nil && h.count <= 1 {
 			delete(a.holdings, o.owner)
 		}
-		a.respondRelease(ctx, o, nil, a.closedOr(d.err), id)
+		a.respondRelease(ctx, o, nil, a.cfg.closedOr(d.err), id)
 	case !d.held:
 		if h != nil {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
@@ -812,16 +811,6 @@ func (a *keyActor) unregister(ctx actor.Context, owner string) {
 	}
 }
 
-// closedOr reports an I/O error caused by the engine's shutdown as
-// ErrClosed (joined with the error), so callers do not mistake it for their
-// own context ending.
-func (a *keyActor) closedOr(err error) error {
-	if a.cfg.IO.Err() != nil {
-		return errors.Join(messages.ErrClosed, err)
-	}
-	return err
-}
-
 func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
 	a.respond(ctx, w.sender, failedReply(w.req, err))
 }
@@ -845,7 +834,7 @@ func (a *keyActor) leaveAll() {
 		}
 	}
 	for _, w := range leaving {
-		c, cancel := context.WithTimeout(context.WithoutCancel(a.cfg.IO), closingUndoTimeout)
+		c, cancel := a.cfg.detachedContext(closingUndoTimeout)
 		if err := a.rio.giveUp(c, w); err != nil {
 			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
 				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
