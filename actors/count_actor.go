@@ -85,7 +85,7 @@ func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Pro
 func (a *countActor) Receive(ctx actor.Context) {
 	if a.fault != nil {
 		if m, ok := ctx.Message().(*messages.Acquire); ok {
-			a.respond(ctx, ctx.Sender(), failedReply(m, a.fault))
+			sendIf(ctx, ctx.Sender(), failedReply(m, a.fault))
 		}
 		return
 	}
@@ -144,7 +144,7 @@ func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	}
 	w := a.waiters.list[i]
 	w.cancelled = true
-	a.respond(ctx, w.sender, failedReply(w.req, messages.ErrCancelled))
+	sendIf(ctx, w.sender, failedReply(w.req, messages.ErrCancelled))
 	if !w.inflight {
 		a.waiters.removeAt(i)
 	}
@@ -189,7 +189,7 @@ func (a *countActor) latchReachedZero(ctx actor.Context) {
 			continue
 		}
 		a.waiters.removeAt(i)
-		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
+		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
 			RequestID: w.req.RequestID})
 	}
 }
@@ -325,29 +325,29 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 	switch {
 	case d.err != nil:
 		// Unknown outcome: give back what the attempt may have taken.
-		a.dequeue(w)
+		a.waiters.remove(w)
 		if a.key.Kind != messages.KindCountDownLatch {
 			a.ops = append(a.ops, &countOp{w: w, undo: true})
 		}
 		if !w.cancelled {
-			a.respond(ctx, w.sender, failedReply(w.req, a.cfg.closedOr(d.err)))
+			sendIf(ctx, w.sender, failedReply(w.req, a.cfg.closedOr(d.err)))
 		}
 	case d.acquired:
-		a.dequeue(w)
+		a.waiters.remove(w)
 		if w.cancelled {
 			if a.key.Kind != messages.KindCountDownLatch {
 				a.ops = append(a.ops, &countOp{w: w, undo: true}) // the requester left meanwhile
 			}
 			break
 		}
-		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
+		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
 			RequestID: w.req.RequestID, PermitID: w.permitID})
-		a.wakeHead() // there may be more to take
+		a.waiters.wakeHead() // there may be more to take
 	case w.cancelled:
-		a.dequeue(w)
+		a.waiters.remove(w)
 	case w.try || (!w.req.Deadline.IsZero() && !a.cfg.Clock.Now().Before(w.req.Deadline)):
-		a.dequeue(w)
-		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
+		a.waiters.remove(w)
+		sendIf(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
 	case w.woken:
 		w.woken = false
 	default:
@@ -360,18 +360,12 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 	}
 }
 
-func (a *countActor) wakeHead() {
-	if len(a.waiters.list) > 0 {
-		wake(a.waiters.list[0])
-	}
-}
-
 // onTick fails waiters whose deadline passed and makes the head due when
 // its look-again time came.
 func (a *countActor) onTick(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
 	for _, w := range a.waiters.expire(now) {
-		a.respond(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
+		sendIf(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
 	}
 	a.waiters.wakeDue(now, false)
 }
@@ -402,18 +396,6 @@ func (a *countActor) isIdle() bool {
 	return len(a.waiters.list) == 0 && len(a.ops) == 0 && a.inflight == nil && !a.subscribed
 }
 
-func (a *countActor) dequeue(w *waiter) {
-	if i := a.waiters.indexOf(w); i >= 0 {
-		a.waiters.removeAt(i)
-	}
-}
-
-func (a *countActor) respond(ctx actor.Context, to *actor.PID, msg any) {
-	if to != nil {
-		ctx.Send(to, msg)
-	}
-}
-
 // fail handles a panic in Receive (a bug): every waiter is told, and root
 // is asked to stop the actor; until then every request gets the fault.
 func (a *countActor) fail(ctx actor.Context, r any) {
@@ -435,7 +417,7 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 func (a *countActor) answerAll(ctx actor.Context, err error) {
 	for _, w := range a.waiters.list {
 		if !w.cancelled {
-			a.respond(ctx, w.sender, failedReply(w.req, err))
+			sendIf(ctx, w.sender, failedReply(w.req, err))
 		}
 	}
 	a.waiters.reset()

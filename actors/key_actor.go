@@ -212,7 +212,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		if a.rio.perWaiter() {
 			a.wakeAll()
 		} else {
-			a.wakeHead()
+			a.waiters.wakeHead()
 		}
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
@@ -268,7 +268,7 @@ func (a *keyActor) onWatch(ctx actor.Context, m *messages.Watch) {
 		reply.Held, reply.Holding = true, h.id
 		h.watch(ctx.Sender())
 	}
-	a.respond(ctx, ctx.Sender(), reply)
+	sendIf(ctx, ctx.Sender(), reply)
 }
 
 // pump starts the next Redis request if none is in flight: queued releases
@@ -480,7 +480,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			w.refused = true
 			a.leave(w)
 		}
-		a.dequeue(w)
+		a.waiters.remove(w)
 		if !w.cancelled {
 			a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
 		}
@@ -493,9 +493,9 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		h.count = d.acquire.HoldCount
 		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
-		a.dequeue(w)
+		a.waiters.remove(w)
 		if a.rio.shared() {
-			a.wakeHead() // a shared hold: the next reader may join at once
+			a.waiters.wakeHead() // a shared hold: the next reader may join at once
 		}
 		if w.cancelled {
 			// The requester gave up while the attempt was in flight.
@@ -505,7 +505,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		if w.req.Watch {
 			h.watch(w.sender)
 		}
-		a.respond(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
+		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
 			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id, Token: d.acquire.Token})
 	default:
 		if !w.try && !w.refused {
@@ -513,10 +513,10 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		}
 		switch {
 		case w.cancelled:
-			a.dequeue(w)
+			a.waiters.remove(w)
 			a.leave(w)
 		case w.try || a.expired(w, a.cfg.Clock.Now()):
-			a.dequeue(w)
+			a.waiters.remove(w)
 			a.leave(w)
 			a.replyFailed(ctx, w, messages.ErrTimeout)
 		case w.woken:
@@ -558,7 +558,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			// trip through pub/sub, unless this unlock evens the odds for
 			// other processes after a streak of handoffs.
 			if !o.even {
-				a.wakeHead()
+				a.waiters.wakeHead()
 			}
 		} else if h != nil {
 			h.count = d.remaining
@@ -612,12 +612,12 @@ func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Release
 		return
 	}
 	if err != nil {
-		a.respond(ctx, o.sender, &messages.ReleaseFailed{Name: o.req.Name, Kind: o.req.Kind, Owner: o.owner,
+		sendIf(ctx, o.sender, &messages.ReleaseFailed{Name: o.req.Name, Kind: o.req.Kind, Owner: o.owner,
 			RequestID: o.reqID, Err: err, Holding: holding})
 		return
 	}
 	ok.Name, ok.Kind, ok.Owner, ok.RequestID, ok.Holding = o.req.Name, o.req.Kind, o.owner, o.reqID, holding
-	a.respond(ctx, o.sender, ok)
+	sendIf(ctx, o.sender, ok)
 }
 
 func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
@@ -732,14 +732,6 @@ func (a *keyActor) expired(w *waiter, now time.Time) bool {
 	return !w.req.Deadline.IsZero() && !now.Before(w.req.Deadline)
 }
 
-// wakeHead makes the head waiter due for an attempt, or, if its attempt is
-// in flight, due for another one should that be refused.
-func (a *keyActor) wakeHead() {
-	if len(a.waiters.list) > 0 {
-		wake(a.waiters.list[0])
-	}
-}
-
 // wakeAll wakes every waiter.
 func (a *keyActor) wakeAll() {
 	for _, w := range a.waiters.list {
@@ -761,7 +753,7 @@ func (a *keyActor) wakeChannel(channel, payload string) {
 			}
 		}
 	default:
-		a.wakeHead()
+		a.waiters.wakeHead()
 	}
 }
 
@@ -770,12 +762,6 @@ func wake(w *waiter) {
 		w.woken = true
 	} else {
 		w.ready = true
-	}
-}
-
-func (a *keyActor) dequeue(w *waiter) {
-	if i := a.waiters.indexOf(w); i >= 0 {
-		a.waiters.removeAt(i)
 	}
 }
 
@@ -812,7 +798,7 @@ func (a *keyActor) unregister(ctx actor.Context, owner string) {
 }
 
 func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
-	a.respond(ctx, w.sender, failedReply(w.req, err))
+	sendIf(ctx, w.sender, failedReply(w.req, err))
 }
 
 // leaveAll gives up, at once and in order, the Redis queue places of every
@@ -840,12 +826,6 @@ func (a *keyActor) leaveAll() {
 				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
 		}
 		cancel()
-	}
-}
-
-func (a *keyActor) respond(ctx actor.Context, to *actor.PID, msg any) {
-	if to != nil {
-		ctx.Send(to, msg)
 	}
 }
 
@@ -901,12 +881,12 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 func (a *keyActor) receiveFailed(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
-		a.respond(ctx, ctx.Sender(), failedReply(m, a.fault))
+		sendIf(ctx, ctx.Sender(), failedReply(m, a.fault))
 	case *messages.Release:
-		a.respond(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
+		sendIf(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
 			RequestID: m.RequestID, Err: a.fault})
 	case *messages.Watch:
-		a.respond(ctx, ctx.Sender(), &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: a.fault})
+		sendIf(ctx, ctx.Sender(), &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: a.fault})
 	}
 }
 

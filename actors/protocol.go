@@ -82,6 +82,14 @@ type relay struct {
 	Msg any
 }
 
+// sendIf sends msg to to, unless to is nil (a request sent without a
+// sender).
+func sendIf(ctx actor.Context, to *actor.PID, msg any) {
+	if to != nil {
+		ctx.Send(to, msg)
+	}
+}
+
 // retireVia asks root to stop the failed actor, by way of each actor in
 // via (the renewer, the subscriber): by the time root acts, they have
 // handled the actor's unregisters and unsubscribes and send it nothing

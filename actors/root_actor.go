@@ -124,9 +124,7 @@ func (a *rootActor) stopKeyActors(ctx actor.Context) {
 
 // reject answers a request that failed validation; nothing reaches Redis.
 func (a *rootActor) reject(ctx actor.Context, reply any) {
-	if s := ctx.Sender(); s != nil {
-		ctx.Send(s, reply)
-	}
+	sendIf(ctx, ctx.Sender(), reply)
 }
 
 func (a *rootActor) route(ctx actor.Context, k key) {

@@ -61,6 +61,21 @@ func (q *waitQueue) removeAt(i int) {
 	q.list = q.list[:n-1]
 }
 
+// remove takes w out of the queue if it is still there.
+func (q *waitQueue) remove(w *waiter) {
+	if i := q.indexOf(w); i >= 0 {
+		q.removeAt(i)
+	}
+}
+
+// wakeHead makes the head waiter due for an attempt, or, if its attempt is
+// in flight, due for another one should that be refused.
+func (q *waitQueue) wakeHead() {
+	if len(q.list) > 0 {
+		wake(q.list[0])
+	}
+}
+
 // indexOf returns w's index, or -1.
 func (q *waitQueue) indexOf(w *waiter) int {
 	for i, x := range q.list {
