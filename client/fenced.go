@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -57,10 +56,7 @@ func (f *FencedLock) TryLockToken(ctx context.Context, wait, lease time.Duration
 	if f == nil {
 		return 0, false, invalid("lock", "nil handle")
 	}
-	if err := errors.Join(f.check(), validateWait(wait), validateLease(lease, true)); err != nil {
-		return 0, false, err
-	}
-	r, err := f.acquire(ctx, lease, f.c.opts.clock.Now().Add(wait), false, 0)
+	r, err := f.tryAcquire(ctx, wait, lease)
 	if r == nil {
 		return 0, false, err
 	}

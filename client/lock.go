@@ -101,11 +101,17 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 // TryLockWait waits up to wait for the lock and holds it for lease (0:
 // watchdog mode). It returns false, with a nil error, when wait runs out.
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
-		return false, err
-	}
-	r, err := l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false, wait)
+	r, err := l.tryAcquire(ctx, wait, lease)
 	return r != nil, err
+}
+
+// tryAcquire validates and runs a Try acquire with wait and lease: the
+// Acquired reply, or nil when wait ran out.
+func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*messages.Acquired, error) {
+	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false, wait)
 }
 
 // acquire runs one Acquire through the engine and returns its Acquired

@@ -13,7 +13,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -52,8 +51,12 @@ func NewMultiLock(locks ...*Lock) *MultiLock {
 		return &MultiLock{err: err}
 	}
 	ordered := slices.Clone(locks)
+	server := make(map[*Lock]string, len(locks))
+	for _, l := range locks {
+		server[l] = serverOf(l)
+	}
 	slices.SortStableFunc(ordered, func(a, b *Lock) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(serverOf(a), serverOf(b)))
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(server[a], server[b]))
 	})
 	return &MultiLock{locks: ordered}
 }
@@ -199,29 +202,26 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 func (m *MultiLock) attempt(ctx context.Context, deadline time.Time, lease time.Duration) (int, error) {
 	clock := m.clock()
 	for i, l := range m.locks {
-		var ok bool
-		var err error
+		// The first member waits for the whole budget (with none, as long
+		// as ctx allows); a later one at most memberWait.
+		var dl time.Time
 		switch {
 		case deadline.IsZero() && i == 0:
-			// No budget: the first member may wait as long as ctx allows.
-			var a *messages.Acquired
-			a, err = l.acquire(ctx, lease, time.Time{}, false, 0)
-			ok = a != nil
-			if err != nil && ctx.Err() != nil {
-				err = nil // the caller reports the context's end
-			}
+		case deadline.IsZero():
+			dl = clock.Now().Add(memberWait)
+		case i == 0:
+			dl = deadline
 		default:
-			wait := memberWait
-			if !deadline.IsZero() {
-				wait = max(0, deadline.Sub(clock.Now()))
-				if i > 0 {
-					wait = min(wait, memberWait)
-				}
-			}
-			ok, err = l.TryLockWait(ctx, wait, lease)
-			if err != nil && ctx.Err() != nil {
-				err = nil
-			}
+			dl = earliest(deadline, clock.Now().Add(memberWait))
+		}
+		var wait time.Duration // a fair member's place in the queue lasts its wait
+		if !dl.IsZero() {
+			wait = max(0, dl.Sub(clock.Now()))
+		}
+		a, err := l.acquire(ctx, lease, dl, false, wait)
+		ok := a != nil
+		if err != nil && ctx.Err() != nil {
+			err = nil // the caller reports the context's end
 		}
 		if err != nil {
 			releaseTaken(ctx, m.locks[:i])
@@ -232,6 +232,14 @@ func (m *MultiLock) attempt(ctx context.Context, deadline time.Time, lease time.
 		}
 	}
 	return len(m.locks), nil
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // releaseTaken gives back one hold of each of locks, which were just

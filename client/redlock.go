@@ -35,11 +35,11 @@ type RedLock struct {
 	err    error
 
 	mu         sync.Mutex
-	holds      int           // the RedLock's own hold count
-	held       []bool        // the members the current holding holds
-	validUntil time.Time     // of the current holding
-	lostCh     chan struct{} // the current (or next) holding's
-	lost       bool          // lostCh is closed
+	holds      int             // the RedLock's own hold count
+	held       []bool          // the members the current holding holds
+	validUntil time.Time       // of the current holding
+	lostCh     chan struct{}   // the current (or next) holding's
+	lost       bool            // lostCh is closed
 	stop       chan struct{}   // ends the current loss watchers
 	watchers   *sync.WaitGroup // the current holding's loss watchers
 	expiry     clockwork.Timer // a fixed lease's validity end
