@@ -20,7 +20,6 @@ import (
 // There is no goroutine of its own: the callers do the flushing.
 type AutoPipeline struct {
 	Redis
-	r        Redis
 	maxBatch int
 	slots    int
 
@@ -48,13 +47,13 @@ const (
 
 // NewAutoPipeline wraps r.
 func NewAutoPipeline(r Redis) *AutoPipeline {
-	p := &AutoPipeline{Redis: r, r: r, maxBatch: maxBatch, slots: flushSlots}
+	p := &AutoPipeline{Redis: r, maxBatch: maxBatch, slots: flushSlots}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
 
 // Unwrap returns the wrapped Redis.
-func (p *AutoPipeline) Unwrap() Redis { return p.r }
+func (p *AutoPipeline) Unwrap() Redis { return p.Redis }
 
 // Stats reports how many pipelines of more than one call were sent and how
 // many calls they carried.
@@ -131,11 +130,11 @@ func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 // read and write timeouts bound the round trip).
 func (p *AutoPipeline) send(batch []*pipedCall) {
 	if len(batch) == 1 {
-		_ = p.r.Process(batch[0].ctx, batch[0].cmd)
+		_ = p.Redis.Process(batch[0].ctx, batch[0].cmd)
 		return
 	}
 	ctx := context.WithoutCancel(batch[0].ctx)
-	pipe := p.r.Pipeline()
+	pipe := p.Redis.Pipeline()
 	for _, c := range batch {
 		_ = pipe.Process(ctx, c.cmd)
 	}
