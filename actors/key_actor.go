@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -666,11 +667,16 @@ func (a *keyActor) lose(ctx actor.Context, owner string, h *holding, err error) 
 // ran out without an unlock.
 func (a *keyActor) onTick(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
+	var ended []string
 	for owner, h := range a.holdings {
 		if h.expiresAt.IsZero() || now.Before(h.expiresAt) || (a.inflight != nil && a.inflight.owner == owner) {
 			continue
 		}
-		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
+		ended = append(ended, owner)
+	}
+	slices.Sort(ended)
+	for _, owner := range ended {
+		a.lose(ctx, owner, a.holdings[owner], fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
 	}
 	for _, w := range a.waiters.expire(now) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
@@ -709,15 +715,32 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 			}
 		}
 	}
+	// The commands go out in an order that does not depend on map
+	// iteration: unsubscriptions sorted, subscriptions in queue order.
+	var gone []string
 	for ch := range a.subs {
 		if !want[ch] {
-			delete(a.subs, ch)
-			ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
+			gone = append(gone, ch)
 		}
 	}
+	slices.Sort(gone)
+	for _, ch := range gone {
+		delete(a.subs, ch)
+		ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
+	}
+	missing := 0
 	for ch := range want {
 		if !a.subs[ch] {
+			missing++
+		}
+	}
+	for _, w := range a.waiters.list {
+		if missing == 0 {
+			break
+		}
+		if ch := w.channel; want[ch] && !a.subs[ch] {
 			a.subs[ch] = true
+			missing--
 			ctx.Send(a.subscriber, &subscribe{Channel: ch, PID: ctx.Self()})
 		}
 	}
@@ -894,13 +917,13 @@ func (a *keyActor) receiveFailed(ctx actor.Context) {
 // answered with why, every holding reported lost, every renewal and the
 // subscription stopped, so each lock expires within its lease.
 func (a *keyActor) abandon(ctx actor.Context, why error) {
-	for owner, h := range a.holdings {
-		a.lose(ctx, owner, h, fmt.Errorf("%w: %v", messages.ErrLockLost, why))
+	for _, owner := range sortedKeys(a.holdings) {
+		a.lose(ctx, owner, a.holdings[owner], fmt.Errorf("%w: %v", messages.ErrLockLost, why))
 	}
-	for owner := range a.registered {
+	for _, owner := range sortedKeys(a.registered) {
 		a.unregister(ctx, owner) // including a watchdog acquire still in flight
 	}
-	for ch := range a.subs {
+	for _, ch := range sortedKeys(a.subs) {
 		delete(a.subs, ch)
 		ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
 	}

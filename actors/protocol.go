@@ -136,6 +136,9 @@ type pubsubEvent struct {
 // the next read.
 type pubsubDown struct {
 	Err error
+	// ReaderStopped tells that the reader ended: the actor starts it again
+	// after a pause.
+	ReaderStopped bool
 }
 
 // pubsubCommandDone reports that a (un)subscribe command was sent.

@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,11 +114,18 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	for h, r := range a.regs {
 		batch = append(batch, renewal{Held: h, Owner: r.owner, PID: r.pid})
 	}
-	if a.cfg.Cluster {
-		// A script's keys must share a slot on a cluster: order the batch by
-		// slot so each call below takes one slot's locks.
-		slices.SortFunc(batch, func(x, y renewal) int { return redisio.Slot(x.Held.Name) - redisio.Slot(y.Held.Name) })
-	}
+	// In a fixed order (not map order), so a simulation seed replays. On a
+	// cluster a script's keys must share a slot: the batch is ordered by
+	// slot first, so each call below takes one slot's locks.
+	cluster := a.cfg.Cluster
+	slices.SortFunc(batch, func(x, y renewal) int {
+		if cluster {
+			if c := redisio.Slot(x.Held.Name) - redisio.Slot(y.Held.Name); c != 0 {
+				return c
+			}
+		}
+		return compareHeld(x.Held, y.Held)
+	})
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	sent := cfg.Clock.Now()
@@ -195,10 +204,21 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 // when the lease runs out, not when the call gives up.
 func (a *renewerActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
-	for _, reg := range a.regs {
+	var gone []redisio.Held
+	for h, reg := range a.regs {
 		if !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
-			reg.expired = true
-			ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
+			gone = append(gone, h)
 		}
 	}
+	slices.SortFunc(gone, compareHeld)
+	for _, h := range gone {
+		reg := a.regs[h]
+		reg.expired = true
+		ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
+	}
+}
+
+// compareHeld orders holdings by name, then field.
+func compareHeld(x, y redisio.Held) int {
+	return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Field, y.Field))
 }

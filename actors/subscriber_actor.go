@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,10 +29,10 @@ type pubsubCommand struct {
 	channel   string
 }
 
-// channelState is one subscribed channel: who gets its messages and whether
-// Redis confirmed the subscription.
+// channelState is one subscribed channel: who gets its messages (in the
+// order they subscribed) and whether Redis confirmed the subscription.
 type channelState struct {
-	pids      map[string]*actor.PID
+	pids      []*actor.PID
 	confirmed bool
 }
 
@@ -44,18 +45,24 @@ type subscriberActor struct {
 	cfg      *Config
 	ps       redisio.PubSub
 	cancel   context.CancelFunc
+	ioCtx    context.Context // the reader's context; cancel ends it
 	channels map[string]*channelState
 	commands []pubsubCommand
 	sending  bool
 	down     bool
-	io       sync.WaitGroup
+	// reconnect paces a reader that stopped on a connection error: it is
+	// started again when the timer fires, pause after the error.
+	reconnect clockTimer
+	pause     time.Duration
+	io        sync.WaitGroup
 }
 
 var _ actor.Actor = (*subscriberActor)(nil)
 
 func subscriberProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{}}
+		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{}, reconnect: clockTimer{clock: cfg.Clock},
+			pause: reconnectPause}
 	}, actor.WithDispatcher(cfg.Workers))
 }
 
@@ -76,6 +83,7 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 			a.cfg.Logger.Warn("warden: pub/sub command failed; resubscribed on reconnect", slog.Any("err", m.Err))
 		}
 	case *pubsubEvent:
+		a.pause = reconnectPause
 		a.onEvent(ctx, m.Event)
 	case *relay:
 		ctx.Send(m.To, m.Msg)
@@ -86,7 +94,17 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 			a.down = true
 			a.cfg.Logger.Warn("warden: pub/sub connection lost; reconnecting", slog.Any("err", m.Err))
 		}
+		if m.ReaderStopped {
+			a.reconnect.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.pause),
+				func(g uint64) any { return &tick{Gen: g} })
+			a.pause = min(2*a.pause, maxReconnectPause)
+		}
+	case *tick:
+		if a.reconnect.fired(m.Gen) {
+			a.read(ctx)
+		}
 	case *actor.Stopping:
+		a.reconnect.stop()
 		a.cancel()
 		_ = a.ps.Close()
 		a.io.Wait()
@@ -99,16 +117,23 @@ func (a *subscriberActor) start(ctx actor.Context) {
 	c, cancel := context.WithCancel(a.cfg.IO)
 	a.cancel = cancel
 	a.ps = a.cfg.NewPubSub(c)
-	sys, self, ps, clock := ctx.ActorSystem(), ctx.Self(), a.ps, a.cfg.Clock
+	a.ioCtx = c
+	a.read(ctx)
+}
+
+// read starts the reader: a loop on the engine's workers that passes every
+// event to the actor. On a connection error it tells the actor and stops;
+// the actor starts it again after a pause (the next Receive reconnects), so
+// the reader never sleeps on a timer of its own.
+func (a *subscriberActor) read(ctx actor.Context) {
+	sys, self, ps, c := ctx.ActorSystem(), ctx.Self(), a.ps, a.ioCtx
 	a.io.Add(1)
-	go func() {
+	a.cfg.Workers.Schedule(func() {
 		defer a.io.Done()
-		pause := reconnectPause
 		for {
 			ev, err := ps.Receive(c, receiveTimeout)
 			switch {
 			case err == nil:
-				pause = reconnectPause
 				sys.Root.Send(self, &pubsubEvent{Event: ev})
 			case c.Err() != nil || redisio.IsClosed(err):
 				return
@@ -117,26 +142,23 @@ func (a *subscriberActor) start(ctx actor.Context) {
 					sys.Root.Send(self, &pubsubDown{Err: perr})
 				}
 			default:
-				sys.Root.Send(self, &pubsubDown{Err: err})
-				select {
-				case <-c.Done():
-					return
-				case <-clock.After(pause):
-				}
-				pause = min(2*pause, maxReconnectPause)
+				sys.Root.Send(self, &pubsubDown{Err: err, ReaderStopped: true})
+				return
 			}
 		}
-	}()
+	})
 }
 
 func (a *subscriberActor) onSubscribe(ctx actor.Context, m *subscribe) {
 	st := a.channels[m.Channel]
 	if st == nil {
-		st = &channelState{pids: map[string]*actor.PID{}}
+		st = &channelState{}
 		a.channels[m.Channel] = st
 		a.commands = append(a.commands, pubsubCommand{subscribe: true, channel: m.Channel})
 	}
-	st.pids[m.PID.String()] = m.PID
+	if !slices.ContainsFunc(st.pids, m.PID.Equal) {
+		st.pids = append(st.pids, m.PID)
+	}
 	if st.confirmed {
 		ctx.Send(m.PID, &subscribed{Channel: m.Channel})
 	}
@@ -147,7 +169,7 @@ func (a *subscriberActor) onUnsubscribe(m *unsubscribe) {
 	if st == nil {
 		return
 	}
-	delete(st.pids, m.PID.String())
+	st.pids = slices.DeleteFunc(st.pids, m.PID.Equal)
 	if len(st.pids) == 0 {
 		delete(a.channels, m.Channel)
 		a.commands = append(a.commands, pubsubCommand{channel: m.Channel})
@@ -160,8 +182,8 @@ func (a *subscriberActor) onEvent(ctx actor.Context, ev redisio.Event) {
 		// meanwhile is lost, so every key actor retries.
 		a.down = false
 		a.cfg.Logger.Info("warden: pub/sub connection restored")
-		for _, st := range a.channels {
-			for _, pid := range st.pids {
+		for _, ch := range sortedKeys(a.channels) {
+			for _, pid := range a.channels[ch].pids {
 				ctx.Send(pid, &retry{})
 			}
 		}
@@ -199,7 +221,7 @@ func (a *subscriberActor) flush(ctx actor.Context) {
 	a.sending = true
 	sys, self, ps, cfg := ctx.ActorSystem(), ctx.Self(), a.ps, a.cfg
 	a.io.Add(1)
-	go func() {
+	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
 		c, cancel := cfg.ioContext()
 		defer cancel()
@@ -213,5 +235,5 @@ func (a *subscriberActor) flush(ctx actor.Context) {
 			err = nil
 		}
 		sys.Root.Send(self, &pubsubCommandDone{Err: err})
-	}()
+	})
 }

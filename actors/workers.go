@@ -20,10 +20,13 @@ const (
 // waiting, else to a new goroutine, so handing off never blocks. The Client
 // owns it: it is stopped once the actors have stopped.
 type Workers struct {
-	jobs    chan func()
-	mu      sync.RWMutex // guards stopped against a late Schedule racing Stop
-	stopped bool
-	wg      sync.WaitGroup
+	// schedule, when set, takes every piece of work instead of the pool
+	// (NewWorkersOn).
+	schedule func(fn func())
+	jobs     chan func()
+	mu       sync.RWMutex // guards stopped against a late Schedule racing Stop
+	stopped  bool
+	wg       sync.WaitGroup
 }
 
 var _ actor.Dispatcher = (*Workers)(nil)
@@ -43,10 +46,22 @@ func NewWorkers() *Workers {
 	return w
 }
 
+// NewWorkersOn hands every piece of work to schedule instead of a pool of
+// goroutines: a simulation (package sim) runs the engine's actors and
+// Redis calls one at a time, in an order it draws from its seed. Stop
+// then does nothing; the caller owns what schedule started.
+func NewWorkersOn(schedule func(fn func())) *Workers {
+	return &Workers{schedule: schedule}
+}
+
 // Schedule runs fn on an idle worker or a new goroutine. After Stop (a
 // late timer's message to a stopped engine) it runs fn on the caller's
 // goroutine. It implements actor.Dispatcher.
 func (w *Workers) Schedule(fn func()) {
+	if w.schedule != nil {
+		w.schedule(fn)
+		return
+	}
 	w.mu.RLock()
 	if w.stopped {
 		w.mu.RUnlock()
@@ -72,6 +87,9 @@ func (w *Workers) Throughput() int { return throughput }
 // Stop ends the idle workers and waits for every piece of work handed to
 // the pool to return.
 func (w *Workers) Stop() {
+	if w.schedule != nil {
+		return
+	}
 	w.mu.Lock()
 	if !w.stopped {
 		w.stopped = true
