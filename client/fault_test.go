@@ -201,10 +201,14 @@ func TestWaiterRetriesAfterPubSubReconnect(t *testing.T) {
 	require.NoError(t, holder.LockLease(ctx, 20*time.Second))
 	waiter := c.Lock("reconnect")
 	done := make(chan error, 1)
+	attempts := scriptRuns(t, e.rdb)
 	go func() { done <- waiter.Lock(ctx) }()
 	eventually(t, 2*time.Second, func() bool {
 		return len(e.rdb.PubSubChannels(ctx, "*").Val()) == 1
 	}, "waiting")
+	// Its attempt after subscribing has been refused: the unlock below
+	// comes after it, so only the reconnect can let the waiter in.
+	eventually(t, 2*time.Second, func() bool { return scriptRuns(t, e.rdb)-attempts >= 2 }, "tried again once subscribed")
 	// Cut the waiter's connections and unlock while they are down: the
 	// unlock message is lost, the lease is long, yet the waiter gets in
 	// soon after its pub/sub connection is back.

@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -256,4 +261,188 @@ func TestSlowNetwork(t *testing.T) {
 	require.NoError(t, waiter.Unlock(ctx))
 	require.NoError(t, held.Unlock(ctx))
 	p.SetLatency(0)
+}
+
+// pubSubRoute is a go-redis client whose pub/sub connections go through a
+// toxiproxy proxy while its command connections go straight to Redis, so
+// a fault on the proxy hits the pub/sub connection alone. It stays a
+// *redis.Client, so the engine uses it as it would in production
+// (automatic pipelining included).
+type pubSubRoute struct {
+	proxy *toxiproxy.Proxy
+	rdb   *redis.Client
+	// pubSubDials and commandDials count the connections opened each way.
+	pubSubDials, commandDials atomic.Int64
+}
+
+// routePubSub starts a toxiproxy proxy (used as a library: no API server)
+// to upstream and a client that dials its pub/sub connections through it.
+func routePubSub(t *testing.T, upstream string) *pubSubRoute {
+	t.Helper()
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	proxy := toxiproxy.NewProxy(server, "pubsub", "127.0.0.1:0", upstream)
+	require.NoError(t, proxy.Start())
+	t.Cleanup(proxy.Stop)
+	listen := proxy.Listen // the port it took; a restart listens there again
+	r := &pubSubRoute{proxy: proxy}
+	var d net.Dialer
+	r.rdb = redis.NewClient(&redis.Options{
+		Addr: upstream,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if dialingPubSub() {
+				r.pubSubDials.Add(1)
+				addr = listen
+			} else {
+				r.commandDials.Add(1)
+			}
+			return d.DialContext(ctx, network, addr)
+		},
+	})
+	t.Cleanup(func() { _ = r.rdb.Close() })
+	return r
+}
+
+// dialingPubSub reports whether the dial in progress opens a pub/sub
+// connection: go-redis has one dialer for both kinds and dials pub/sub
+// connections, and only those, from its PubSubPool, in the caller's
+// goroutine. (If a go-redis upgrade renamed it, no dial would go through
+// the proxy and the test's count of pub/sub dials says so.)
+func dialingPubSub() bool {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, "go-redis/v9/internal/pool.(*PubSubPool).NewConn") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// logTimes records when the engine first logged a message containing each
+// of a few phrases.
+type logTimes struct {
+	mu    sync.Mutex
+	first map[string]time.Time
+}
+
+func (l *logTimes) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logTimes) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logTimes) WithGroup(string) slog.Handler            { return l }
+func (l *logTimes) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, phrase := range []string{"pub/sub connection lost", "pub/sub connection restored"} {
+		if _, seen := l.first[phrase]; !seen && strings.Contains(r.Message, phrase) {
+			l.first[phrase] = time.Now()
+		}
+	}
+	return nil
+}
+
+// since is how long after from the engine first logged phrase, or "not
+// logged".
+func (l *logTimes) since(phrase string, from time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.first[phrase]
+	if !ok {
+		return "not logged"
+	}
+	return at.Sub(from).Round(time.Millisecond).String()
+}
+
+// Only the pub/sub connection is dropped (toxiproxy: the proxy disabled,
+// or a reset_peer toxic that resets it when the unlock message comes),
+// and the unlock message is lost with it. The client's commands keep
+// working meanwhile, and the waiter acquires soon after the pub/sub
+// connection is back, long before the holder's 20 s lease would have
+// freed the lock.
+func TestOnlyThePubSubConnectionDropped(t *testing.T) {
+	faults := []struct {
+		name          string
+		drop, restore func(t *testing.T, p *toxiproxy.Proxy)
+	}{
+		{
+			name: "proxy disabled",
+			drop: func(t *testing.T, p *toxiproxy.Proxy) { p.Stop() }, // closes it, refuses new ones
+			restore: func(t *testing.T, p *toxiproxy.Proxy) {
+				require.NoError(t, p.Start())
+			},
+		},
+		{
+			name: "reset_peer on the unlock message",
+			drop: func(t *testing.T, p *toxiproxy.Proxy) {
+				_, err := p.Toxics.AddToxicJson(strings.NewReader(
+					`{"name":"reset","type":"reset_peer","stream":"downstream","attributes":{"timeout":0}}`))
+				require.NoError(t, err)
+			},
+			restore: func(t *testing.T, p *toxiproxy.Proxy) {
+				require.NoError(t, p.Toxics.RemoveToxic(context.Background(), "reset"))
+			},
+		},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			e := realEnv(t)
+			r := routePubSub(t, e.srv.Addr())
+			logs := &logTimes{first: map[string]time.Time{}}
+			pe := &env{name: "pubsub-proxied", rdb: r.rdb, srv: e.srv, clk: e.clk}
+			c := pe.newClient(t, client.WithLogger(slog.New(logs)))
+			ctx := context.Background()
+			const name = "pubsub-drop"
+			channel := "redisson_lock__channel:{" + name + "}"
+			listening := func() int64 { return e.rdb.PubSubNumSub(ctx, channel).Val()[channel] }
+
+			holder := e.newClient(t).Lock(name)
+			require.NoError(t, holder.LockLease(ctx, 20*time.Second))
+			waiter := c.Lock(name)
+			got := make(chan time.Time, 1)
+			attempts := scriptRuns(t, e.rdb)
+			go func() {
+				assert.NoError(t, waiter.Lock(ctx))
+				got <- time.Now()
+			}()
+			eventually(t, 5*time.Second, func() bool { return listening() == 1 }, "the waiter listens")
+			// Its attempt after subscribing has run and been refused, so no
+			// attempt of the waiter can come after the unlock and win.
+			eventually(t, 5*time.Second, func() bool { return scriptRuns(t, e.rdb)-attempts >= 2 },
+				"the waiter tried again once subscribed")
+			require.Equal(t, int64(1), r.pubSubDials.Load(), "the pub/sub connection went through the proxy")
+			commandDials := r.commandDials.Load()
+			require.NotZero(t, commandDials, "the commands went straight to Redis")
+
+			dropped := time.Now()
+			f.drop(t, r.proxy)
+			require.NoError(t, holder.Unlock(ctx)) // its message is lost
+			eventually(t, 5*time.Second, func() bool { return listening() == 0 }, "Redis saw the pub/sub connection go")
+
+			// Commands keep working on the same client meanwhile.
+			other := c.Lock("pubsub-drop:other")
+			start := time.Now()
+			require.NoError(t, other.LockLease(ctx, time.Minute))
+			require.NoError(t, other.Unlock(ctx))
+			commandTook := time.Since(start)
+			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-got:
+				t.Fatal("the waiter acquired while its pub/sub connection was down")
+			default:
+			}
+
+			f.restore(t, r.proxy)
+			restored := time.Now()
+			recovered := await.Value(t, got, 10*time.Second, "the waiter, after the pub/sub reconnect").Sub(restored)
+			t.Logf("%s: drop logged %s after it; lock+unlock of another name during the outage took %v; after the restore: reconnect logged %s, waiter acquired %v (holder's lease 20 s); pub/sub dials %d, command dials %d before the drop and %d after",
+				f.name, logs.since("pub/sub connection lost", dropped), commandTook.Round(time.Millisecond),
+				logs.since("pub/sub connection restored", restored), recovered.Round(time.Millisecond),
+				r.pubSubDials.Load(), commandDials, r.commandDials.Load())
+			assert.Less(t, recovered, 5*time.Second, "retried after the reconnect, not when the lease ran out")
+			assert.GreaterOrEqual(t, r.pubSubDials.Load(), int64(2), "reconnected through the proxy")
+			assert.Equal(t, commandDials, r.commandDials.Load(), "the command connections stayed up")
+			require.NoError(t, waiter.Unlock(ctx))
+		})
+	}
 }
