@@ -3,6 +3,7 @@ module github.com/warden-go/warden
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/Shopify/toxiproxy/v2 v2.12.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/asynkron/protoactor-go v0.0.0-20260118094027-288962e52f3f

@@ -33,25 +33,30 @@ func (d *deadlines) add(w *waiter) {
 	}
 }
 
-// next returns the earliest deadline of a waiter that is still queued and
-// not in flight (the zero time if none). At most one waiter is in flight,
-// so at most one entry is looked past.
+// next returns the earliest deadline of a waiter that is still queued,
+// not in flight and not cancelled (the zero time if none). The waiters it
+// looks past (their attempt's answer decides) go back on the heap: a past
+// deadline of theirs would make the timer fire again at once, over and
+// over, until the answer came.
 func (d *deadlines) next() time.Time {
-	d.dropGone()
-	if len(*d) == 0 {
-		return time.Time{}
+	var buf [4]*waiter
+	aside := buf[:0]
+	var next time.Time
+	for {
+		d.dropGone()
+		if len(*d) == 0 {
+			break
+		}
+		if top := (*d)[0]; !top.inflight && !top.cancelled {
+			next = top.req.Deadline
+			break
+		}
+		aside = append(aside, heap.Pop(d).(*waiter))
 	}
-	top := (*d)[0]
-	if !top.inflight && !top.cancelled {
-		return top.req.Deadline
+	for _, w := range aside {
+		heap.Push(d, w)
 	}
-	heap.Pop(d)
-	defer heap.Push(d, top)
-	d.dropGone()
-	if len(*d) == 0 {
-		return time.Time{}
-	}
-	return (*d)[0].req.Deadline
+	return next
 }
 
 // expired removes from the heap, and returns, every queued waiter not in

@@ -689,7 +689,13 @@ func (a *keyActor) onTick(ctx actor.Context) {
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
 	next := a.waiters.next(a.rio.perWaiter())
-	for _, h := range a.holdings {
+	for owner, h := range a.holdings {
+		if a.inflight != nil && a.inflight.owner == owner {
+			// onTick leaves this holding to the answer of the request in
+			// flight; a lease end already past would fire the timer again
+			// and again until then.
+			continue
+		}
 		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
 			next = h.expiresAt
 		}

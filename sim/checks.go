@@ -1,0 +1,305 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// Limits names, for each fault that can break a guarantee, the checks it
+// breaks. warden cannot do better there; a violation of one of these checks
+// in a run with such a fault is reported as excused, naming the fault.
+// Every other violation fails the run.
+//
+//   - A Redis restart that loses data erases held locks and the fencing
+//     counter: another owner takes the lock before the holder's renewal
+//     finds it gone, and tokens start again from 1.
+//   - A pause of the holder's process longer than its lease (a GC pause)
+//     lets the lease run out while nothing in the process can act; it is
+//     told once it runs again, after another owner took the lock.
+//   - A clock jump of the holder's process moves when it believes its lease
+//     ends: a backward jump makes it believe it holds after Redis let the
+//     lock expire.
+//   - A lost request or reply, or a partition, leaves a request of the
+//     owner's unanswered until its call times out (redisio.IOTimeout). A
+//     holding whose explicit lease ends meanwhile is reported with that
+//     answer, not at the lease's end (the engine cannot know whether the
+//     request, a reentry say, extended the lease): another owner can take
+//     the lock first. Found by this simulation; see TESTING.md.
+//   - Any fault that stops a process from reaching Redis (partition, pause,
+//     crash, restart, clock jump) can keep a waiter from the lock while it
+//     is free; lost requests, replies and messages must not.
+var Limits = map[FaultKind][]string{
+	FaultRestart:     {checkExclusion, checkToldBefore, checkFencing, checkStarvation, checkLinearizable},
+	FaultPause:       {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
+	FaultClockJump:   {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
+	FaultLostReply:   {checkExclusion, checkToldBefore, checkLinearizable},
+	FaultLostRequest: {checkExclusion, checkToldBefore, checkLinearizable},
+	FaultPartition:   {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
+	FaultCrash:       {checkStarvation},
+}
+
+const (
+	checkExclusion    = "mutual exclusion"
+	checkToldBefore   = "told before"
+	checkFencing      = "fencing"
+	checkStarvation   = "starvation"
+	checkLinearizable = "linearizability"
+)
+
+// check runs every checker over h and marks the violations a fault
+// excuses.
+func check(h *History, o *Options) []Violation {
+	var vs []Violation
+	vs = append(vs, checkHolds(h, o)...)
+	vs = append(vs, checkTokens(h)...)
+	vs = append(vs, checkStarving(h, o)...)
+	lin, _ := CheckLinearizable(h, 5*time.Second)
+	for _, v := range lin {
+		v.Excused = excuse(h, checkLinearizable, -1, 0, h.Length)
+		vs = append(vs, v)
+	}
+	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
+	return vs
+}
+
+// excuse returns the first fault that Limits says can break check and
+// that hit client (any client when -1, and Redis always) between from and
+// to; "" when none did.
+func excuse(h *History, check string, client int, from, to time.Duration) FaultKind {
+	for _, f := range h.Faults {
+		if !slices.Contains(Limits[f.Kind], check) || f.To < from || f.From > to {
+			continue
+		}
+		if client < 0 || f.Client < 0 || f.Client == client || check == checkStarvation {
+			return f.Kind
+		}
+	}
+	return ""
+}
+
+// conflicts tells whether two holds on one name exclude each other.
+func conflicts(a, b *Hold) bool {
+	if a.Owner == b.Owner {
+		return false // one owner's reentry, or its write lock downgraded to read
+	}
+	return !(a.Kind == messages.KindReadLock && b.Kind == messages.KindReadLock)
+}
+
+// checkHolds finds two owners holding one lock at once (or more permits
+// than a semaphore has). When the earlier hold ended by the engine telling
+// its owner the lock was lost, the fault is that it was told too late:
+// "told before" (every owner that lost a lock is told before anyone else
+// acquires it).
+func checkHolds(h *History, o *Options) []Violation {
+	byName := map[string][]*Hold{}
+	var names []string
+	for i := range h.Holds {
+		hd := &h.Holds[i]
+		if hd.End == EndUnknown {
+			continue
+		}
+		if byName[hd.Name] == nil {
+			names = append(names, hd.Name)
+		}
+		byName[hd.Name] = append(byName[hd.Name], hd)
+	}
+	slices.Sort(names)
+	var vs []Violation
+	for _, name := range names {
+		holds := byName[name]
+		slices.SortStableFunc(holds, func(a, b *Hold) int { return cmp.Compare(a.From, b.From) })
+		if holds[0].Kind == messages.KindSemaphore {
+			vs = append(vs, checkPermits(h, name, holds, o.Permits)...)
+			continue
+		}
+		for i, a := range holds {
+			for _, b := range holds[i+1:] {
+				if b.From >= a.To {
+					break
+				}
+				if !conflicts(a, b) {
+					continue
+				}
+				v := Violation{Check: checkExclusion, At: b.From, Name: name,
+					What: fmt.Sprintf("%s (%s) held it %v..%v (%s) while %s (%s) acquired it at %v",
+						a.Owner, a.Kind, a.From, a.To, a.End, b.Owner, b.Kind, b.From)}
+				if a.End == EndLost {
+					v.Check = checkToldBefore
+					v.What = fmt.Sprintf("%s (%s) was told at %v that it lost the lock it held since %v; %s (%s) acquired it at %v",
+						a.Owner, a.Kind, a.To, a.From, b.Owner, b.Kind, b.From)
+				}
+				v.Excused = excuse(h, v.Check, a.Client, a.From, b.From)
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
+// checkPermits finds moments a semaphore's holders held more permits than
+// it has.
+func checkPermits(h *History, name string, holds []*Hold, permits int64) []Violation {
+	type edge struct {
+		at time.Duration
+		d  int64
+	}
+	var edges []edge
+	for _, hd := range holds {
+		edges = append(edges, edge{hd.From, hd.Permits}, edge{hd.To, -hd.Permits})
+	}
+	// Releases before acquisitions at one instant.
+	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
+	var vs []Violation
+	var held int64
+	over := false
+	for _, e := range edges {
+		held += e.d
+		if held > permits && !over {
+			vs = append(vs, Violation{Check: checkExclusion, At: e.at, Name: name,
+				What:    fmt.Sprintf("%d permits held at once, the semaphore has %d", held, permits),
+				Excused: excuse(h, checkExclusion, -1, e.at-time.Minute, e.at)})
+		}
+		over = held > permits
+	}
+	return vs
+}
+
+// checkTokens checks that each fenced lock's tokens grow with every new
+// holding, in the order the holdings began.
+func checkTokens(h *History) []Violation {
+	last := map[string]*Hold{}
+	var vs []Violation
+	holds := make([]*Hold, 0, len(h.Holds))
+	for i := range h.Holds {
+		if hd := &h.Holds[i]; hd.Kind == messages.KindFencedLock && hd.End != EndUnknown {
+			holds = append(holds, hd)
+		}
+	}
+	slices.SortStableFunc(holds, func(a, b *Hold) int { return cmp.Compare(a.From, b.From) })
+	for _, hd := range holds {
+		if p := last[hd.Name]; p != nil && hd.Token <= p.Token {
+			vs = append(vs, Violation{Check: checkFencing, At: hd.From, Name: hd.Name,
+				What: fmt.Sprintf("%s got token %d at %v after %s got %d at %v", hd.Owner, hd.Token, hd.From,
+					p.Owner, p.Token, p.From),
+				Excused: excuse(h, checkFencing, -1, p.From, hd.From)})
+		}
+		last[hd.Name] = hd
+	}
+	return vs
+}
+
+// starveBound is how long a waiter may go without the lock while it is
+// free: a waiter whose wake-up message was lost looks again once the lease
+// it last saw runs out.
+func starveBound(o *Options) time.Duration {
+	return max(o.Watchdog, o.Lease) + o.Watchdog/2
+}
+
+// checkStarving finds an acquire that waited (and failed, or never
+// returned) through a stretch longer than starveBound in which nobody
+// held its lock (for a semaphore: in which a permit was free).
+func checkStarving(h *History, o *Options) []Violation {
+	bound := starveBound(o)
+	var vs []Violation
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Action != ActAcquire || op.OK || op.Err {
+			continue
+		}
+		end := op.Return
+		if end < 0 {
+			end = h.Length
+		}
+		if gap, at := longestFree(h, o, op, end); gap > bound {
+			vs = append(vs, Violation{Check: checkStarvation, At: at, Name: op.Name,
+				What: fmt.Sprintf("%s waited %v..%v for %s (%s); it was free for %v from %v", op.Owner, op.Call,
+					end, op.Name, op.Kind, gap, at),
+				Excused: excuse(h, checkStarvation, op.Client, at-2*max(o.Watchdog, o.Lease), at+gap)})
+		}
+	}
+	return vs
+}
+
+// longestFree is the longest stretch within op's wait in which the lock op
+// waited for was free (as far as Redis may know: a crashed owner's lock is
+// held until its lease runs out; a hold of unknown outcome counts as held),
+// and when it began.
+func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Duration, time.Duration) {
+	type span struct {
+		from, to time.Duration
+		permits  int64
+	}
+	var busy []span
+	for i := range h.Holds {
+		hd := &h.Holds[i]
+		if hd.Name != op.Name || hd.Owner == op.Owner {
+			continue
+		}
+		if op.Kind != messages.KindSemaphore && hd.Kind == messages.KindReadLock && op.Kind == messages.KindReadLock {
+			continue
+		}
+		to := hd.To
+		if hd.End == EndCrashed || hd.End == EndLost {
+			to += max(o.Watchdog, o.Lease)
+		}
+		busy = append(busy, span{hd.From, to, hd.Permits})
+	}
+	if op.Kind == messages.KindFairLock {
+		// A fair waiter also waits, rightly, for the waiters ahead of it.
+		for i := range h.Ops {
+			x := &h.Ops[i]
+			if x.Name == op.Name && x.Owner != op.Owner && x.Action == ActAcquire && x.Call < op.Call {
+				to := x.Return
+				if to < 0 {
+					to = h.Length
+				}
+				busy = append(busy, span{x.Call, to, 1})
+			}
+		}
+	}
+	limit := int64(1)
+	if op.Kind == messages.KindSemaphore {
+		limit = o.Permits
+	}
+	// Sweep the wait window: free while fewer than limit permits are held.
+	type edge struct {
+		at time.Duration
+		d  int64
+	}
+	var edges []edge
+	var held int64
+	for _, s := range busy {
+		switch {
+		case s.to <= op.Call || s.from >= end:
+		case s.from <= op.Call:
+			held += s.permits
+			edges = append(edges, edge{s.to, -s.permits})
+		default:
+			edges = append(edges, edge{s.from, s.permits}, edge{s.to, -s.permits})
+		}
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
+	var best, bestAt time.Duration
+	freeSince := time.Duration(-1)
+	if held < limit {
+		freeSince = op.Call
+	}
+	for _, e := range append(edges, edge{end, 0}) {
+		at := min(e.at, end)
+		if freeSince >= 0 && at-freeSince > best {
+			best, bestAt = at-freeSince, freeSince
+		}
+		held += e.d
+		switch {
+		case held < limit && freeSince < 0:
+			freeSince = at
+		case held >= limit:
+			freeSince = -1
+		}
+	}
+	return best, bestAt
+}

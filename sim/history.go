@@ -1,0 +1,127 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// Action is what one operation of a history asked the engine to do.
+type Action string
+
+const (
+	// ActAcquire waits for the lock (or permits) up to its wait.
+	ActAcquire Action = "acquire"
+	// ActTry tries once and never waits.
+	ActTry Action = "try"
+	// ActRelease releases one hold (or the permits taken).
+	ActRelease Action = "release"
+)
+
+// Op is one operation of a simulated worker, from the moment it sent its
+// request (Call) to the moment it had the engine's answer (Return), on the
+// simulation's clock (time since the run began). An operation that never
+// returned (its client crashed, or the run ended) has Return < 0.
+type Op struct {
+	Client int
+	Owner  string
+	Name   string
+	Kind   messages.Kind
+	Action Action
+	// Permits is a semaphore operation's permit count (1 for a lock).
+	Permits int64
+	Call    time.Duration
+	Return  time.Duration
+	// OK: an acquire or try that was granted, a release that succeeded.
+	OK bool
+	// Token is a fenced acquire's token.
+	Token int64
+	// Err marks an operation answered with an error (Redis unreachable, a
+	// lost reply): its outcome is unknown, like one that never returned.
+	Err bool
+}
+
+// HoldEnd tells how a hold ended.
+type HoldEnd string
+
+const (
+	// EndReleased: the owner sent its release.
+	EndReleased HoldEnd = "released"
+	// EndLost: the engine told the owner the lock was lost.
+	EndLost HoldEnd = "lost"
+	// EndCrashed: the owner's client crashed while holding.
+	EndCrashed HoldEnd = "crashed"
+	// EndRunEnd: still held when the run ended.
+	EndRunEnd HoldEnd = "run end"
+	// EndUnknown is not a hold the owner believed in but one Redis may
+	// have kept: an acquire or release answered with an error may have left
+	// the lock held, at most until its lease ran out (To).
+	EndUnknown HoldEnd = "unknown"
+)
+
+// Hold is one interval during which an owner believed it held a lock or
+// permits: from the engine's answer granting it to the moment the owner
+// sent its release, was told of the loss, crashed or the run ended.
+type Hold struct {
+	Client  int
+	Owner   string
+	Name    string
+	Kind    messages.Kind
+	Permits int64
+	From    time.Duration
+	To      time.Duration
+	End     HoldEnd
+	Token   int64
+}
+
+// FaultKind names an injected fault.
+type FaultKind string
+
+const (
+	FaultLatency     FaultKind = "latency"      // every message of the run is delayed (and so reordered)
+	FaultLostReply   FaultKind = "lost-reply"   // Redis ran a command, its reply never came
+	FaultLostRequest FaultKind = "lost-request" // a command never reached Redis
+	FaultLostMessage FaultKind = "lost-message" // a pub/sub message never reached one client
+	FaultPartition   FaultKind = "partition"    // one client cut off from Redis for a while
+	FaultCrash       FaultKind = "crash"        // one client stopped for good
+	FaultPause       FaultKind = "pause"        // one client frozen (a GC pause) longer than the lease
+	FaultRestart     FaultKind = "restart"      // Redis restarted and lost its data
+	FaultClockJump   FaultKind = "clock-jump"   // one client's clock jumped
+)
+
+// Fault is one injected fault: when it began and ended on the simulation's
+// clock (From == To for an instant one), and which client it hit (-1 for
+// Redis itself).
+type Fault struct {
+	Kind   FaultKind
+	Client int
+	From   time.Duration
+	To     time.Duration
+	// Detail says more: a jump's size, the command whose reply was lost.
+	Detail string
+}
+
+// Violation is a guarantee a run broke.
+type Violation struct {
+	// Check names the checker: "mutual exclusion", "fencing",
+	// "starvation", "told before", "linearizability".
+	Check string
+	At    time.Duration
+	Name  string
+	// What describes it for a person.
+	What string
+	// Excused names the fault that explains it when the guarantee is one
+	// that fault is documented to break (see Limits); empty otherwise.
+	Excused FaultKind
+}
+
+// History is everything a run recorded, what the checkers read and the
+// timeline draws.
+type History struct {
+	Seed    int64
+	Clients int
+	Length  time.Duration
+	Ops     []Op
+	Holds   []Hold
+	Faults  []Fault
+}

@@ -1,0 +1,558 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// CheckLinearizable checks with porcupine that the lock operations of h are
+// linearizable: that every acquire, try and release took effect at one
+// instant between its call and its return, in an order a sequential lock
+// would have produced the same answers in.
+//
+// The sequential models, one object per lock name:
+//
+//   - An exclusive lock (KindLock, KindFairLock, KindFencedLock: they share
+//     the name's object, as they share its Redis key) is a holder and a hold
+//     count. An acquire is granted when it is free or held by the same owner
+//     (a reentry, count+1), refused otherwise; a release succeeds only for
+//     the holder (count-1, free at 0) and fails for anyone else.
+//   - A read/write lock (KindReadLock and KindWriteLock on the same name) is
+//     a writer with its count and the readers with theirs, with Redisson's
+//     rules: a write acquire is granted when nobody holds either side or the
+//     owner is already the writer (reentry), and refused while anyone else
+//     writes or anyone, the owner too, reads (no read to write upgrade); a
+//     read acquire is granted when there is no writer or the writer is the
+//     owner (a downgrade). A release succeeds when the owner holds that side.
+//
+// A granted acquire or successful release must be allowed by the model at
+// its linearization point, a refused one (OK false) must be refused there.
+//
+// Holds the engine ended without a release make the lock free at some moment
+// nobody saw: a synthetic drop of all the owner's holds on that lock is
+// linearized somewhere in [Hold.From, Hold.To] for EndLost and in
+// [Hold.From, end of the run] for EndCrashed (the lease runs out after the
+// crash). An operation that never returned (Return < 0) may or may not have
+// taken effect: it is given the end of the run as its return and accepts
+// either answer; if its client crashed after the call, its effect may also
+// have expired (a drop between its call and the end of the run). Since such
+// an operation is concurrent with everything after its call, "not applied"
+// is the same as linearizing it last.
+//
+// Semaphores, permit-expirable semaphores and count-down latches are not
+// modelled: their operations are skipped.
+//
+// Each lock name (and kind family) is checked on its own, with timeout
+// bounding each one (0: no limit). A name whose history cannot be linearized
+// gives one Violation (Check "linearizability"; At is the call of the
+// operation porcupine could not place in its longest partial linearization);
+// a name whose check timed out is listed in unknown instead. Both are sorted
+// by name.
+func CheckLinearizable(h *History, timeout time.Duration) (violations []Violation, unknown []string) {
+	if h == nil {
+		return nil, nil
+	}
+	model := linModel()
+	parts := model.Partition(linOperations(h))
+
+	type result struct {
+		violation *Violation
+		unknown   string
+	}
+	results := make([]result, len(parts))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, part := range parts {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			results[i].violation, results[i].unknown = linCheckPartition(model, part, timeout)
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r.violation != nil {
+			violations = append(violations, *r.violation)
+		}
+		if r.unknown != "" {
+			unknown = append(unknown, r.unknown)
+		}
+	}
+	return violations, unknown
+}
+
+// linKey identifies one modelled lock object: a name and whether it is a
+// read/write lock (rw) or an exclusive one.
+type linKey struct {
+	name string
+	rw   bool
+}
+
+func (k linKey) String() string {
+	if k.rw {
+		return fmt.Sprintf("read/write lock %q", k.name)
+	}
+	return fmt.Sprintf("lock %q", k.name)
+}
+
+func linCompareKeys(a, b linKey) int {
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	switch {
+	case a.rw == b.rw:
+		return 0
+	case !a.rw:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// linAct is what a modelled operation does.
+type linAct uint8
+
+const (
+	linAcquire linAct = iota // acquire or try
+	linRelease
+	linDrop // synthetic: the owner's holds vanish (lost, or the lease ran out)
+)
+
+// linInput is a porcupine operation's input.
+type linInput struct {
+	key   linKey
+	act   linAct
+	owner string
+	read  bool // the read side of a read/write lock
+	// freeRelease: a release of the lock while nobody holds it succeeds
+	// (Redisson's fair lock: an unlock after the lease ran out does not
+	// fail, it wakes the head waiter).
+	freeRelease bool
+}
+
+// linOutput is a porcupine operation's output.
+type linOutput uint8
+
+const (
+	linOK      linOutput = iota // granted, or released
+	linRefused                  // refused, or the release failed
+	linUnknown                  // never answered: either
+)
+
+// linMeta is a porcupine operation's metadata: where it came from, for the
+// report.
+type linMeta struct {
+	op     int // index in History.Ops; -1 for a synthetic drop
+	client int
+	call   time.Duration
+	ret    time.Duration // -1: never returned
+	kind   messages.Kind
+	action Action
+	ok     bool
+}
+
+// linOwnerCount is one reader's hold count.
+type linOwnerCount struct {
+	owner string
+	count int
+}
+
+// linState is the model's state of one lock object. It is immutable: the
+// step functions return a new value and never change readers in place.
+type linState struct {
+	holder  string // the exclusive holder, or the writer
+	count   int    // holder's hold count
+	readers []linOwnerCount
+}
+
+func (s linState) readerIndex(owner string) (int, bool) {
+	return slices.BinarySearchFunc(s.readers, owner, func(e linOwnerCount, o string) int {
+		return strings.Compare(e.owner, o)
+	})
+}
+
+// grants reports whether the model would grant in's acquire now.
+func (s linState) grants(in linInput) bool {
+	if in.read {
+		return s.holder == "" || s.holder == in.owner
+	}
+	return s.holder == in.owner || (s.holder == "" && len(s.readers) == 0)
+}
+
+// holds reports whether in's owner holds the side in's release is for.
+func (s linState) holds(in linInput) bool {
+	if in.read {
+		_, ok := s.readerIndex(in.owner)
+		return ok
+	}
+	return s.holder == in.owner
+}
+
+func (s linState) acquire(in linInput) linState {
+	if !in.read {
+		return linState{holder: in.owner, count: s.count + 1, readers: s.readers}
+	}
+	i, ok := s.readerIndex(in.owner)
+	readers := slices.Clone(s.readers)
+	if ok {
+		readers[i].count++
+	} else {
+		readers = slices.Insert(readers, i, linOwnerCount{owner: in.owner, count: 1})
+	}
+	return linState{holder: s.holder, count: s.count, readers: readers}
+}
+
+func (s linState) release(in linInput) linState {
+	if !in.read {
+		if s.count <= 1 {
+			return linState{readers: s.readers}
+		}
+		return linState{holder: s.holder, count: s.count - 1, readers: s.readers}
+	}
+	i, _ := s.readerIndex(in.owner)
+	readers := slices.Clone(s.readers)
+	if readers[i].count <= 1 {
+		readers = slices.Delete(readers, i, i+1)
+	} else {
+		readers[i].count--
+	}
+	if len(readers) == 0 {
+		readers = nil
+	}
+	return linState{holder: s.holder, count: s.count, readers: readers}
+}
+
+func (s linState) drop(owner string) linState {
+	next := s
+	if s.holder == owner {
+		next.holder, next.count = "", 0
+	}
+	if i, ok := s.readerIndex(owner); ok {
+		next.readers = slices.Delete(slices.Clone(s.readers), i, i+1)
+		if len(next.readers) == 0 {
+			next.readers = nil
+		}
+	}
+	return next
+}
+
+// step is the model's Step.
+func (s linState) step(in linInput, out linOutput) (bool, linState) {
+	switch in.act {
+	case linDrop:
+		return true, s.drop(in.owner)
+	case linAcquire:
+		granted := s.grants(in)
+		switch {
+		case out == linRefused:
+			return !granted, s
+		case granted:
+			return true, s.acquire(in)
+		default:
+			return out == linUnknown, s
+		}
+	case linRelease:
+		held := s.holds(in)
+		if !held && in.freeRelease && s.holder == "" && len(s.readers) == 0 {
+			return out != linRefused, s
+		}
+		switch {
+		case out == linRefused:
+			return !held, s
+		case held:
+			return true, s.release(in)
+		default:
+			return out == linUnknown, s
+		}
+	}
+	return false, s
+}
+
+func (s linState) equal(o linState) bool {
+	return s.holder == o.holder && s.count == o.count &&
+		slices.Equal(s.readers, o.readers)
+}
+
+func (s linState) hash() uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	str := func(v string) {
+		for i := 0; i < len(v); i++ {
+			h = (h ^ uint64(v[i])) * prime
+		}
+		h = (h ^ 0xff) * prime
+	}
+	num := func(v int) { h = (h ^ uint64(v)) * prime }
+	str(s.holder)
+	num(s.count)
+	for _, r := range s.readers {
+		str(r.owner)
+		num(r.count)
+	}
+	return h
+}
+
+func (s linState) String() string {
+	var b strings.Builder
+	if s.holder == "" {
+		b.WriteString("free")
+	} else {
+		fmt.Fprintf(&b, "held by %q ×%d", s.holder, s.count)
+	}
+	for _, r := range s.readers {
+		fmt.Fprintf(&b, ", read by %q ×%d", r.owner, r.count)
+	}
+	return b.String()
+}
+
+func linDescribeOp(in linInput, out linOutput) string {
+	side := ""
+	if in.key.rw {
+		side = "write "
+		if in.read {
+			side = "read "
+		}
+	}
+	var what string
+	switch in.act {
+	case linAcquire:
+		what = side + "acquire"
+	case linRelease:
+		what = side + "release"
+	default:
+		return fmt.Sprintf("drop(%q)", in.owner)
+	}
+	res := map[linOutput]string{linOK: "ok", linRefused: "refused", linUnknown: "?"}[out]
+	return fmt.Sprintf("%s(%q) -> %s", what, in.owner, res)
+}
+
+// linModel is the porcupine model of the lock objects, partitioned by
+// linKey (in key order; each partition keeps the history's order).
+func linModel() porcupine.Model {
+	return porcupine.Model{
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			index := map[linKey]int{}
+			var keys []linKey
+			var parts [][]porcupine.Operation
+			for _, op := range history {
+				k := op.Input.(linInput).key
+				i, ok := index[k]
+				if !ok {
+					i = len(parts)
+					index[k] = i
+					keys = append(keys, k)
+					parts = append(parts, nil)
+				}
+				parts[i] = append(parts[i], op)
+			}
+			order := make([]int, len(parts))
+			for i := range order {
+				order[i] = i
+			}
+			sort.Slice(order, func(a, b int) bool {
+				return linCompareKeys(keys[order[a]], keys[order[b]]) < 0
+			})
+			sorted := make([][]porcupine.Operation, len(parts))
+			for i, j := range order {
+				sorted[i] = parts[j]
+			}
+			return sorted
+		},
+		Init: func() any { return linState{} },
+		Step: func(state, input, output any) (bool, any) {
+			return state.(linState).step(input.(linInput), output.(linOutput))
+		},
+		Equal: func(a, b any) bool { return a.(linState).equal(b.(linState)) },
+		Hash:  func(state any) uint64 { return state.(linState).hash() },
+		DescribeOperation: func(input, output any) string {
+			return linDescribeOp(input.(linInput), output.(linOutput))
+		},
+		DescribeState: func(state any) string { return state.(linState).String() },
+	}
+}
+
+func linKeyOf(name string, kind messages.Kind) linKey {
+	return linKey{name: name, rw: kind == messages.KindReadLock || kind == messages.KindWriteLock}
+}
+
+// linOperations turns h's lock operations and ended holds into porcupine
+// operations (timestamps in nanoseconds of simulation time).
+func linOperations(h *History) []porcupine.Operation {
+	end := h.Length
+	for _, op := range h.Ops {
+		end = max(end, op.Call, op.Return)
+	}
+	for _, hd := range h.Holds {
+		end = max(end, hd.To)
+	}
+	crashed := map[int]time.Duration{} // client -> its first crash
+	for _, f := range h.Faults {
+		if f.Kind != FaultCrash || f.Client < 0 {
+			continue
+		}
+		if at, ok := crashed[f.Client]; !ok || f.From < at {
+			crashed[f.Client] = f.From
+		}
+	}
+
+	var ops, drops []porcupine.Operation
+	drop := func(owner string, key linKey, client int, from, to time.Duration) {
+		meta := linMeta{op: -1, client: client, call: from, ret: to}
+		drops = append(drops, porcupine.Operation{
+			ClientId: max(client, 0),
+			Input:    linInput{key: key, act: linDrop, owner: owner},
+			Output:   linOK,
+			Call:     int64(from),
+			Return:   int64(max(to, from)),
+			Metadata: meta,
+		})
+	}
+	for i, op := range h.Ops {
+		if !op.Kind.Held() {
+			continue
+		}
+		in := linInput{key: linKeyOf(op.Name, op.Kind), owner: op.Owner, read: op.Kind == messages.KindReadLock,
+			freeRelease: op.Kind == messages.KindFairLock}
+		switch op.Action {
+		case ActAcquire, ActTry:
+			in.act = linAcquire
+		case ActRelease:
+			in.act = linRelease
+		default:
+			continue
+		}
+		out, ret := linRefused, op.Return
+		switch {
+		case op.Err:
+			out = linUnknown // answered with an error: applied or not
+		case op.OK:
+			out = linOK
+		}
+		if ret < 0 {
+			out, ret = linUnknown, end
+			if at, ok := crashed[op.Client]; ok && at >= op.Call {
+				drop(op.Owner, in.key, op.Client, op.Call, end)
+			}
+		}
+		ops = append(ops, porcupine.Operation{
+			ClientId: max(op.Client, 0),
+			Input:    in,
+			Output:   out,
+			Call:     int64(op.Call),
+			Return:   int64(max(ret, op.Call)),
+			Metadata: linMeta{op: i, client: op.Client, call: op.Call, ret: op.Return,
+				kind: op.Kind, action: op.Action, ok: op.OK},
+		})
+	}
+	for _, hd := range h.Holds {
+		if !hd.Kind.Held() {
+			continue
+		}
+		key := linKeyOf(hd.Name, hd.Kind)
+		switch hd.End {
+		case EndLost, EndUnknown:
+			// EndUnknown: an operation answered with an error may have left
+			// the lock held until its lease ran out (To).
+			drop(hd.Owner, key, hd.Client, hd.From, hd.To)
+		case EndCrashed:
+			drop(hd.Owner, key, hd.Client, hd.From, end)
+		}
+	}
+	return append(ops, drops...)
+}
+
+// linCheckPartition checks one lock object's operations.
+func linCheckPartition(model porcupine.Model, part []porcupine.Operation, timeout time.Duration) (*Violation, string) {
+	key := part[0].Input.(linInput).key
+	res, info := porcupine.CheckOperationsVerbose(model, part, timeout)
+	switch res {
+	case porcupine.Ok:
+		return nil, ""
+	case porcupine.Unknown:
+		return nil, fmt.Sprintf("%s: linearizability check of %d operations timed out after %v", key, len(part), timeout)
+	}
+	v := &Violation{Check: "linearizability", Name: key.name}
+	culprit := linCulprit(part, info)
+	if culprit < 0 {
+		v.What = fmt.Sprintf("the %d operations on %s have no linearization", len(part), key)
+		return v, ""
+	}
+	m := part[culprit].Metadata.(linMeta)
+	v.At = m.call
+	ret := "never answered"
+	if m.ret >= 0 {
+		ret = "answered " + m.ret.String()
+	}
+	v.What = fmt.Sprintf("no linearization of %s: %s %s by %q (client %d, %s, called %v, %s) cannot be placed",
+		key, m.kind, m.action, part[culprit].Input.(linInput).owner, m.client, linOutcome(m), m.call, ret)
+	return v, ""
+}
+
+func linOutcome(m linMeta) string {
+	switch {
+	case m.ret < 0:
+		return "no answer"
+	case m.action == ActRelease && m.ok:
+		return "released"
+	case m.action == ActRelease:
+		return "release failed"
+	case m.ok:
+		return "granted"
+	default:
+		return "refused"
+	}
+}
+
+// linCulprit picks the operation porcupine could not place: over its
+// longest partial linearizations, the unplaced real (not synthetic)
+// operation returning first, taking the partial that got furthest. -1 if
+// there is none.
+func linCulprit(part []porcupine.Operation, info porcupine.LinearizationInfo) int {
+	var partials [][]int
+	if all := info.PartialLinearizations(); len(all) > 0 {
+		partials = all[0]
+	}
+	if len(partials) == 0 {
+		partials = [][]int{nil}
+	}
+	// less orders operations by return, then call, then index.
+	less := func(a, b int) bool {
+		x, y := part[a], part[b]
+		return cmp.Or(cmp.Compare(x.Return, y.Return), cmp.Compare(x.Call, y.Call), cmp.Compare(a, b)) < 0
+	}
+	best := -1
+	placed := make([]bool, len(part))
+	for _, lin := range partials {
+		clear(placed)
+		for _, id := range lin {
+			if id >= 0 && id < len(placed) {
+				placed[id] = true
+			}
+		}
+		first := -1
+		for i := range part {
+			if placed[i] || part[i].Metadata.(linMeta).op < 0 {
+				continue
+			}
+			if first < 0 || less(i, first) {
+				first = i
+			}
+		}
+		if first >= 0 && (best < 0 || less(best, first)) {
+			best = first
+		}
+	}
+	return best
+}

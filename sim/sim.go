@@ -1,0 +1,260 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// Options describe one simulation run. Run fills in the zero fields.
+type Options struct {
+	Seed int64
+	// Clients is how many engines run (default 3); Owners how many workers
+	// each has (default 2).
+	Clients int
+	Owners  int
+	// Length is the run's simulated length (default 20s).
+	Length time.Duration
+	// Faults are the kinds of fault the seed may inject (none by default;
+	// AllFaults lists every kind).
+	Faults []FaultKind
+	// Kinds are the primitives the workload uses (default: reentrant,
+	// fenced, fair, read and write locks and a semaphore); Names how many
+	// names of each (default 2).
+	Kinds []messages.Kind
+	Names int
+	// Permits is each semaphore's permit count (default 2).
+	Permits int64
+	// Watchdog is the engines' watchdog lease (default 3s); Lease the
+	// explicit lease some acquires take (default 2s).
+	Watchdog    time.Duration
+	Lease       time.Duration
+	IdleTimeout time.Duration
+	// Latency is every network trip's delay (default 200µs); with the
+	// latency fault each trip takes up to MaxLatency (default 20ms), so
+	// messages overtake each other.
+	Latency    time.Duration
+	MaxLatency time.Duration
+	// LossRate is the chance that one request, reply or message is lost
+	// when that fault is on (default 0.02).
+	LossRate float64
+	// KeepTrace keeps the trace's lines in the Result, not just its hash.
+	KeepTrace bool
+}
+
+// AllFaults is every fault the simulation can inject.
+var AllFaults = []FaultKind{FaultLatency, FaultLostReply, FaultLostRequest, FaultLostMessage, FaultPartition,
+	FaultCrash, FaultPause, FaultRestart, FaultClockJump}
+
+// ParseFaults reads a comma-separated list of fault kinds; "all" is every
+// kind, "" none.
+func ParseFaults(s string) ([]FaultKind, error) {
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	if s == "all" {
+		return slices.Clone(AllFaults), nil
+	}
+	var out []FaultKind
+	for _, f := range strings.Split(s, ",") {
+		k := FaultKind(strings.TrimSpace(f))
+		if !slices.Contains(AllFaults, k) {
+			return nil, fmt.Errorf("sim: unknown fault %q (known: %v)", k, AllFaults)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func (o *Options) has(k FaultKind) bool { return slices.Contains(o.Faults, k) }
+
+// rate is the chance of a loss of kind k.
+func (o *Options) rate(k FaultKind) float64 {
+	if o.has(k) {
+		return o.LossRate
+	}
+	return 0
+}
+
+func (o *Options) defaults() error {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if o.Clients == 0 {
+		o.Clients = 3
+	}
+	if o.Owners == 0 {
+		o.Owners = 2
+	}
+	if o.Names == 0 {
+		o.Names = 2
+	}
+	if o.Permits == 0 {
+		o.Permits = 2
+	}
+	if o.LossRate == 0 {
+		o.LossRate = 0.02
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
+			messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore}
+	}
+	set(&o.Length, 20*time.Second)
+	set(&o.Watchdog, 3*time.Second)
+	set(&o.Lease, 2*time.Second)
+	set(&o.IdleTimeout, 5*time.Second)
+	set(&o.Latency, 200*time.Microsecond)
+	set(&o.MaxLatency, 20*time.Millisecond)
+	switch {
+	case o.Clients < 1 || o.Owners < 1 || o.Names < 1:
+		return fmt.Errorf("sim: clients, owners and names must be at least 1")
+	case o.Length < time.Second:
+		return fmt.Errorf("sim: length %v is under 1s", o.Length)
+	case o.Watchdog%(3*time.Millisecond) != 0 || o.Lease%time.Millisecond != 0:
+		return fmt.Errorf("sim: watchdog must be a multiple of 3ms and lease of 1ms")
+	}
+	for _, k := range o.Kinds {
+		switch k {
+		case messages.KindLock, messages.KindFencedLock, messages.KindFairLock, messages.KindReadLock,
+			messages.KindWriteLock, messages.KindSemaphore:
+		default:
+			return fmt.Errorf("sim: the workload does not use %s", k)
+		}
+	}
+	return nil
+}
+
+// Result is what one run recorded and what the checkers found.
+type Result struct {
+	History
+	// Violations are the broken guarantees, excused or not.
+	Violations []Violation
+	// Unknown lists checks that could not decide (a linearizability check
+	// that ran out of time).
+	Unknown []string
+	// Trace is the hash of the run's trace; Lines its text with KeepTrace.
+	Trace string
+	Lines []string
+	// Steps is how many jobs and events the driver ran.
+	Steps int
+}
+
+// Failed reports the violations no injected fault excuses.
+func (r *Result) Failed() []Violation {
+	var out []Violation
+	for _, v := range r.Violations {
+		if v.Excused == "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Run runs one simulation: o.Clients engines, each with o.Owners workers,
+// against one simulated Redis, for o.Length of simulated time, with the
+// faults o.Faults allows drawn from o.Seed. The same options give the same
+// trace, byte for byte.
+func Run(o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	tr := newTrace(o.KeepTrace)
+	w := newWorld(o.Seed, tr)
+	var faults []Fault
+	r, err := newRedisSim(w, &o, &faults)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	targets := workloadTargets(&o)
+	r.setUp = func() error { return setUp(r, &o, targets) }
+	if err := r.setUp(); err != nil {
+		return nil, err
+	}
+	rec := &recorder{w: w}
+	clients := make([]*client, o.Clients)
+	for i := range clients {
+		cl := &client{id: i}
+		clients[i] = cl
+		if err := cl.start(w, r, &o); err != nil {
+			return nil, err
+		}
+	}
+	r.clients = clients
+	defer func() {
+		w.stop()
+		for _, cl := range clients {
+			cl.stop()
+		}
+		w.free.Wait()
+	}()
+	for _, cl := range clients {
+		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, clock: &clientClock{w: w, cl: cl}}
+		for j := range o.Owners {
+			wl.owners = append(wl.owners, &owner{cl: cl, id: fmt.Sprintf("c%d-o%d", cl.id, j), hold: -1})
+		}
+		cl.workload = cl.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return wl },
+			actor.WithDispatcher(cl.workers)))
+	}
+	planFaults(w, r, &o, clients)
+	const maxSteps = 5_000_000
+	for w.step(o.Length) {
+		if w.steps > maxSteps {
+			return nil, fmt.Errorf("sim: seed %d: more than %d steps by %v", o.Seed, maxSteps, w.now)
+		}
+	}
+	w.now = o.Length
+	for i := range rec.holds {
+		if h := &rec.holds[i]; h.To < 0 {
+			h.To, h.End = o.Length, EndRunEnd
+			if clients[h.Client].crashed {
+				h.To, h.End = clients[h.Client].crashedAt, EndCrashed
+			}
+		}
+	}
+	res := &Result{
+		History: History{Seed: o.Seed, Clients: o.Clients, Length: o.Length, Ops: rec.ops, Holds: rec.holds,
+			Faults: faults},
+		Trace: tr.sum(),
+		Lines: tr.lines,
+		Steps: w.steps,
+	}
+	res.Violations = check(&res.History, &o)
+	return res, nil
+}
+
+// workloadTargets names the locks the workload uses: o.Names of each kind,
+// the read and write locks sharing their names.
+func workloadTargets(o *Options) []target {
+	var out []target
+	for _, k := range o.Kinds {
+		for i := range o.Names {
+			name := fmt.Sprintf("%s-%d", strings.ReplaceAll(k.String(), " ", "-"), i)
+			if k == messages.KindReadLock || k == messages.KindWriteLock {
+				name = fmt.Sprintf("rw-%d", i)
+			}
+			out = append(out, target{name: name, kind: k})
+		}
+	}
+	return out
+}
+
+// setUp gives every semaphore its permits.
+func setUp(r *redisSim, o *Options, targets []target) error {
+	for _, t := range targets {
+		if t.kind == messages.KindSemaphore {
+			if err := r.exec.Set(context.Background(), t.name, o.Permits, 0).Err(); err != nil {
+				return fmt.Errorf("sim: set up %s: %w", t.name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// runSeeds runs seeds first..first+n-1 with o (its Seed replaced), on as
+// many goroutines as there are CPUs, and returns the results by seed.
+func runSeeds(t *testing.T, o Options, first int64, n int) []*Result {
+	t.Helper()
+	out := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				oi := o
+				oi.Seed = first + int64(i)
+				out[i], errs[i] = Run(oi)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "seed %d", first+int64(i))
+	}
+	return out
+}
+
+// TestSameSeedSameTrace runs 100 seeds with every fault twice: each trace
+// must hash the same both times, and differ between seeds.
+func TestSameSeedSameTrace(t *testing.T) {
+	o := Options{Faults: AllFaults, Length: 5 * time.Second}
+	a := runSeeds(t, o, 1, 100)
+	b := runSeeds(t, o, 1, 100)
+	seen := map[string]int64{}
+	for i := range a {
+		require.Equal(t, a[i].Trace, b[i].Trace, "seed %d replayed differently", a[i].Seed)
+		require.NotEmpty(t, a[i].Ops, "seed %d did nothing", a[i].Seed)
+		if s, dup := seen[a[i].Trace]; dup {
+			t.Fatalf("seeds %d and %d gave the same trace", s, a[i].Seed)
+		}
+		seen[a[i].Trace] = a[i].Seed
+	}
+}
+
+// TestFaultFreeRunsBreakNothing: without faults no check may find
+// anything, excused or not, and every owner gets the lock.
+func TestFaultFreeRunsBreakNothing(t *testing.T) {
+	for _, res := range runSeeds(t, Options{Length: 10 * time.Second}, 1000, 20) {
+		assert.Empty(t, res.Violations, "seed %d", res.Seed)
+		assert.NotEmpty(t, res.Holds, "seed %d", res.Seed)
+	}
+}
+
+// TestFaultRunsBreakOnlyWhatFaultsExcuse: with every fault, each violation
+// found must be one Limits documents for a fault that hit the run.
+func TestFaultRunsBreakOnlyWhatFaultsExcuse(t *testing.T) {
+	excused := 0
+	for _, res := range runSeeds(t, Options{Faults: AllFaults, Length: 10 * time.Second}, 2000, 30) {
+		for _, v := range res.Failed() {
+			t.Errorf("seed %d: %s at %v on %s: %s", res.Seed, v.Check, v.At, v.Name, v.What)
+		}
+		excused += len(res.Violations)
+	}
+	t.Logf("%d excused violations over 30 seeds", excused)
+}
+
+func TestTraceKeepsLines(t *testing.T) {
+	res, err := Run(Options{Seed: 7, Length: 2 * time.Second, KeepTrace: true, Kinds: []messages.Kind{messages.KindLock}})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Lines)
+	require.Contains(t, res.Lines[0], " c")
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	_, err := Run(Options{Length: time.Millisecond})
+	require.Error(t, err)
+	_, err = Run(Options{Kinds: []messages.Kind{messages.KindCountDownLatch}})
+	require.Error(t, err)
+	_, err = ParseFaults("latency,meteor")
+	require.Error(t, err)
+	f, err := ParseFaults("all")
+	require.NoError(t, err)
+	require.Equal(t, AllFaults, f)
+}

@@ -1,0 +1,182 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warden-go/warden/messages"
+)
+
+func tlTestHistory() (*History, []Violation) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	h := &History{
+		Seed:    42,
+		Clients: 3,
+		Length:  ms(2500),
+		Ops: []Op{
+			{Client: 0, Owner: "w0", Name: "orders", Kind: messages.KindLock, Action: ActAcquire, Permits: 1, Call: ms(0), Return: ms(5), OK: true},
+			{Client: 0, Owner: "w0", Name: "orders", Kind: messages.KindLock, Action: ActRelease, Permits: 1, Call: ms(300), Return: ms(302), OK: true},
+			{Client: 1, Owner: "w1", Name: "orders", Kind: messages.KindLock, Action: ActAcquire, Permits: 1, Call: ms(10), Return: ms(310), OK: true},
+			{Client: 1, Owner: "w2", Name: "fence", Kind: messages.KindFencedLock, Action: ActAcquire, Permits: 1, Call: ms(100), Return: ms(120), OK: true, Token: 7},
+			{Client: 2, Owner: "w3", Name: "fence", Kind: messages.KindFencedLock, Action: ActTry, Permits: 1, Call: ms(2000), Return: -1},
+		},
+		Holds: []Hold{
+			{Client: 0, Owner: "w0", Name: "orders", Kind: messages.KindLock, Permits: 1, From: ms(5), To: ms(300), End: EndReleased},
+			{Client: 1, Owner: "w1", Name: "orders", Kind: messages.KindLock, Permits: 1, From: ms(310), To: ms(900), End: EndLost},
+			{Client: 1, Owner: "w2", Name: "fence", Kind: messages.KindFencedLock, Permits: 1, From: ms(120), To: ms(1500), End: EndCrashed, Token: 7},
+			{Client: 1, Owner: "w2", Name: "orders", Kind: messages.KindLock, Permits: 1, From: ms(200), To: ms(400), End: EndReleased},
+			{Client: 2, Owner: "w3", Name: "sem", Kind: messages.KindSemaphore, Permits: 3, From: ms(50), To: ms(2500), End: EndRunEnd},
+		},
+		Faults: []Fault{
+			{Kind: FaultPartition, Client: 1, From: ms(600), To: ms(1200)},
+			{Kind: FaultCrash, Client: 1, From: ms(1500), To: ms(1500)},
+			{Kind: FaultRestart, Client: -1, From: ms(1800), To: ms(1800), Detail: "data <lost>"},
+			{Kind: FaultLatency, Client: -1, From: 0, To: ms(2500), Detail: "0-3ms"},
+		},
+	}
+	v := []Violation{
+		{Check: "mutual exclusion", At: ms(310), Name: "orders", What: "w1 & w2 <both> hold orders"},
+		{Check: "fencing", At: ms(200), Name: "fence", What: "token went backwards", Excused: FaultPause},
+	}
+	return h, v
+}
+
+func tlRender(t *testing.T, h *History, v []Violation) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteTimeline(&b, h, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestTimelineRenders(t *testing.T) {
+	h, v := tlTestHistory()
+	out := tlRender(t, h, v)
+	for _, want := range []string{
+		"<!DOCTYPE html>", "<svg", "</html>",
+		"client 0 / w0", "client 1 / w1", "client 1 / w2", "client 2 / w3",
+		"seed 42", "orders (lock)", "fence (fenced lock)", "sem (semaphore)",
+		"token 7", "3 permits",
+		`class="hold end-released"`, `class="hold end-lost"`, `class="hold end-crashed"`, `class="hold end-run-end"`,
+		`class="fault fault-partition"`, `class="fault fault-crash"`, `class="fault fault-restart"`, "fault-wide",
+		"fault-band", "fault-line",
+		`class="violation"`, `class="violation excused"`,
+		"w1 &amp; w2 &lt;both&gt; hold orders", "token went backwards", "excused by pause",
+		"data &lt;lost&gt;",
+		">2.5s<", // run length
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<both>", "<lost>", "<script", "http://", "https://"} {
+		if bad == "http://" {
+			// only the SVG namespace may mention a URL
+			out := strings.ReplaceAll(out, `xmlns="http://www.w3.org/2000/svg"`, "")
+			if strings.Contains(out, bad) {
+				t.Errorf("output refers to %q", bad)
+			}
+			continue
+		}
+		if strings.Contains(out, bad) {
+			t.Errorf("output contains %q", bad)
+		}
+	}
+	// Every owner gets one row label, in client then owner order.
+	last := -1
+	for _, l := range []string{"client 0 / w0", "client 1 / w1", "client 1 / w2", "client 2 / w3"} {
+		i := strings.Index(out, ">"+l+"</text>")
+		if i < 0 || i < last {
+			t.Errorf("label %q missing or out of order", l)
+		}
+		last = i
+	}
+	tlWellFormed(t, out)
+
+	if again := tlRender(t, h, v); again != out {
+		t.Fatal("two renders of the same history differ")
+	}
+}
+
+func TestTimelineEscapes(t *testing.T) {
+	h := &History{Clients: 1, Length: time.Second, Holds: []Hold{
+		{Owner: `<script>alert("o")</script>`, Name: `"><img src=x>`, Kind: messages.KindLock, From: 0, To: time.Second, End: EndRunEnd},
+	}}
+	out := tlRender(t, h, []Violation{{Check: "<b>", Name: "&", What: `</title><script>`}})
+	for _, bad := range []string{"<script", "<img", "<b>", "</title><script>"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output contains unescaped %q", bad)
+		}
+	}
+	tlWellFormed(t, out)
+}
+
+func TestTimelineEmpty(t *testing.T) {
+	out := tlRender(t, &History{Seed: 1, Clients: 2}, nil)
+	for _, want := range []string{"<svg", "client 0", "client 1", "no holds", "Violations (0)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	tlWellFormed(t, out)
+	if out := tlRender(t, nil, nil); !strings.Contains(out, "<svg") {
+		t.Error("nil history does not render")
+	}
+}
+
+func TestTimelineLarge(t *testing.T) {
+	h := &History{Seed: 7, Clients: 5, Length: 60 * time.Second}
+	for i := 0; i < 3000; i++ {
+		c := i % 5
+		from := time.Duration(i) * 20 * time.Millisecond
+		h.Holds = append(h.Holds, Hold{Client: c, Owner: fmt.Sprintf("o%d", i%20), Name: fmt.Sprintf("k%d", i%15),
+			Kind: messages.KindLock, From: from, To: from + 150*time.Millisecond, End: EndReleased})
+	}
+	out := tlRender(t, h, nil)
+	if again := tlRender(t, h, nil); again != out {
+		t.Fatal("two renders differ")
+	}
+	if n := strings.Count(out, `class="hold `); n != 3000+4 { // and the legend's four
+		t.Fatalf("%d hold bars", n)
+	}
+	if len(out) > 3<<20 {
+		t.Errorf("page of %d bytes", len(out))
+	}
+	tlWellFormed(t, out)
+}
+
+type tlFailWriter struct{}
+
+func (tlFailWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+func TestTimelineWriteError(t *testing.T) {
+	h, v := tlTestHistory()
+	if err := WriteTimeline(tlFailWriter{}, h, v); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// tlWellFormed checks that the page parses as XML (past its doctype): every
+// element closed, every text escaped.
+func tlWellFormed(t *testing.T, page string) {
+	t.Helper()
+	page = strings.TrimPrefix(page, "<!DOCTYPE html>\n")
+	d := xml.NewDecoder(strings.NewReader(page))
+	d.Strict = true
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("page is not well-formed: %v", err)
+		}
+	}
+}

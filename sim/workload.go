@@ -1,0 +1,286 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// target is one lock (or semaphore) the workload uses.
+type target struct {
+	name string
+	kind messages.Kind
+}
+
+// recorder is the run's history as the workload sees it.
+type recorder struct {
+	w     *world
+	ops   []Op
+	holds []Hold
+}
+
+func (r *recorder) op(o Op) int {
+	o.Call = r.w.now
+	o.Return = -1
+	r.ops = append(r.ops, o)
+	r.w.tr.add(r.w.now, "c%d %s %s %s %s", o.Client, o.Owner, o.Action, o.Kind, o.Name)
+	return len(r.ops) - 1
+}
+
+func (r *recorder) answer(i int, ok, failed bool, token int64) {
+	o := &r.ops[i]
+	o.Return, o.OK, o.Err, o.Token = r.w.now, ok, failed, token
+	r.w.tr.add(r.w.now, "c%d %s %s %s ok=%t err=%t token=%d", o.Client, o.Owner, o.Action, o.Name, ok, failed, token)
+}
+
+// owner is one simulated worker: it takes a lock, holds it a while (now
+// and then taking it again, reentrantly), releases it, thinks, and again.
+type owner struct {
+	cl   *client
+	id   string
+	seq  int
+	tgt  target
+	busy bool
+	// count is how many holds the owner believes it has on tgt; hold the
+	// index of their Hold in the history (-1 when none).
+	count int
+	hold  int
+	lease time.Duration
+	// releases is how many releases are still to be sent.
+	releases int
+	pending  int // index of the op awaiting an answer
+}
+
+// step is a workload timer's message: owner i has something to do.
+type step struct{ i int }
+
+// semReleased answers a semaphore release.
+type semReleased struct {
+	owner string
+	err   error
+}
+
+// workload is one client's workers, as one actor that talks to the engine
+// by messages, as an actor-based application would.
+type workload struct {
+	w       *world
+	o       *Options
+	cl      *client
+	rec     *recorder
+	targets []target
+	owners  []*owner
+	clock   *clientClock
+	self    *actor.PID
+}
+
+func (wl *workload) Receive(ctx actor.Context) {
+	if wl.w.teardown.Load() {
+		return // the run is over: what comes now is the engines stopping
+	}
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		wl.self = ctx.Self()
+		for i := range wl.owners {
+			wl.later(i, wl.w.jitter(0, 100*time.Millisecond))
+		}
+	case *step:
+		wl.act(ctx, wl.owners[m.i])
+	case *messages.Acquired:
+		wl.onAcquired(ctx, wl.byID(m.Owner), m)
+	case *messages.AcquireFailed:
+		o := wl.byID(m.Owner)
+		wl.rec.answer(o.pending, false, isFault(m.Err), 0)
+		if isFault(m.Err) {
+			wl.ghost(o, wl.rec.ops[o.pending].Call)
+		}
+		wl.endCycle(o)
+	case *messages.Released:
+		wl.onReleased(wl.byID(m.Owner), nil)
+	case *messages.ReleaseFailed:
+		wl.onReleased(wl.byID(m.Owner), m.Err)
+	case *semReleased:
+		wl.onReleased(wl.byID(m.owner), m.err)
+	case *messages.LockLost:
+		o := wl.byID(m.Owner)
+		if o.hold >= 0 && m.Name == o.tgt.name && m.Kind == o.tgt.kind {
+			wl.endHold(o, EndLost)
+		}
+	}
+}
+
+// isFault tells an error of the system (unknown outcome) from a refusal.
+func isFault(err error) bool {
+	return err != nil && !errors.Is(err, messages.ErrTimeout) && !errors.Is(err, messages.ErrNotObtained) &&
+		!errors.Is(err, messages.ErrNotHeld) && !errors.Is(err, messages.ErrNotLocked)
+}
+
+func (wl *workload) byID(id string) *owner {
+	for _, o := range wl.owners {
+		if o.id == id {
+			return o
+		}
+	}
+	panic("sim: unknown owner " + id)
+}
+
+// later sends owner i a step d from now, on its client's clock.
+func (wl *workload) later(i int, d time.Duration) {
+	sys, self := wl.cl.sys, wl.self
+	wl.clock.AfterFunc(d, func() { sys.Root.Send(self, &step{i: i}) })
+}
+
+func (wl *workload) index(o *owner) int {
+	for i, x := range wl.owners {
+		if x == o {
+			return i
+		}
+	}
+	return -1
+}
+
+func (wl *workload) reqID(o *owner) string {
+	o.seq++
+	return fmt.Sprintf("%s-r%d", o.id, o.seq)
+}
+
+// act starts owner o's next step: an acquire when idle, else a release.
+func (wl *workload) act(ctx actor.Context, o *owner) {
+	if o.busy {
+		return
+	}
+	if o.releases > 0 {
+		wl.release(ctx, o)
+		return
+	}
+	w := wl.w
+	o.tgt = wl.targets[w.rng.IntN(len(wl.targets))]
+	o.lease = 0
+	if o.tgt.kind != messages.KindSemaphore && w.chance(0.3) {
+		o.lease = wl.o.Lease
+	}
+	wl.acquire(ctx, o, w.chance(0.2))
+}
+
+func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
+	w := wl.w
+	now := wl.clock.Now()
+	req := &messages.Acquire{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o),
+		Lease: o.lease, Watch: true}
+	act := ActAcquire
+	switch {
+	case try:
+		req.Deadline = now
+		act = ActTry
+	case w.chance(0.8):
+		req.Deadline = now.Add(w.jitter(wl.o.Watchdog/2, 3*wl.o.Watchdog))
+	}
+	switch o.tgt.kind {
+	case messages.KindSemaphore:
+		req.Permits, req.Lease = 1, 0
+	case messages.KindFairLock:
+		if !req.Deadline.IsZero() {
+			req.Wait = max(time.Millisecond, req.Deadline.Sub(now))
+		}
+	}
+	o.busy = true
+	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: act,
+		Permits: max(1, req.Permits)})
+	ctx.Request(wl.cl.root, req)
+}
+
+func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired) {
+	w := wl.w
+	wl.rec.answer(o.pending, true, false, m.Token)
+	o.busy = false
+	if o.count == 0 || o.hold < 0 {
+		wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
+			Permits: 1, From: w.now, To: -1, Token: m.Token})
+		o.hold = len(wl.rec.holds) - 1
+	}
+	o.count++
+	o.releases++
+	reentrant := o.tgt.kind != messages.KindSemaphore && o.count < 3
+	if reentrant && w.chance(0.15) {
+		wl.acquire(ctx, o, true)
+		return
+	}
+	hold := w.jitter(time.Millisecond, wl.o.Watchdog/4)
+	if o.lease > 0 && w.chance(0.1) {
+		hold = o.lease + w.jitter(0, o.lease) // outlives its lease: the engine tells it
+	}
+	wl.later(wl.index(o), hold)
+}
+
+// release sends one release of o's holds; the last one ends the hold.
+func (wl *workload) release(ctx actor.Context, o *owner) {
+	o.busy = true
+	o.releases--
+	last := o.releases == 0
+	if last && o.hold >= 0 {
+		wl.endHold(o, EndReleased)
+	}
+	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: ActRelease,
+		Permits: 1})
+	if o.tgt.kind == messages.KindSemaphore {
+		// A semaphore's permits are released by a script call, not through
+		// the engine (a permit has no owner). It runs as a job of its own,
+		// so the workload goes on receiving meanwhile.
+		cl, name, reqID, sys, self := wl.cl, o.tgt.name, wl.reqID(o), wl.cl.sys, wl.self
+		wl.w.schedule(cl, func() {
+			_, err := cl.scripts.SemaphoreRelease(context.Background(), cl.rdb, name, reqID, 1)
+			sys.Root.Send(self, &semReleased{owner: o.id, err: err})
+		})
+		return
+	}
+	ctx.Request(wl.cl.root, &messages.Release{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o)})
+}
+
+func (wl *workload) onReleased(o *owner, err error) {
+	wl.rec.answer(o.pending, err == nil, isFault(err), 0)
+	o.busy = false
+	if isFault(err) {
+		wl.ghost(o, wl.rec.ops[o.pending].Call)
+	}
+	if o.count > 0 {
+		o.count--
+	}
+	if o.releases > 0 {
+		wl.later(wl.index(o), 0)
+		return
+	}
+	wl.endCycle(o)
+}
+
+// ghost records that Redis may hold o's lock until a lease after an
+// operation with an unknown outcome that began at from.
+func (wl *workload) ghost(o *owner, from time.Duration) {
+	lease := wl.o.Watchdog
+	if o.lease > 0 {
+		lease = o.lease
+	}
+	wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
+		Permits: 1, From: from, To: wl.w.now + lease, End: EndUnknown})
+}
+
+func (wl *workload) endHold(o *owner, end HoldEnd) {
+	h := &wl.rec.holds[o.hold]
+	h.To, h.End = wl.w.now, end
+	o.hold = -1
+	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s", wl.cl.id, o.id, o.tgt.name, end)
+}
+
+// endCycle lets o think a while before its next acquire.
+func (wl *workload) endCycle(o *owner) {
+	o.busy = false
+	if o.releases > 0 {
+		wl.later(wl.index(o), 0)
+		return
+	}
+	o.count = 0
+	wl.later(wl.index(o), wl.w.jitter(0, 200*time.Millisecond))
+}

@@ -1,0 +1,260 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// epoch is the wall-clock time every simulation starts at.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// event is something the driver does at a point of simulated time: fire a
+// timer, deliver a Redis reply or a pub/sub message, run a command at
+// Redis, begin or end a fault.
+type event struct {
+	at  time.Duration
+	seq uint64
+	// cl is the client the event happens in, nil for Redis's side. A
+	// paused client's events wait for the pause to end; a crashed client's
+	// are dropped.
+	cl   *client
+	fire func()
+	dead bool
+}
+
+type eventHeap []*event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+// job is one piece of an engine's work: a mailbox's turn or a Redis call,
+// run on a goroutine of its own but only while the driver waits for it, so
+// exactly one goroutine of the simulation runs at a time.
+type job struct {
+	cl      *client
+	fn      func()
+	resume  chan struct{}
+	started bool
+}
+
+// world is one simulation's scheduler: the simulated time, the events to
+// come in (time, sequence) order, the jobs ready to run, and the seed's
+// random source. Only the goroutine holding the baton (the driver, or the
+// one job it runs) touches it.
+type world struct {
+	rng      *rand.Rand
+	now      time.Duration
+	seq      uint64
+	events   eventHeap
+	runnable []*job
+	current  *job
+	parked   map[*job]bool
+	yield    chan struct{}
+	steps    int
+	tr       *trace
+
+	// teardown is set once the run is over: work then runs freely on
+	// goroutines of its own, calls fail at once, so every engine can stop.
+	teardown atomic.Bool
+	free     sync.WaitGroup
+}
+
+func newWorld(seed int64, tr *trace) *world {
+	return &world{
+		rng:    rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
+		yield:  make(chan struct{}),
+		parked: map[*job]bool{},
+		tr:     tr,
+	}
+}
+
+// at schedules fire at simulated time t (not before now).
+func (w *world) at(t time.Duration, cl *client, fire func()) *event {
+	if t < w.now {
+		t = w.now
+	}
+	w.seq++
+	e := &event{at: t, seq: w.seq, cl: cl, fire: fire}
+	heap.Push(&w.events, e)
+	return e
+}
+
+// after schedules fire d from now.
+func (w *world) after(d time.Duration, cl *client, fire func()) *event {
+	return w.at(w.now+d, cl, fire)
+}
+
+// schedule makes fn a runnable job of cl. After the run it starts fn on a
+// goroutine of its own.
+func (w *world) schedule(cl *client, fn func()) {
+	if w.teardown.Load() {
+		w.free.Add(1)
+		go func() {
+			defer w.free.Done()
+			fn()
+		}()
+		return
+	}
+	w.runnable = append(w.runnable, &job{cl: cl, fn: fn})
+}
+
+// park gives the baton back to the driver from the running job and waits
+// until the driver resumes it (after ready).
+func (w *world) park() {
+	if w.teardown.Load() {
+		return
+	}
+	j := w.current
+	w.parked[j] = true
+	w.yield <- struct{}{}
+	<-j.resume
+}
+
+// ready makes a parked job runnable again.
+func (w *world) ready(j *job) {
+	if w.teardown.Load() {
+		return // stop resumed it
+	}
+	delete(w.parked, j)
+	w.runnable = append(w.runnable, j)
+}
+
+// runJob hands the baton to j until it ends or parks.
+func (w *world) runJob(j *job) {
+	w.current = j
+	if !j.started {
+		j.started = true
+		j.resume = make(chan struct{})
+		go func() {
+			j.fn()
+			if !w.teardown.Load() {
+				w.yield <- struct{}{}
+			}
+		}()
+	} else {
+		j.resume <- struct{}{}
+	}
+	<-w.yield
+	w.current = nil
+}
+
+// step runs one runnable job, picked by the seed among those whose client
+// is neither paused nor crashed; else it fires the next event, moving time
+// forward to it. It reports false when there is nothing left to do before
+// until.
+func (w *world) step(until time.Duration) bool {
+	w.steps++
+	if n := w.eligible(); n > 0 {
+		k := w.rng.IntN(n)
+		for i, j := range w.runnable {
+			if !w.runs(j.cl) {
+				continue
+			}
+			if k == 0 {
+				w.runnable = append(w.runnable[:i], w.runnable[i+1:]...)
+				w.runJob(j)
+				return true
+			}
+			k--
+		}
+	}
+	for w.events.Len() > 0 {
+		e := heap.Pop(&w.events).(*event)
+		if e.dead {
+			continue
+		}
+		if e.at > until {
+			heap.Push(&w.events, e)
+			return false
+		}
+		if e.at > w.now {
+			w.now = e.at
+		}
+		if cl := e.cl; cl != nil {
+			if cl.crashed {
+				continue
+			}
+			if cl.pausedUntil > w.now {
+				w.at(cl.pausedUntil, cl, e.fire)
+				continue
+			}
+		}
+		e.fire()
+		return true
+	}
+	return false
+}
+
+// eligible counts the runnable jobs whose client runs.
+func (w *world) eligible() int {
+	n := 0
+	for _, j := range w.runnable {
+		if w.runs(j.cl) {
+			n++
+		}
+	}
+	return n
+}
+
+// runs tells whether cl's work may run now.
+func (w *world) runs(cl *client) bool {
+	return cl == nil || (!cl.crashed && cl.pausedUntil <= w.now)
+}
+
+// stop ends the run: from now on work runs freely, and every parked job is
+// resumed (its call then fails) so that the engines can be stopped.
+func (w *world) stop() {
+	w.teardown.Store(true)
+	for j := range w.parked {
+		w.runnable = append(w.runnable, j)
+	}
+	w.parked = nil
+	for _, j := range w.runnable {
+		if j.started {
+			w.free.Add(1)
+			go func() {
+				defer w.free.Done()
+				j.resume <- struct{}{}
+			}()
+		} else {
+			w.schedule(j.cl, j.fn)
+		}
+	}
+	w.runnable = nil
+}
+
+// epochNow is the wall-clock reading of simulated time now.
+func (w *world) epochNow() time.Time { return epoch.Add(w.now) }
+
+// jitter returns a duration in [lo, hi] drawn from the seed.
+func (w *world) jitter(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)+1))
+}
+
+// chance draws true with probability p.
+func (w *world) chance(p float64) bool {
+	return p > 0 && w.rng.Float64() < p
+}
+
+func (w *world) String() string { return fmt.Sprintf("t=%v", w.now) }
