@@ -60,5 +60,6 @@ lint: ## Run go vet, gofmt and staticcheck (pinned version)
 		if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 
-sim: ## Run the simulation tests
-	$(GO) test -count=1 ./sim/...
+sim: ## 1,000 simulation seeds with every fault (fails on any unexcused violation), then the broken-engine check
+	$(GO) run ./sim/cmd/warden-sim -seed 1 -runs 1000 -faults all -q
+	$(GO) test -count=1 -tags wardenbroken -run TestBrokenEngineIsCaught ./sim

@@ -1,6 +1,10 @@
-// Package sim is reserved for warden's deterministic simulation: simulated
-// clients and Redis on one fake clock, fault injection and invariant
-// checkers. It has no API yet; the engine already takes its clock through
-// client.WithClock and reaches Redis only through package redisio, which is
-// what a simulation needs to drive it.
+// Package sim is warden's deterministic simulation: Run starts N simulated
+// clients, each a whole warden engine, against a simulated Redis (miniredis
+// running the production scripts) on one simulated clock, injects the
+// faults the options allow (latency, lost requests, replies and messages,
+// partitions, crashes, pauses, Redis restarts, clock jumps) as its seed
+// draws them, and checks the recorded history: mutual exclusion, told
+// before, fencing, starvation and linearizability (porcupine). One seed
+// gives one trace, byte for byte. WriteTimeline draws a run as HTML;
+// cmd/warden-sim runs many seeds.
 package sim

@@ -1,0 +1,113 @@
+// Command warden-sim runs warden's deterministic simulation: K seeds from
+// -seed on, each with -clients engines against one simulated Redis and the
+// faults -faults allows. It prints a line per run, the failing seeds, and
+// writes a timeline (HTML) of one seed on request. It exits 1 when a run
+// broke a guarantee no injected fault excuses.
+//
+//	go run ./sim/cmd/warden-sim -seed 1 -runs 1000 -faults all
+//	go run ./sim/cmd/warden-sim -seed 42 -faults partition,lost-reply -timeline seed42.html
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/warden-go/warden/sim"
+)
+
+func main() {
+	seed := flag.Int64("seed", 1, "first seed")
+	runs := flag.Int("runs", 1, "how many seeds to run, from -seed on")
+	clients := flag.Int("clients", 3, "simulated engines per run")
+	owners := flag.Int("owners", 2, "workers per engine")
+	faults := flag.String("faults", "all", `faults to inject: "all", "none" or a comma-separated list of `+fmt.Sprint(sim.AllFaults))
+	length := flag.Duration("length", 10*time.Second, "simulated length of each run")
+	timeline := flag.String("timeline", "", "write the timeline of the first seed to this HTML file")
+	trace := flag.Bool("trace", false, "print the trace of every run")
+	quiet := flag.Bool("q", false, "print only failing runs and the summary")
+	flag.Parse()
+	fs, err := sim.ParseFaults(*faults)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace}
+	start := time.Now()
+	results := make([]*sim.Result, *runs)
+	errs := make([]error, *runs)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				o := base
+				o.Seed = *seed + int64(i)
+				results[i], errs[i] = sim.Run(o)
+			}
+		}()
+	}
+	for i := range *runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	var failing []int64
+	ops, excused := 0, 0
+	for i, res := range results {
+		s := *seed + int64(i)
+		if errs[i] != nil {
+			fmt.Printf("seed %d: error: %v\n", s, errs[i])
+			failing = append(failing, s)
+			continue
+		}
+		failed := res.Failed()
+		ops += len(res.Ops)
+		excused += len(res.Violations) - len(failed)
+		if len(failed) > 0 {
+			failing = append(failing, s)
+		}
+		if !*quiet || len(failed) > 0 {
+			fmt.Printf("seed %d: %d ops, %d holds, %d faults, %d violations (%d excused), trace %s\n", s, len(res.Ops),
+				len(res.Holds), len(res.Faults), len(res.Violations), len(res.Violations)-len(failed), res.Trace[:16])
+			for _, v := range res.Violations {
+				excuse := "NOT EXCUSED"
+				if v.Excused != "" {
+					excuse = "excused by " + string(v.Excused)
+				}
+				fmt.Printf("  %v %s on %s: %s [%s]\n", v.At, v.Check, v.Name, v.What, excuse)
+			}
+		}
+		if *trace {
+			for _, l := range res.Lines {
+				fmt.Print("  ", l)
+			}
+		}
+	}
+	if *timeline != "" && errs[0] == nil {
+		f, err := os.Create(*timeline)
+		if err == nil {
+			err = sim.WriteTimeline(f, &results[0].History, results[0].Violations)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "timeline:", err)
+			os.Exit(2)
+		}
+		fmt.Printf("timeline of seed %d written to %s\n", *seed, *timeline)
+	}
+	fmt.Printf("%d runs (seeds %d..%d, faults %s) in %v: %d ops, %d excused violations, %d failing seeds %v\n",
+		*runs, *seed, *seed+int64(*runs)-1, *faults, time.Since(start).Round(time.Millisecond), ops, excused,
+		len(failing), failing)
+	if len(failing) > 0 {
+		os.Exit(1)
+	}
+}
