@@ -11,9 +11,9 @@ import (
 // before anything else, as Redisson's RedissonFairLock does; now is always
 // the caller's clock, never Redis's.
 var (
-	fairAcquireScript     = newScript("fair_lib", "fair_acquire")
+	fairAcquireScript     = newScript("hold_lib", "fair_lib", "fair_acquire")
 	fairUnlockScript      = newScript("fair_lib", "fair_unlock")
-	fairUndoScript        = newScript("fair_lib", "fair_undo")
+	fairUndoScript        = newScript("hold_lib", "fair_lib", "fair_undo")
 	fairForceUnlockScript = newScript("fair_lib", "fair_forceunlock")
 	fairCancelScript      = newScript("fair_lib", "fair_cancel")
 )

@@ -17,12 +17,12 @@ import (
 // ReadTimeoutPrefix(name, owner)+":k" whose PX is that hold's lease.
 
 var (
-	rwReadAcquireScript  = newScript("rw_read_acquire")
-	rwWriteAcquireScript = newScript("rw_write_acquire")
+	rwReadAcquireScript  = newScript("hold_lib", "rw_read_acquire")
+	rwWriteAcquireScript = newScript("hold_lib", "rw_write_acquire")
 	rwReadUnlockScript   = newScript("rw_lib", "rw_read_unlock")
-	rwWriteUnlockScript  = newScript("rw_write_unlock")
+	rwWriteUnlockScript  = newScript("rw_lib", "rw_write_unlock")
 	rwReadUndoScript     = newScript("rw_lib", "rw_read_undo")
-	rwWriteUndoScript    = newScript("rw_write_undo")
+	rwWriteUndoScript    = newScript("rw_lib", "rw_write_undo")
 	rwForceUnlockScript  = newScript("rw_forceunlock")
 	rwReadLockedScript   = newScript("rw_read_locked")
 )

@@ -41,11 +41,11 @@ func luaFile(name string) string {
 }
 
 var (
-	acquireScript     = newScript("acquire")
+	acquireScript     = newScript("hold_lib", "acquire")
 	unlockScript      = newScript("unlock")
 	forceUnlockScript = newScript("forceunlock")
 	renewScript       = newScript("renew")
-	undoAcquireScript = newScript("undoacquire")
+	undoAcquireScript = newScript("hold_lib", "undoacquire")
 )
 
 // LatchTTL is how long an acquire or unlock latch remembers a request's

@@ -29,17 +29,13 @@ if KEYS[3] then
     return redis.error_reply('ERR warden: the token counter ' .. KEYS[3] .. ' is not an integer')
   end
 end
-if redis.call('get', KEYS[2]) == ARGV[3] then
-  local held = redis.call('hget', KEYS[1], ARGV[1])
-  if held then
-    if KEYS[3] then return {1, tonumber(held), token()} end
-    return {1, tonumber(held)}
-  end
+local held = hold_replayed(KEYS[1], KEYS[2], ARGV[1], ARGV[3])
+if held then
+  if KEYS[3] then return {1, held, token()} end
+  return {1, held}
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
-  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
+  local n = hold_take(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
   if KEYS[3] then
     if n == 1 then return {1, n, redis.call('incr', KEYS[3])} end
     return {1, n, token()}

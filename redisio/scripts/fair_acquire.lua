@@ -40,12 +40,8 @@ local owner = ARGV[1]
 local now = tonumber(ARGV[6])
 
 -- A repeated request whose first run acquired: its first result, no change.
-if redis.call('get', KEYS[4]) == ARGV[3] then
-  local held = redis.call('hget', KEYS[1], owner)
-  if held then
-    return {1, tonumber(held)}
-  end
-end
+local held = hold_replayed(KEYS[1], KEYS[4], owner, ARGV[3])
+if held then return {1, held} end
 
 -- An attempt of a waiter that already gave up its place (it was in flight
 -- when the waiter left): refused, and the owner is not queued again.
@@ -58,19 +54,13 @@ end
 fair_drop_stale(now)
 
 local head = redis.call('lindex', KEYS[2], 0)
-if redis.call('exists', KEYS[1]) == 0 and (not head or head == owner) then
-  -- Leave the queue; everyone behind waits one allowance less.
-  fair_leave(owner, function() return tonumber(ARGV[5]) end)
-  local n = redis.call('hincrby', KEYS[1], owner, 1)
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[4], ARGV[3], 'px', ARGV[4])
-  return {1, n}
-end
-if redis.call('hexists', KEYS[1], owner) == 1 then
-  local n = redis.call('hincrby', KEYS[1], owner, 1)
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[4], ARGV[3], 'px', ARGV[4])
-  return {1, n}
+local free = redis.call('exists', KEYS[1]) == 0 and (not head or head == owner)
+if free or redis.call('hexists', KEYS[1], owner) == 1 then
+  if free then
+    -- Leave the queue; everyone behind waits one allowance less.
+    fair_leave(owner, function() return tonumber(ARGV[5]) end)
+  end
+  return {1, hold_take(KEYS[1], KEYS[4], owner, ARGV[2], ARGV[3], ARGV[4])}
 end
 
 -- Refused. pttl is -2 when the lock is free but another waiter is first in

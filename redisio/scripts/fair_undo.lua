@@ -43,12 +43,8 @@ if redis.call('get', KEYS[5]) == ARGV[2] then
   redis.call('del', KEYS[5])
   if redis.call('hexists', KEYS[1], owner) == 1 then
     undone = 1
-    if redis.call('hincrby', KEYS[1], owner, -1) <= 0 then
-      redis.call('hdel', KEYS[1], owner)
-      if redis.call('hlen', KEYS[1]) == 0 then
-        redis.call('del', KEYS[1])
-        before = false -- the lock is free now: wake the head
-      end
+    if hold_undo(KEYS[1], owner) then
+      before = false -- the lock is free now: wake the head
     end
   end
 else

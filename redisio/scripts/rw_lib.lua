@@ -1,5 +1,5 @@
--- Shared by the read/write lock's read unlock and read undo; redisio puts
--- it after lib.lua in front of each.
+-- Shared by the read/write lock's unlock and undo scripts; redisio puts it
+-- after lib.lua in front of each.
 
 -- rw_settle keeps the lock hash as long as its longest surviving read
 -- hold, or deletes it and publishes message on channel (with the publish
@@ -33,4 +33,18 @@ local function rw_settle(lock, prefix, cmd, channel, message)
   end
   redis.call('del', lock)
   redis.call(cmd, channel, message)
+end
+
+-- rw_write_released ends a write holding whose count reached 0: the write
+-- field goes; when the owner still holds reads the lock becomes read mode
+-- (downgrade, TTL unchanged), else it is deleted and message published on
+-- channel (with the publish command cmd).
+local function rw_write_released(lock, field, cmd, channel, message)
+  redis.call('hdel', lock, field)
+  if redis.call('hlen', lock) <= 1 then
+    redis.call('del', lock)
+    redis.call(cmd, channel, message)
+  else
+    redis.call('hset', lock, 'mode', 'read')
+  end
 end

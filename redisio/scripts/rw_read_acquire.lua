@@ -23,12 +23,8 @@ if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') en
 if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty request id') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
-if redis.call('get', KEYS[2]) == ARGV[3] then
-  local held = redis.call('hget', KEYS[1], ARGV[1])
-  if held then
-    return {1, tonumber(held)}
-  end
-end
+local held = hold_replayed(KEYS[1], KEYS[2], ARGV[1], ARGV[3])
+if held then return {1, held} end
 local mode = redis.call('hget', KEYS[1], 'mode')
 local free = mode == false and redis.call('exists', KEYS[1]) == 0
 if free or mode == 'read'

@@ -19,18 +19,12 @@ if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') en
 if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty request id') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
-if redis.call('get', KEYS[2]) == ARGV[3] then
-  local held = redis.call('hget', KEYS[1], ARGV[1])
-  if held then
-    return {1, tonumber(held)}
-  end
-end
+local held = hold_replayed(KEYS[1], KEYS[2], ARGV[1], ARGV[3])
+if held then return {1, held} end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false and redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[1], '1')
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
-  return {1, 1}
+  redis.call('hset', KEYS[1], 'mode', 'write')
+  return {1, hold_take(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])}
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)

@@ -24,14 +24,7 @@ redis.call('del', KEYS[2])
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
-local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-if n <= 0 then
-  redis.call('hdel', KEYS[1], ARGV[1])
-  if redis.call('hlen', KEYS[1]) <= 1 then
-    redis.call('del', KEYS[1])
-    redis.call(ARGV[3], KEYS[3], ARGV[4])
-  else
-    redis.call('hset', KEYS[1], 'mode', 'read')
-  end
+if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
+  rw_write_released(KEYS[1], ARGV[1], ARGV[3], KEYS[3], ARGV[4])
 end
 return 1

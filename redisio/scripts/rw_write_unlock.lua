@@ -33,14 +33,8 @@ if n > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
 else
   n = 0
-  redis.call('hdel', KEYS[1], ARGV[3])
   redis.call('del', KEYS[4])
-  if redis.call('hlen', KEYS[1]) <= 1 then
-    redis.call('del', KEYS[1])
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
-  else
-    redis.call('hset', KEYS[1], 'mode', 'read')
-  end
+  rw_write_released(KEYS[1], ARGV[3], ARGV[4], KEYS[2], ARGV[1])
 end
 redis.call('set', KEYS[3], n, 'px', ARGV[5])
 return n

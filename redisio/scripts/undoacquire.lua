@@ -16,12 +16,7 @@ if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id
 if redis.call('get', KEYS[2]) ~= ARGV[2] then return 0 end
 redis.call('del', KEYS[2])
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0 end
-local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-if n <= 0 then
-  redis.call('hdel', KEYS[1], ARGV[1])
-  if redis.call('hlen', KEYS[1]) == 0 then
-    redis.call('del', KEYS[1])
-    redis.call(ARGV[3], KEYS[3], ARGV[4])
-  end
+if hold_undo(KEYS[1], ARGV[1]) then
+  redis.call(ARGV[3], KEYS[3], ARGV[4])
 end
 return 1
