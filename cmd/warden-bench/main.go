@@ -27,18 +27,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/internal/redisproc"
 )
 
 // config is the command line.
@@ -285,33 +283,17 @@ func find(cs []*bench.Contender, name string) *bench.Contender {
 }
 
 // startRedis starts a throwaway redis-server on a free loopback port, with
-// persistence off, and returns its address and a function that stops it.
+// persistence off, and returns its address and a function that stops it
+// and removes its directory.
 func startRedis() (string, func(), error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, errors.New(`redis-server not found: run "make deps", or pass -addr`)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	dir, err := os.MkdirTemp("", "warden-bench-")
 	if err != nil {
 		return "", nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
+	p, err := redisproc.Start(dir, redisproc.Args(dir))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("no -addr, so a throwaway server: %w", err)
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer probe.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if probe.Ping(context.Background()).Err() == nil {
-			return addr, stop, nil
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("redis-server on port %d did not answer", port)
-		}
-	}
+	return p.Addr(), func() { _ = p.Stop(); _ = os.RemoveAll(dir) }, nil
 }

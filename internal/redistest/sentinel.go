@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/internal/redisproc"
 )
 
 const (
@@ -57,7 +58,7 @@ const (
 //
 // All methods are safe for concurrent use.
 type Sentinel struct {
-	proc *Server // the sentinel process; never restarted as a plain server
+	proc *Server // the sentinel process
 
 	mu      sync.Mutex
 	master  *Server
@@ -293,60 +294,32 @@ func waitSentinelCond(ctx context.Context, cond func() bool) error {
 // is stopped like a Server when t finishes.
 func startSentinelProc(t testing.TB, masterPort int) *Server {
 	t.Helper()
-	bin, err := exec.LookPath(binaryName)
-	if err != nil {
-		t.Fatalf("%s (lookup error: %v)", missingHint, err)
-	}
-	p := &Server{bin: bin, dir: t.TempDir(), out: &tailBuffer{limit: outputLimit}}
-	// Registered after t.TempDir, so it runs before the directory is removed.
-	t.Cleanup(func() { p.shutdown(t) })
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var lastErr error
-	for range portAttempts {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: pick a free port: %v", err)
-		}
-		p.port = port
-		lastErr = p.launchSentinelLocked(masterPort)
-		if lastErr == nil {
-			return p
-		}
-		if !isBindError(lastErr) {
-			break
-		}
-	}
-	t.Fatalf("redistest: start sentinel: %v\n%s", lastErr, p.tail())
-	return nil
+	dir := t.TempDir()
+	return start(t, dir, sentinelArgs(dir, masterPort))
 }
 
-// launchSentinelLocked writes a fresh sentinel config for p.port and starts
-// redis-server on it in sentinel mode. A sentinel needs its config file as
-// the first argument and rewrites it as its view changes, so unlike
-// launchLocked the settings go into the file. On failure the process has
-// been reaped.
-func (p *Server) launchSentinelLocked(masterPort int) error {
-	p.launches++
-	fmt.Fprintf(p.out, "--- redistest: sentinel launch #%d on port %d ---\n", p.launches, p.port)
-	mark := p.out.Mark()
-
-	conf := filepath.Join(p.dir, "sentinel.conf")
-	body := strings.Join([]string{
-		"port " + strconv.Itoa(p.port),
-		"bind 127.0.0.1",
-		"daemonize no",
-		"dir " + strconv.Quote(p.dir),
-		"loglevel notice",
-		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", SentinelMasterName, masterPort),
-		fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMasterName, sentinelDownAfter.Milliseconds()),
-		fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMasterName, sentinelFailoverTimeout.Milliseconds()),
-		fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMasterName),
-	}, "\n") + "\n"
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", conf, err)
+// sentinelArgs writes a fresh sentinel config for each launch's port and
+// returns the arguments that start redis-server on it in sentinel mode. A
+// sentinel needs its config file as the first argument and rewrites it as
+// its view changes, so unlike a plain server's the settings go into the
+// file.
+func sentinelArgs(dir string, masterPort int) redisproc.ArgsFunc {
+	return func(port int) ([]string, error) {
+		conf := filepath.Join(dir, "sentinel.conf")
+		body := strings.Join([]string{
+			"port " + strconv.Itoa(port),
+			"bind 127.0.0.1",
+			"daemonize no",
+			"dir " + strconv.Quote(dir),
+			"loglevel notice",
+			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", SentinelMasterName, masterPort),
+			fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMasterName, sentinelDownAfter.Milliseconds()),
+			fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMasterName, sentinelFailoverTimeout.Milliseconds()),
+			fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMasterName),
+		}, "\n") + "\n"
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", conf, err)
+		}
+		return []string{conf, "--sentinel"}, nil
 	}
-
-	return p.execLocked(mark, conf, "--sentinel")
 }
