@@ -372,10 +372,13 @@ func TestPermitRejectsBadArgumentsBeforeWriting(t *testing.T) {
 		}
 		assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
 
-		require.NoError(t, rdb.Set(ctx, "bad", "many", 0).Err())
-		require.NoError(t, rdb.ZAdd(ctx, PermitTimeoutKey("bad"), redis.Z{Score: 1, Member: member}).Err())
-		_, _, err = s.PermitAcquire(ctx, rdb, ReplicaSync{}, "bad", NewPermitID(), 0, permitT0)
-		require.Error(t, err, "a non-integer count")
-		assert.Equal(t, int64(1), rdb.ZCard(ctx, PermitTimeoutKey("bad")).Val(), "nothing reclaimed half way")
+		// Not integers INCRBY takes: a word, leading zeros, past 2^63.
+		for _, count := range []string{"many", "007", "99999999999999999999"} {
+			require.NoError(t, rdb.Set(ctx, "bad", count, 0).Err())
+			require.NoError(t, rdb.ZAdd(ctx, PermitTimeoutKey("bad"), redis.Z{Score: 1, Member: member}).Err())
+			_, _, err = s.PermitAcquire(ctx, rdb, ReplicaSync{}, "bad", NewPermitID(), 0, permitT0)
+			require.Error(t, err, "a non-integer count %q", count)
+			assert.Equal(t, int64(1), rdb.ZCard(ctx, PermitTimeoutKey("bad")).Val(), "nothing reclaimed half way (count %q)", count)
+		}
 	})
 }

@@ -21,7 +21,7 @@ if again then return first end
 
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
-if not string.match(v, '^%-?%d+$') then return redis.error_reply('ERR warden: latch value is not an integer') end
+if not int(v) then return redis.error_reply('ERR warden: latch value is not an integer') end
 
 local after = redis.call('decr', KEYS[1])
 if after <= 0 then

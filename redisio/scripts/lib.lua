@@ -12,7 +12,9 @@ local function ms(v)
   return true
 end
 
--- int: v is an integer, -2^53 .. 2^53, compared as text.
+-- int: v is an integer, -2^53 .. 2^53, compared as text: also what a
+-- counter's stored value must be for INCRBY (no leading zeros, no "-0")
+-- and for Lua's numbers (exact up to 2^53).
 local function int(v)
   if type(v) ~= 'string' then return false end
   local digits = v

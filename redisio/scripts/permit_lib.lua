@@ -38,11 +38,12 @@ local function expiry(lease, now)
   return e
 end
 
--- counted: the semaphore's value is absent or an integer, so INCRBY and
--- DECRBY cannot fail half way through a script.
+-- counted: the semaphore's value is absent or an integer INCRBY and DECRBY
+-- take (see int: no leading zeros, within 2^53), so they cannot fail half
+-- way through a script.
 local function counted(key)
   local v = redis.call('get', key)
-  return v == false or string.match(v, '^%-?%d+$') ~= nil
+  return v == false or int(v)
 end
 
 -- available is the semaphore's count, 0 when absent.

@@ -15,7 +15,7 @@ if not ms(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') 
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
 local raw = redis.call('get', KEYS[1]) or '0'
-if not string.match(raw, '^%-?%d+$') then
+if not int(raw) then
   return redis.error_reply('ERR warden: semaphore value is not an integer')
 end
 local avail = tonumber(raw)

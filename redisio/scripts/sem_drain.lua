@@ -7,7 +7,7 @@
 -- drainPermits does). Nothing is published: no permit became available.
 local v = redis.call('get', KEYS[1])
 if not v then return 0 end
-if not string.match(v, '^%-?%d+$') then
+if not int(v) then
   return redis.error_reply('ERR warden: semaphore value is not an integer')
 end
 redis.call('set', KEYS[1], '0')
