@@ -29,5 +29,5 @@ if after <= 0 then
   if after == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end
   after = 0
 end
-redis.call('set', KEYS[3], 'counted:' .. string.format('%d', after), 'px', ARGV[3])
+record(KEYS[3], 'counted', after, ARGV[3])
 return after

@@ -1,6 +1,6 @@
--- Argument checks shared by every warden script; redisio prepends this file
--- to each script's source, so every check runs before the script's first
--- write.
+-- Argument checks and helpers shared by every warden script; redisio
+-- prepends this file to each script's source, so every check runs before
+-- the script's first write.
 
 -- ms: v is a whole number of milliseconds, 1 .. 2^53, compared as text
 -- (Lua numbers are doubles).
@@ -33,6 +33,12 @@ local function pubcmd(v)
   return v == 'publish' or v == 'spublish'
 end
 
+-- dec renders an integral Lua number as decimal text (tostring would switch
+-- to exponent notation above 10^14).
+local function dec(n)
+  return string.format('%d', n)
+end
+
 -- replayed looks up a counting write's latch at key: when it holds the
 -- result "<tag>:<n>" of this request ID's first run, it returns true and n;
 -- when the ID was used by another kind of operation, true and an error
@@ -43,4 +49,10 @@ local function replayed(key, tag)
   local first = string.match(seen, '^' .. string.gsub(tag, '%-', '%%-') .. ':(%-?%d+)$')
   if first then return true, tonumber(first) end
   return true, redis.error_reply('ERR warden: request id already used by another operation')
+end
+
+-- record keeps a counting write's result n in its latch at key for ttl ms,
+-- as "<tag>:<n>", what replayed returns for a repeat of the request.
+local function record(key, tag, n, ttl)
+  redis.call('set', key, tag .. ':' .. dec(n), 'px', ttl)
 end

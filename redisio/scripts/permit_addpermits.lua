@@ -25,5 +25,5 @@ if again then return first end
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 local after = redis.call('incrby', KEYS[1], ARGV[1])
 if after > 0 then redis.call(ARGV[3], KEYS[3], dec(after)) end
-redis.call('set', KEYS[4], 'added:' .. dec(after), 'px', ARGV[4])
+record(KEYS[4], 'added', after, ARGV[4])
 return after

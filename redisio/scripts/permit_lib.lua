@@ -12,12 +12,6 @@
 local NO_EXPIRY = 922337203685477
 local RECLAIM_CHUNK = 1000
 
--- dec renders an integral Lua number as decimal text (tostring would switch
--- to exponent notation above 10^14).
-local function dec(n)
-  return string.format('%d', n)
-end
-
 -- permitid: v is a permit ID as stored, 16 raw bytes.
 local function permitid(v)
   return type(v) == 'string' and string.len(v) == 16

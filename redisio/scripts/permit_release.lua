@@ -30,6 +30,6 @@ if redis.call('zrem', KEYS[2], ARGV[1]) == 1 then
   local after = redis.call('incr', KEYS[1])
   redis.call(ARGV[3], KEYS[3], dec(after))
 end
-redis.call('set', KEYS[4], 'permit-released:' .. released, 'px', ARGV[4])
+record(KEYS[4], 'permit-released', released, ARGV[4])
 redis.call('set', KEYS[5], 'spent', 'px', ARGV[4])
 return released

@@ -30,7 +30,7 @@ end
 
 if avail >= tonumber(ARGV[1]) then
   local after = redis.call('decrby', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], 'acquired:' .. ARGV[1] .. ':' .. string.format('%d', after), 'px', ARGV[2])
+  redis.call('set', KEYS[2], 'acquired:' .. ARGV[1] .. ':' .. dec(after), 'px', ARGV[2])
   return {1, after}
 end
 return {0, avail}

@@ -19,7 +19,6 @@ local again, first = replayed(KEYS[3], 'added')
 if again then return first end
 
 local after = redis.call('incrby', KEYS[1], ARGV[1])
-local text = string.format('%d', after)
-if after > 0 then redis.call(ARGV[2], KEYS[2], text) end
-redis.call('set', KEYS[3], 'added:' .. text, 'px', ARGV[3])
+if after > 0 then redis.call(ARGV[2], KEYS[2], dec(after)) end
+record(KEYS[3], 'added', after, ARGV[3])
 return after

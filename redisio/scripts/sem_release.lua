@@ -19,7 +19,6 @@ local again, first = replayed(KEYS[3], 'released')
 if again then return first end
 
 local after = redis.call('incrby', KEYS[1], ARGV[1])
-local text = string.format('%d', after)
-redis.call(ARGV[2], KEYS[2], text)
-redis.call('set', KEYS[3], 'released:' .. text, 'px', ARGV[3])
+redis.call(ARGV[2], KEYS[2], dec(after))
+record(KEYS[3], 'released', after, ARGV[3])
 return after

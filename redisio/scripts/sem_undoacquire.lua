@@ -25,6 +25,6 @@ local n = string.match(seen, '^acquired:(%d+):')
 if not n then return redis.error_reply('ERR warden: request id already used by another operation') end
 
 local after = redis.call('incrby', KEYS[1], n)
-redis.call(ARGV[1], KEYS[3], string.format('%d', after))
+redis.call(ARGV[1], KEYS[3], dec(after))
 redis.call('set', KEYS[2], 'undone:' .. n, 'px', ARGV[2])
 return 1
