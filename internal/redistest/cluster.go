@@ -139,7 +139,7 @@ func (c *Cluster) NodeForSlot(slot int) int {
 		if err != nil {
 			continue
 		}
-		if owner, ok := owners[slot]; ok {
+		if owner, ok := owners.owner(slot); ok {
 			return owner
 		}
 		return -1
@@ -205,29 +205,23 @@ func (c *Cluster) MigrateSlot(t testing.TB, slot, to int) {
 	for _, i := range order {
 		must(fmt.Sprintf("SETSLOT NODE on node %d", i), c.admin[i].Do(ctx, "cluster", "setslot", slot, "node", c.ids[to]).Err())
 	}
-	deadline := time.Now().Add(clusterAgreeTimeout)
-	for {
-		agreed, detail := c.ownerAgreed(ctx, slot, to)
-		if agreed {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: MigrateSlot(%d, %d -> %d): nodes do not agree on the new owner within %v: %s",
-				slot, from, to, clusterAgreeTimeout, detail)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if ok, detail := settle(clusterAgreeTimeout, 10*time.Millisecond, func() (bool, string) { return c.ownerAgreed(slot, to) }); !ok {
+		t.Fatalf("redistest: MigrateSlot(%d, %d -> %d): nodes do not agree on the new owner within %v: %s",
+			slot, from, to, clusterAgreeTimeout, detail)
 	}
 }
 
 // ownerAgreed reports whether every node names node to as slot's owner,
 // and otherwise which one does not.
-func (c *Cluster) ownerAgreed(ctx context.Context, slot, to int) (bool, string) {
+func (c *Cluster) ownerAgreed(slot, to int) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
 	for i, a := range c.admin {
 		owners, err := c.slotOwners(ctx, a)
 		if err != nil {
 			return false, fmt.Sprintf("node %d: %v", i, err)
 		}
-		if got, ok := owners[slot]; !ok || got != to {
+		if got, ok := owners.owner(slot); !ok || got != to {
 			return false, fmt.Sprintf("node %d says node %d", i, got)
 		}
 	}
@@ -238,16 +232,21 @@ func (c *Cluster) ownerAgreed(ctx context.Context, slot, to int) (bool, string) 
 // other node, and all report the same slot map covering every slot.
 func (c *Cluster) waitAgreed(t testing.TB, d time.Duration, what string) {
 	t.Helper()
+	if ok, detail := settle(d, 20*time.Millisecond, c.agreed); !ok {
+		t.Fatalf("redistest: cluster %s: not ready within %v: %s", what, d, detail)
+	}
+}
+
+// settle calls check every poll until it reports true or d has passed, and
+// then returns its last report.
+func settle(d, poll time.Duration, check func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(d)
 	for {
-		ok, detail := c.agreed()
-		if ok {
-			return
+		ok, detail := check()
+		if ok || time.Now().After(deadline) {
+			return ok, detail
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: cluster %s: not ready within %v: %s", what, d, detail)
-		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(poll)
 	}
 }
 
@@ -255,7 +254,7 @@ func (c *Cluster) waitAgreed(t testing.TB, d time.Duration, what string) {
 func (c *Cluster) agreed() (bool, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	var first map[int]int
+	var first slotMap
 	for i, a := range c.admin {
 		info, err := a.ClusterInfo(ctx).Result()
 		if err != nil {
@@ -270,30 +269,63 @@ func (c *Cluster) agreed() (bool, string) {
 		if err != nil {
 			return false, fmt.Sprintf("node %d: %v", i, err)
 		}
-		if len(owners) != clusterSlots {
-			return false, fmt.Sprintf("node %d knows the owners of %d slots", i, len(owners))
+		if n := owners.slots(); n != clusterSlots {
+			return false, fmt.Sprintf("node %d knows the owners of %d slots", i, n)
 		}
 		if first == nil {
 			first = owners
 			continue
 		}
-		for slot, owner := range owners {
-			if first[slot] != owner {
-				return false, fmt.Sprintf("slot %d: node 0 says node %d owns it, node %d says node %d", slot, first[slot], i, owner)
+		if !slices.Equal(first, owners) {
+			// Both cover every slot: find the first they disagree on.
+			for slot := range clusterSlots {
+				want, _ := first.owner(slot)
+				if got, _ := owners.owner(slot); got != want {
+					return false, fmt.Sprintf("slot %d: node 0 says node %d owns it, node %d says node %d", slot, want, i, got)
+				}
 			}
 		}
 	}
 	return true, ""
 }
 
-// slotOwners returns the index (in Nodes) of the master of every slot a
-// node knows an owner for, from its CLUSTER SHARDS.
-func (c *Cluster) slotOwners(ctx context.Context, a *redis.Client) (map[int]int, error) {
+// slotRange is the slots first..last, all owned by owner (an index in
+// Nodes, -1 for a master not among them).
+type slotRange struct{ first, last, owner int }
+
+// slotMap is a node's view of who owns which slot: ranges in slot order,
+// adjacent ranges of one owner merged, so two nodes that agree have equal
+// maps. Slots it knows no owner for are in no range.
+type slotMap []slotRange
+
+// owner returns the owner of slot, and false if the map has none.
+func (m slotMap) owner(slot int) (int, bool) {
+	for _, r := range m {
+		if r.first <= slot && slot <= r.last {
+			return r.owner, true
+		}
+	}
+	return -1, false
+}
+
+// slots counts the slots the map knows an owner for.
+func (m slotMap) slots() int {
+	n := 0
+	for _, r := range m {
+		n += r.last - r.first + 1
+	}
+	return n
+}
+
+// slotOwners returns a node's slot map, from its CLUSTER SHARDS: a few
+// ranges, not an entry per slot, since a wait polls it for every node
+// every few milliseconds.
+func (c *Cluster) slotOwners(ctx context.Context, a *redis.Client) (slotMap, error) {
 	shards, err := a.ClusterShards(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
 	}
-	owners := make(map[int]int, clusterSlots)
+	var m slotMap
 	for _, sh := range shards {
 		master := -1
 		for _, n := range sh.Nodes {
@@ -302,12 +334,19 @@ func (c *Cluster) slotOwners(ctx context.Context, a *redis.Client) (map[int]int,
 			}
 		}
 		for _, r := range sh.Slots {
-			for s := r.Start; s <= r.End; s++ {
-				owners[int(s)] = master
-			}
+			m = append(m, slotRange{int(r.Start), int(r.End), master})
 		}
 	}
-	return owners, nil
+	slices.SortFunc(m, func(a, b slotRange) int { return a.first - b.first })
+	merged := m[:0]
+	for _, r := range m {
+		if n := len(merged); n > 0 && merged[n-1].owner == r.owner && merged[n-1].last+1 == r.first {
+			merged[n-1].last = r.last
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged, nil
 }
 
 // infoFields parses "key:value" lines of an INFO-style reply.
