@@ -109,15 +109,21 @@ func (s *Sentinel) Replica() *Server {
 // closed when t finishes.
 func (s *Sentinel) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    SentinelMasterName,
-		SentinelAddrs: []string{s.Addr()},
-	})
+	c := s.newClient()
 	t.Cleanup(func() { _ = c.Close() })
 	s.mu.Lock()
 	s.clients = append(s.clients, c)
 	s.mu.Unlock()
 	return c
+}
+
+// newClient returns a failover client of the deployment, go-redis
+// defaults otherwise.
+func (s *Sentinel) newClient() *redis.Client {
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    SentinelMasterName,
+		SentinelAddrs: []string{s.Addr()},
+	})
 }
 
 // KillMaster kills the current master with SIGKILL, as a crash, and notes
@@ -151,10 +157,7 @@ func (s *Sentinel) WaitFailover(t testing.TB, timeout time.Duration) time.Durati
 		start = time.Now()
 	}
 	if len(clients) == 0 {
-		c := redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:    SentinelMasterName,
-			SentinelAddrs: []string{s.Addr()},
-		})
+		c := s.newClient()
 		defer func() { _ = c.Close() }()
 		clients = append(clients, c)
 	}
