@@ -40,25 +40,15 @@ type HandoffResult struct {
 
 // Handoff runs h (see Handoff).
 func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult {
-	if ap, ok := r.(*AutoPipeline); ok {
-		r = ap.Unwrap() // one connection for both, in order
-	}
 	unlockKeys, unlockArgs := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease)
 	acquireKeys, acquireArgs := acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced)
-	both := func(unlockEval, acquireEval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) (*redis.Cmd, *redis.Cmd) {
-		pipe := r.Pipeline()
-		u := unlockEval(ctx, pipe, unlockKeys, unlockArgs...)
-		a := acquireEval(ctx, pipe, acquireKeys, acquireArgs...)
-		_, _ = pipe.Exec(ctx)
-		return u, a
-	}
-	unlock, acquire := both(unlockScript.EvalSha, acquireScript.EvalSha)
-	if redis.HasErrorPrefix(unlock.Err(), "NOSCRIPT") || redis.HasErrorPrefix(acquire.Err(), "NOSCRIPT") {
-		// A server that has not cached the scripts: the same pipeline with
-		// their sources. Both are exactly once, so one that did run answers
-		// its first result again.
-		unlock, acquire = both(unlockScript.Eval, acquireScript.Eval)
-	}
+	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
+	// connection for both, in order.
+	var unlock, acquire *redis.Cmd
+	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
+		unlock = eval(unlockScript, ctx, pipe, unlockKeys, unlockArgs...)
+		acquire = eval(acquireScript, ctx, pipe, acquireKeys, acquireArgs...)
+	})
 	var res HandoffResult
 	res.Remaining, res.Held, res.UnlockErr = unlockReply("unlock", h.Name, unlock)
 	if err := acquire.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,20 +207,11 @@ func runSynced(ctx context.Context, r Redis, rs ReplicaSync, sc *redis.Script, k
 		}
 		r = node
 	}
-	c, acks, err := pipelineSynced(ctx, r, rs, sc.EvalSha, keys, args)
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// Not cached on this server: send the source.
-		c, acks, err = pipelineSynced(ctx, r, rs, sc.Eval, keys, args)
-	}
-	return c, acks, err
-}
-
-func pipelineSynced(ctx context.Context, r Redis, rs ReplicaSync,
-	eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, keys []string, args []any) (*redis.Cmd, int64, error) {
-	pipe := r.Pipeline()
-	c := eval(ctx, pipe, keys, args...)
-	wait := pipe.Do(ctx, "wait", rs.Replicas, rs.Timeout.Milliseconds())
-	_, _ = pipe.Exec(ctx)
+	var c, wait *redis.Cmd
+	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
+		c = eval(sc, ctx, pipe, keys, args...)
+		wait = pipe.Do(ctx, "wait", rs.Replicas, rs.Timeout.Milliseconds())
+	})
 	if err := c.Err(); err != nil {
 		return c, 0, err
 	}
@@ -228,6 +220,27 @@ func pipelineSynced(ctx context.Context, r Redis, rs ReplicaSync,
 		return c, 0, fmt.Errorf("wait for replicas: %w", err)
 	}
 	return c, acks, nil
+}
+
+// evalFunc queues one script call on a pipeline: (*redis.Script).EvalSha
+// or (*redis.Script).Eval.
+type evalFunc func(sc *redis.Script, ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
+
+// pipelineScripts sends the commands fill queues as one pipeline on r (one
+// connection, in order), the scripts by their SHA; when the server has one
+// of them not cached (NOSCRIPT), it sends the pipeline again with the
+// scripts' sources. A script that did run the first time then runs again,
+// so the scripts of a pipeline of several must be exactly once (a repeat
+// answers the first result).
+func pipelineScripts(ctx context.Context, r Redis, fill func(pipe redis.Pipeliner, eval evalFunc)) {
+	for _, eval := range []evalFunc{(*redis.Script).EvalSha, (*redis.Script).Eval} {
+		pipe := r.Pipeline()
+		fill(pipe, eval)
+		cmds, _ := pipe.Exec(ctx)
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
+			return
+		}
+	}
 }
 
 // acquireReply reads an acquire script's {1, count} / {0, pttl} reply.

@@ -232,3 +232,26 @@ func FuzzAcquireLease(f *testing.F) {
 		}
 	})
 }
+
+// A call that waits for replicas goes as EVALSHA and WAIT in one pipeline;
+// on a server without the script cached it sends the pipeline again with
+// the source.
+func TestSyncedCallsSendUncachedScripts(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		s := newScripts(t)
+		rs := ReplicaSync{Replicas: 1, Timeout: 20 * time.Millisecond}
+		require.NoError(t, rdb.ScriptFlush(ctx).Err())
+		res, acks, err := s.AcquireSynced(ctx, rdb, rs, "sync", "o", "r1", time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, res)
+		assert.Zero(t, acks, "no replicas")
+		require.NoError(t, rdb.ScriptFlush(ctx).Err())
+		left, held, acks, err := s.UnlockSynced(ctx, rdb, rs, "sync", "o", "u1", time.Minute)
+		require.NoError(t, err)
+		assert.True(t, held)
+		assert.Zero(t, left)
+		assert.Zero(t, acks)
+		assert.Zero(t, rdb.Exists(ctx, "sync").Val())
+	})
+}
