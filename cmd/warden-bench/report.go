@@ -173,7 +173,7 @@ func (r report) renewalTable() table {
 	sent := median(rn, bench.Renewal.SentPerPeriod)
 	calls := median(rn, bench.Renewal.ServerPerPeriod)
 	t.rows = append(t.rows, []string{"warden (renewer, measured)", count(sent), fmt.Sprintf("%.2f", 100*sent/locks), ratio(1),
-		count(median(rn, func(x bench.Renewal) float64 { return perPeriod(x.Cost.Sent.Trips, x.Periods) })),
+		count(median(rn, bench.Renewal.TripsPerPeriod)),
 		count(calls), fmt.Sprintf("%.2f", 100*calls/locks),
 		durMedian(rn, bench.Renewal.CPUPerPeriod), durMedian(rn, bench.Renewal.RedisCPUPerPeriod)})
 	if len(ex) > 0 {
@@ -195,10 +195,11 @@ func (r report) renewalTable() table {
 		fmt.Sprintf("warden: %d renewal periods per run, %d of %d runs aligned on renewal bursts (else a wall-clock window); "+
 			"idle client CPU/period before taking the locks: %s; taking them all (%d goroutines): %s",
 			rn[0].Periods, aligned, len(rn), durMedian(rn, func(x bench.Renewal) time.Duration { return x.IdleCPU }),
-			32, durMedian(rn, func(x bench.Renewal) time.Duration { return x.Acquire })),
+			bench.RenewalWorkers, durMedian(rn, func(x bench.Renewal) time.Duration { return x.Acquire })),
 		"peers have no watchdog: to keep a lock with the same lease they call Extend (redsync) or Refresh (redislock) " +
 			"on each lock every period, 1 command (EVALSHA of GET+PEXPIRE: 3 calls) per lock per period; " +
-			"the measured row is one such round over all the locks from 32 goroutines (its client CPU is per round = per period)",
+			fmt.Sprintf("the measured row is one such round over all the locks from %d goroutines (its client CPU is per round = per period)",
+				bench.RenewalWorkers),
 	}
 	return t
 }
@@ -273,7 +274,7 @@ func (r report) passivationTable() table {
 	}
 	n := float64(r.cfg.names)
 	t.notes = []string{
-		fmt.Sprintf("per name: %s after touching, %s still held after passivation; touching took %s (16 goroutines), "+
+		fmt.Sprintf("per name: %s after touching, %s still held after passivation; touching took %s (%d goroutines), "+
 			"the last key actor was gone %s after the last touch",
 			bytesf(median(p, func(x bench.Passivation) float64 {
 				return (float64(x.Touched.HeapAlloc) - float64(x.Start.HeapAlloc)) / n
@@ -281,7 +282,7 @@ func (r report) passivationTable() table {
 			bytesf(median(p, func(x bench.Passivation) float64 {
 				return (float64(x.Passivated.HeapAlloc) - float64(x.Start.HeapAlloc)) / n
 			})),
-			durMedian(p, func(x bench.Passivation) time.Duration { return x.Touch }),
+			durMedian(p, func(x bench.Passivation) time.Duration { return x.Touch }), bench.TouchWorkers,
 			durMedian(p, func(x bench.Passivation) time.Duration { return x.Passivate })),
 		"memory is after two GCs; key actors is the engine's count (root actor); names touched before the idle timeout ran out may passivate while touching goes on; " +
 			"start includes what earlier workloads left in the process (the Go runtime keeps every goroutine descriptor it ever made): -only f gives the cleanest start",
@@ -413,8 +414,6 @@ func bytesf(b float64) string {
 	}
 	return fmt.Sprintf("%.0f B", b)
 }
-
-func perPeriod(n uint64, periods int) float64 { return float64(n) / float64(max(periods, 1)) }
 
 func btoi(b bool) int {
 	if b {

@@ -36,11 +36,11 @@ type MemReading struct {
 	KeyActors            int
 }
 
-// touchWorkers is how many goroutines touch the names of workload (f).
-const touchWorkers = 16
+// TouchWorkers is how many goroutines touch the names of workload (f).
+const TouchWorkers = 16
 
 // RunPassivation touches names names "<prefix>:<i>" (one lock+unlock each,
-// 16 goroutines) with a warden client whose idle timeout is idle, then
+// TouchWorkers goroutines) with a warden client whose idle timeout is idle, then
 // waits up to idle + wait for its key actors to passivate.
 func RunPassivation(ctx context.Context, addr, prefix string, names int, idle, wait time.Duration) (Passivation, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -71,7 +71,7 @@ func RunPassivation(ctx context.Context, addr, prefix string, names int, idle, w
 		return p, err
 	}
 	start := time.Now()
-	if err := parallel(touchWorkers, names, func(i int) error {
+	if err := parallel(TouchWorkers, names, func(i int) error {
 		return pair(ctx, c.Lock(prefix+":"+strconv.Itoa(i)))
 	}); err != nil {
 		return p, fmt.Errorf("warden: touch: %w", err)

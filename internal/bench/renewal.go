@@ -32,11 +32,14 @@ type Renewal struct {
 	// one period before any lock was taken, polling the command counter as
 	// the window does, for comparison.
 	CPU, IdleCPU time.Duration
-	Acquire      time.Duration // to take all Locks, 32 goroutines
+	Acquire      time.Duration // to take all Locks, RenewalWorkers goroutines
 }
 
 // SentPerPeriod is the commands the client sent per renewal period.
 func (r Renewal) SentPerPeriod() float64 { return perOp(r.Cost.Sent.Cmds, r.Periods) }
+
+// TripsPerPeriod is the round trips the client took per renewal period.
+func (r Renewal) TripsPerPeriod() float64 { return perOp(r.Cost.Sent.Trips, r.Periods) }
 
 // ServerPerPeriod is the calls Redis executed per renewal period.
 func (r Renewal) ServerPerPeriod() float64 { return perOp(r.Cost.Server.Calls, r.Periods) }
@@ -49,9 +52,9 @@ func (r Renewal) RedisCPUPerPeriod() time.Duration {
 	return r.Cost.Server.CPU / time.Duration(max(r.Periods, 1))
 }
 
-// renewalWorkers is how many goroutines take and release the locks of
+// RenewalWorkers is how many goroutines take and release the locks of
 // workload (d) and extend the peer's.
-const renewalWorkers = 32
+const RenewalWorkers = 32
 
 // RunRenewal takes locks watchdog-mode locks "<prefix>:<i>" with one warden
 // client whose watchdog timeout is watchdog, measures periods renewal
@@ -76,12 +79,12 @@ func RunRenewal(ctx context.Context, addr string, stats redis.UniversalClient, p
 		handles[i] = c.Lock(prefix + ":" + strconv.Itoa(i))
 	}
 	start := time.Now()
-	if err := parallel(renewalWorkers, locks, func(i int) error { return handles[i].Lock(ctx) }); err != nil {
+	if err := parallel(RenewalWorkers, locks, func(i int) error { return handles[i].Lock(ctx) }); err != nil {
 		return r, fmt.Errorf("warden: take %d locks: %w", locks, err)
 	}
 	r.Acquire = time.Since(start)
 	defer func() {
-		_ = parallel(renewalWorkers, locks, func(i int) error { return handles[i].Unlock(ctx) })
+		_ = parallel(RenewalWorkers, locks, func(i int) error { return handles[i].Unlock(ctx) })
 	}()
 
 	r.Aligned = awaitBurst(ctx, cnt, quiet, limit)
@@ -153,11 +156,11 @@ func RunExtendRound(ctx context.Context, c *Contender, stats redis.UniversalClie
 		mutexes[i] = rs.NewMutex(prefix+":"+strconv.Itoa(i), redsync.WithExpiry(lease), redsync.WithTries(1),
 			redsync.WithTimeoutFactor(0.5))
 	}
-	if err := parallel(renewalWorkers, locks, func(i int) error { return mutexes[i].LockContext(ctx) }); err != nil {
+	if err := parallel(RenewalWorkers, locks, func(i int) error { return mutexes[i].LockContext(ctx) }); err != nil {
 		return ExtendRound{}, fmt.Errorf("redsync: take %d locks: %w", locks, err)
 	}
 	defer func() {
-		_ = parallel(renewalWorkers, locks, func(i int) error { _, err := mutexes[i].UnlockContext(ctx); return err })
+		_ = parallel(RenewalWorkers, locks, func(i int) error { _, err := mutexes[i].UnlockContext(ctx); return err })
 	}()
 	if _, err := mutexes[0].ExtendContext(ctx); err != nil { // loads the script
 		return ExtendRound{}, fmt.Errorf("redsync: extend: %w", err)
@@ -167,7 +170,7 @@ func RunExtendRound(ctx context.Context, c *Contender, stats redis.UniversalClie
 		return ExtendRound{}, err
 	}
 	cpu, start := ProcessCPU(), time.Now()
-	if err := parallel(renewalWorkers, locks, func(i int) error {
+	if err := parallel(RenewalWorkers, locks, func(i int) error {
 		ok, err := mutexes[i].ExtendContext(ctx)
 		if err == nil && !ok {
 			err = redsync.ErrExtendFailed
@@ -176,7 +179,7 @@ func RunExtendRound(ctx context.Context, c *Contender, stats redis.UniversalClie
 	}); err != nil {
 		return ExtendRound{}, fmt.Errorf("redsync: extend: %w", err)
 	}
-	r := ExtendRound{Locks: locks, Goroutines: renewalWorkers, Wall: time.Since(start), CPU: ProcessCPU() - cpu}
+	r := ExtendRound{Locks: locks, Goroutines: RenewalWorkers, Wall: time.Since(start), CPU: ProcessCPU() - cpu}
 	r.Cost, err = m.stop(ctx)
 	return r, err
 }
