@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -127,7 +126,6 @@ func (a *countActor) Receive(ctx actor.Context) {
 		a.timer.stop()
 		a.idle.stop()
 		a.io.Wait()
-		a.undoLeft()
 		a.answerAll(ctx, messages.ErrClosed)
 		return
 	default:
@@ -231,7 +229,6 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
 	req, permitID := o.w.req, o.w.permitID
 	sys, self := ctx.ActorSystem(), ctx.Self()
-	undo := func(c context.Context) error { return a.undo(c, o.w) }
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -244,7 +241,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 			// An undo gives permits back: it must run even while Close
 			// cancels the engine's calls.
 			uc, ucancel := cfg.detachedContext(redisio.IOTimeout)
-			d.err = undo(uc)
+			d.err = a.undo(uc, o.w)
 			ucancel()
 		case kind == messages.KindCountDownLatch:
 			var n int64
@@ -256,18 +253,6 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 			var res redisio.PermitResult
 			res, _, d.err = cfg.Scripts.PermitAcquire(c, cfg.Redis, rs, name, permitID, req.Lease, cfg.Clock.Now())
 			d.acquired, d.next = res.Acquired, res.NextExpiry
-		}
-		if !o.undo && (d.acquired || d.err != nil) && cfg.IO.Err() != nil {
-			// The engine is closing: nobody will read this result, and an
-			// undo queued now would never run. Give back what the attempt
-			// may have taken here, or the permits would be gone for good.
-			uc, ucancel := cfg.detachedContext(closingUndoTimeout)
-			if err := undo(uc); err != nil {
-				cfg.Logger.Warn("warden: could not give back permits of an acquire cut by Close",
-					slog.String("name", name), slog.Any("err", err))
-			}
-			ucancel()
-			d.acquired, d.err = false, errors.Join(messages.ErrClosed, d.err)
 		}
 		sys.Root.Send(self, d)
 	})
@@ -294,21 +279,28 @@ func (a *countActor) undo(c context.Context, w *waiter) error {
 
 // undoLeft gives back, at once, what the queued undos and the attempt in
 // flight (whose answer will not be read) may have taken: the actor is
-// stopping. Its Redis call has finished (a.io.Wait) before this runs.
+// stopping. Its Redis call has finished (a.io.Wait) before this runs; an
+// undo that was that call has run. One bound covers them all, so a Redis
+// that does not answer holds the stop up once, not once per undo.
 func (a *countActor) undoLeft() {
-	left := a.ops
-	if o := a.inflight; o != nil {
-		left = append(left, &countOp{w: o.w, undo: true})
+	left := make([]*waiter, 0, len(a.ops)+1)
+	for _, o := range a.ops {
+		left = append(left, o.w)
 	}
-	for _, o := range left {
-		c, cancel := a.cfg.detachedContext(closingUndoTimeout)
-		if err := a.undo(c, o.w); err != nil {
+	if o := a.inflight; o != nil && !o.undo {
+		left = append(left, o.w)
+	}
+	if len(left) == 0 {
+		return
+	}
+	c, cancel := a.cfg.detachedContext(closingUndoTimeout)
+	defer cancel()
+	for _, w := range left {
+		if err := a.undo(c, w); err != nil {
 			a.cfg.Logger.Warn("warden: could not give back permits while stopping",
 				slog.String("name", a.key.Name), slog.Any("err", err))
 		}
-		cancel()
 	}
-	a.ops, a.inflight = nil, nil
 }
 
 func (a *countActor) onDone(ctx actor.Context, d *countDone) {
@@ -322,6 +314,11 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 		return
 	}
 	w.inflight = false
+	if d.acquired && a.cfg.IO.Err() != nil {
+		// The engine is closing: nobody will keep what this took. Give it
+		// back as an attempt with an unknown outcome is.
+		d.acquired, d.err = false, messages.ErrClosed
+	}
 	switch {
 	case d.err != nil:
 		// Unknown outcome: give back what the attempt may have taken.
@@ -404,7 +401,6 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 	a.timer.stop()
 	a.idle.stop()
 	a.io.Wait()
-	a.undoLeft()
 	if a.subscribed {
 		a.subscribed = false
 		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
@@ -413,8 +409,10 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 	retireVia(ctx, a.root, a.key, a.subscriber)
 }
 
-// answerAll answers every waiter with err and forgets them.
+// answerAll gives back what is left to undo (undoLeft), answers every
+// waiter with err and forgets them.
 func (a *countActor) answerAll(ctx actor.Context, err error) {
+	a.undoLeft()
 	for _, w := range a.waiters.list {
 		if !w.cancelled {
 			sendIf(ctx, w.sender, failedReply(w.req, err))

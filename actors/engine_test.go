@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +30,11 @@ type engine struct {
 	rdb   *redis.Client
 	clock *clockwork.FakeClock
 	dead  *atomic.Int64
+	// cancelIO cancels the engine's Redis calls, as Close does first.
+	cancelIO context.CancelFunc
+	// stop closes the engine as Client.Close does (once; the test's
+	// cleanup calls it too).
+	stop func()
 }
 
 // startEngine runs an engine on rdb; tune may change its config (e.g. to
@@ -67,12 +73,18 @@ func startEngine(t *testing.T, rdb *redis.Client, tune ...func(*Config)) *engine
 	}
 	props, err := RootProps(cfg)
 	require.NoError(t, err)
-	e := &engine{sys: sys, root: sys.Root.Spawn(props), rdb: rdb, clock: clock, dead: dead}
+	e := &engine{sys: sys, root: sys.Root.Spawn(props), rdb: rdb, clock: clock, dead: dead, cancelIO: cancel}
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			stopping.Store(true)
+			cancel()
+			require.NoError(t, sys.Root.PoisonFuture(e.root).Wait())
+		})
+	}
 	t.Cleanup(func() {
 		assert.Zero(t, dead.Load(), "dead letters")
-		stopping.Store(true)
-		cancel()
-		require.NoError(t, sys.Root.PoisonFuture(e.root).Wait())
+		e.stop()
 		sys.EventStream.Unsubscribe(sub)
 		sys.Shutdown()
 		workers.Stop()

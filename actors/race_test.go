@@ -320,3 +320,36 @@ func TestWaiterBehindALocalHolderWaitsWithoutAttempting(t *testing.T) {
 	require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: "L", Owner: "first", RequestID: "r2"}))
 	require.IsType(t, &messages.Acquired{}, await.Value(t, second, 5*time.Second, "the second waiter, handed the lock"))
 }
+
+// A semaphore acquire that lands while Close cuts it is given back, once:
+// its requester hears ErrClosed, the permit returns, and one undo ran.
+func TestCloseGivesBackAnAcquireInFlightOnce(t *testing.T) {
+	e, h := hookedEngine(t)
+	ctx := context.Background()
+	require.NoError(t, e.rdb.Set(ctx, "S", 1, 0).Err())
+	latch := redisio.OpLatchKey("S", "a1")
+	landed, proceed := make(chan struct{}, 1), newGate(t)
+	var undos atomic.Int32
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		switch {
+		case len(c.Keys) == 2 && c.Keys[1] == latch: // the acquire
+			r := c.Run()
+			landed <- struct{}{}
+			<-proceed.ch // its answer comes once Close began
+			return r
+		case len(c.Keys) == 3 && c.Keys[1] == latch: // its undo
+			undos.Add(1)
+		}
+		return c.Run()
+	})
+	out := e.request(&messages.Acquire{Name: "S", Kind: messages.KindSemaphore, Owner: "o", RequestID: "a1", Permits: 1})
+	await.Value(t, landed, 5*time.Second, "the acquire, applied in Redis")
+	require.Equal(t, "0", e.rdb.Get(ctx, "S").Val())
+	e.cancelIO()
+	proceed.open()
+	e.stop()
+	failed := await.Value(t, out, 5*time.Second, "the requester's answer").(*messages.AcquireFailed)
+	require.ErrorIs(t, failed.Err, messages.ErrClosed)
+	assert.Equal(t, "1", e.rdb.Get(ctx, "S").Val(), "the permit given back")
+	assert.Equal(t, int32(1), undos.Load(), "undo calls")
+}
