@@ -832,7 +832,9 @@ func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
 
 // leaveAll gives up, at once and in order, the Redis queue places of every
 // fair waiter (the actor is stopping: a queued give-up would never run).
-// The actor's Redis call has finished (a.io.Wait) before this runs.
+// The actor's Redis call has finished (a.io.Wait) before this runs. One
+// bound covers every give-up, so a Redis that does not answer holds the
+// stop up once, not once per waiter.
 func (a *keyActor) leaveAll() {
 	if !a.rio.perWaiter() {
 		return
@@ -848,13 +850,16 @@ func (a *keyActor) leaveAll() {
 			leaving = append(leaving, o.w) // left the local queue, not yet Redis's
 		}
 	}
+	if len(leaving) == 0 {
+		return
+	}
+	c, cancel := a.cfg.detachedContext(closingUndoTimeout)
+	defer cancel()
 	for _, w := range leaving {
-		c, cancel := a.cfg.detachedContext(closingUndoTimeout)
 		if err := a.rio.giveUp(c, w); err != nil {
 			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
 				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
 		}
-		cancel()
 	}
 }
 
