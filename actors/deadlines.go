@@ -34,51 +34,57 @@ func (d *deadlines) add(w *waiter) {
 }
 
 // next returns the earliest deadline of a waiter that is still queued,
-// not in flight and not cancelled (the zero time if none). The waiters it
-// looks past (their attempt's answer decides) go back on the heap: a past
-// deadline of theirs would make the timer fire again at once, over and
-// over, until the answer came.
+// not in flight and not cancelled (the zero time if none).
 func (d *deadlines) next() time.Time {
-	var buf [4]*waiter
-	aside := buf[:0]
 	var next time.Time
-	for {
-		d.dropGone()
-		if len(*d) == 0 {
-			break
-		}
-		if top := (*d)[0]; !top.inflight && !top.cancelled {
-			next = top.req.Deadline
-			break
-		}
-		aside = append(aside, heap.Pop(d).(*waiter))
-	}
-	for _, w := range aside {
-		heap.Push(d, w)
-	}
+	d.walk(func(w *waiter) bool {
+		next = w.req.Deadline
+		return false
+	})
 	return next
 }
 
 // expired removes from the heap, and returns, every queued waiter not in
 // flight whose deadline is at or before now.
 func (d *deadlines) expired(now time.Time) []*waiter {
-	var out, aside []*waiter
-	for {
-		d.dropGone()
-		if len(*d) == 0 || (*d)[0].req.Deadline.After(now) {
-			break
-		}
-		w := heap.Pop(d).(*waiter)
-		if w.inflight || w.cancelled {
-			aside = append(aside, w) // its attempt's answer decides
-			continue
+	var out []*waiter
+	d.walk(func(w *waiter) bool {
+		if w.req.Deadline.After(now) {
+			return false
 		}
 		out = append(out, w)
+		return true
+	})
+	return out
+}
+
+// walk offers take, earliest deadline first, the queued waiters whose
+// deadline is theirs to act on (not in flight, not cancelled): each one
+// take accepts leaves the heap, and the first one it refuses ends the walk.
+// The waiters it looks past (their attempt's answer decides) go back on
+// the heap: a past deadline of theirs would make the timer fire again at
+// once, over and over, until the answer came.
+func (d *deadlines) walk(take func(*waiter) bool) {
+	var buf [4]*waiter
+	aside := buf[:0]
+	for {
+		d.dropGone()
+		if len(*d) == 0 {
+			break
+		}
+		w := (*d)[0]
+		settled := !w.inflight && !w.cancelled
+		if settled && !take(w) {
+			break
+		}
+		heap.Pop(d)
+		if !settled {
+			aside = append(aside, w)
+		}
 	}
 	for _, w := range aside {
 		heap.Push(d, w)
 	}
-	return out
 }
 
 func (d *deadlines) dropGone() {
