@@ -369,31 +369,17 @@ func (p *shardedPubSub) handle(ctx context.Context, ev shardEvent) (Event, bool,
 					return Event{Kind: EventUnsubscribed, Channel: m.Channel}, true, nil
 				}
 			case home == s:
-				// Redis dropped it: its slot left this node.
-				p.moved(ctx, s, m.Channel)
+				// Redis dropped it: its slot left this node. It waits for
+				// go-redis's slot map, reloaded in the background, to name
+				// the new owner (maintain).
+				p.c.ReloadState(ctx)
+				p.displace(ctx, s, m.Channel, s.addr)
 			}
 		}
 	case *redis.Pong:
 		return Event{Kind: EventPong}, true, nil
 	}
 	return Event{}, false, nil
-}
-
-// moved handles Redis dropping ch from s: ch is subscribed on the owner
-// go-redis's slot map names, s again if the map has not caught up, in which
-// case s answers MOVED and ch waits for the map. Called with mu held.
-func (p *shardedPubSub) moved(ctx context.Context, s *shard, ch string) {
-	p.c.ReloadState(ctx)
-	node, err := p.c.MasterForKey(ctx, ch)
-	switch {
-	case err != nil:
-		p.displace(ctx, s, ch, s.addr)
-	case node.Options().Addr == s.addr:
-		_ = p.ssubscribe(ctx, s, ch)
-	default:
-		_ = p.sunsubscribe(ctx, s, ch)
-		_ = p.place(ctx, ch, "")
-	}
 }
 
 // handleErr handles an error read on s: a MOVED or CROSSSLOT reply to a
