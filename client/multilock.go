@@ -122,7 +122,7 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	_, err := m.acquire(ctx, time.Time{}, 0, true)
+	_, err := m.acquire(ctx, time.Time{}, 0)
 	return err
 }
 
@@ -134,7 +134,7 @@ func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) error {
 	if err := errors.Join(m.check(), validateLease(lease, false)); err != nil {
 		return err
 	}
-	_, err := m.acquire(ctx, time.Time{}, lease, true)
+	_, err := m.acquire(ctx, time.Time{}, lease)
 	return err
 }
 
@@ -145,7 +145,7 @@ func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) 
 	if err := errors.Join(m.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return false, err
 	}
-	return m.acquire(ctx, m.clock().Now().Add(wait), lease, false)
+	return m.acquire(ctx, m.clock().Now().Add(wait), lease)
 }
 
 // Unlock releases one hold of every member. Every member is tried; the
@@ -167,10 +167,10 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 func (m *MultiLock) clock() clockwork.Clock { return m.locks[0].c.opts.clock }
 
 // acquire takes every member, or none, before deadline (zero: no limit but
-// ctx's). blocking selects the error contract of Lock over TryLockWait's.
-func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration, blocking bool) (bool, error) {
+// ctx's, with Lock's error contract; else TryLockWait's).
+func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (bool, error) {
 	clock := m.clock()
-	for {
+	return retry(ctx, clock, deadline, func() (bool, error) {
 		start := clock.Now()
 		taken, err := m.attempt(ctx, deadline, lease)
 		if err != nil {
@@ -181,19 +181,8 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 		}
 		// Not all taken, or the first member's lease ran out meanwhile.
 		releaseTaken(ctx, m.locks[:taken])
-		if ctx.Err() != nil {
-			return false, waitCtxErr(ctx, blocking)
-		}
-		if !deadline.IsZero() && !clock.Now().Before(deadline) {
-			if blocking {
-				return false, ErrNotObtained
-			}
-			return false, nil
-		}
-		if err := pause(ctx, clock, deadline); err != nil {
-			return false, waitCtxErr(ctx, blocking)
-		}
-	}
+		return false, nil
+	})
 }
 
 // attempt takes the members in order and returns how many it took; it
@@ -265,6 +254,30 @@ func unlockAll(ctx context.Context, locks []*Lock) []error {
 		<-done
 	}
 	return errs
+}
+
+// retry calls try until it takes the set (true) or fails (an error),
+// pausing a random moment between calls. A zero deadline is the blocking
+// calls' (Lock, LockLease): they try until ctx ends, then fail with
+// ErrNotObtained joined with ctx's error. Otherwise it is a Try call's:
+// when deadline passes retry returns false with a nil error, and when ctx
+// ends, ctx's error.
+func retry(ctx context.Context, clock clockwork.Clock, deadline time.Time, try func() (bool, error)) (bool, error) {
+	blocking := deadline.IsZero()
+	for {
+		if ok, err := try(); ok || err != nil {
+			return ok, err
+		}
+		if ctx.Err() != nil {
+			return false, waitCtxErr(ctx, blocking)
+		}
+		if !blocking && !clock.Now().Before(deadline) {
+			return false, nil
+		}
+		if err := pause(ctx, clock, deadline); err != nil {
+			return false, waitCtxErr(ctx, blocking)
+		}
+	}
 }
 
 // pause sleeps a random time up to retryPause on clock, never past

@@ -88,7 +88,7 @@ func (r *RedLock) Lock(ctx context.Context) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	_, err := r.acquire(ctx, time.Time{}, 0, true)
+	_, err := r.acquire(ctx, time.Time{}, 0)
 	return err
 }
 
@@ -98,7 +98,7 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
 	if err := errors.Join(r.check(), validateLease(lease, false)); err != nil {
 		return err
 	}
-	_, err := r.acquire(ctx, time.Time{}, lease, true)
+	_, err := r.acquire(ctx, time.Time{}, lease)
 	return err
 }
 
@@ -111,7 +111,7 @@ func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (b
 	if err := errors.Join(r.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return false, err
 	}
-	return r.acquire(ctx, r.clock().Now().Add(wait), lease, false)
+	return r.acquire(ctx, r.clock().Now().Add(wait), lease)
 }
 
 // Unlock releases one hold on every master it can reach. It returns nil
@@ -202,10 +202,12 @@ func drift(lease time.Duration) time.Duration {
 	return lease/100 + 2*time.Millisecond
 }
 
-func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration, blocking bool) (bool, error) {
+// acquire takes a majority before deadline (zero: no limit but ctx's,
+// with Lock's error contract; else TryLockWait's).
+func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (bool, error) {
 	clock := r.clock()
 	full := r.lease(lease)
-	for {
+	return retry(ctx, clock, deadline, func() (bool, error) {
 		start := clock.Now()
 		ok, errs := r.attempt(ctx, lease, nodeTimeout(full))
 		var held []*Lock
@@ -224,22 +226,12 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 			return true, nil
 		}
 		releaseTaken(ctx, held)
-		switch {
-		case ctx.Err() != nil:
-			return false, waitCtxErr(ctx, blocking)
-		case len(failed) > len(r.locks)-r.quorum:
+		if ctx.Err() == nil && len(failed) > len(r.locks)-r.quorum {
 			return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
 				r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
-		case !deadline.IsZero() && !clock.Now().Before(deadline):
-			if blocking {
-				return false, ErrNotObtained
-			}
-			return false, nil
 		}
-		if err := pause(ctx, clock, deadline); err != nil {
-			return false, waitCtxErr(ctx, blocking)
-		}
-	}
+		return false, nil
+	})
 }
 
 // attempt tries every master at once, each bounded by timeout, and
