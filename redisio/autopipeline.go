@@ -20,8 +20,6 @@ import (
 // There is no goroutine of its own: the callers do the flushing.
 type AutoPipeline struct {
 	Redis
-	maxBatch int
-	slots    int
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -47,7 +45,7 @@ const (
 
 // NewAutoPipeline wraps r.
 func NewAutoPipeline(r Redis) *AutoPipeline {
-	p := &AutoPipeline{Redis: r, maxBatch: maxBatch, slots: flushSlots}
+	p := &AutoPipeline{Redis: r}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -96,8 +94,8 @@ func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	p.mu.Lock()
 	p.queue = append(p.queue, c)
 	for !c.done {
-		if p.inflight < p.slots && len(p.queue) > 0 {
-			n := min(len(p.queue), p.maxBatch)
+		if p.inflight < flushSlots && len(p.queue) > 0 {
+			n := min(len(p.queue), maxBatch)
 			batch := p.queue[:n:n]
 			p.queue = p.queue[n:]
 			if len(p.queue) == 0 {
