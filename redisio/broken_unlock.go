@@ -13,7 +13,7 @@ import (
 // next holder's lock. The simulation's checkers must catch it (see
 // sim/broken_test.go).
 func init() {
-	src := strings.Join([]string{luaFile("lib"), luaFile("unlock")}, "\n")
+	src := scriptSource("unlock")
 	check := "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -1 end"
 	if !strings.Contains(src, check) {
 		panic("redisio: the broken build no longer finds unlock's owner check")

@@ -23,13 +23,19 @@ var scripts []*redis.Script
 // with the shared argument checks (scripts/lib.lua) in front, and
 // registers it for Load: newScript("fair_lib", "fair_acquire").
 func newScript(names ...string) *redis.Script {
+	sc := redis.NewScript(scriptSource(names...))
+	scripts = append(scripts, sc)
+	return sc
+}
+
+// scriptSource is scripts/lib.lua followed by scripts/<name>.lua for each
+// name, in order.
+func scriptSource(names ...string) string {
 	parts := []string{luaFile("lib")}
 	for _, n := range names {
 		parts = append(parts, luaFile(n))
 	}
-	sc := redis.NewScript(strings.Join(parts, "\n"))
-	scripts = append(scripts, sc)
-	return sc
+	return strings.Join(parts, "\n")
 }
 
 // luaFile returns scripts/<name>.lua; a missing file is a build mistake.
