@@ -1,7 +1,9 @@
 -- Shared by the fair lock's scripts; redisio puts it after lib.lua in front
 -- of each. Every fair script has the same first keys:
 --   KEYS[1] the lock, KEYS[2] its queue LIST, KEYS[3] its deadlines ZSET,
---   KEYS[4] its unlock channel, the prefix of each waiter's own channel.
+--   KEYS[4] its unlock channel, the prefix of each waiter's own channel
+--   (except fair_acquire, whose KEYS[4] is its acquire latch: it must not
+--   call fair_wake_head or fair_wake_new_head).
 
 -- fair_time: v is a non-negative integer (a unix time in ms).
 local function fair_time(v)
