@@ -266,8 +266,9 @@ func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]
 // not lost. A reentry after the holding was lost starts a new holding.
 func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var ended *sync.WaitGroup // the lost holding's watchers
 	if r.holds > 0 && r.lost {
+		ended = r.watchers
 		r.endHoldingLocked()
 		r.holds = 0
 	}
@@ -321,6 +322,10 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 				r.loseLocked()
 			}
 		}()
+	}
+	r.mu.Unlock()
+	if ended != nil {
+		ended.Wait() // stopped: they return without r.mu
 	}
 }
 

@@ -203,6 +203,15 @@ func TestRedLockFixedLeaseLostAtValidityEnd(t *testing.T) {
 	assert.False(t, time.Now().Before(until), "not before the validity ends")
 	time.Sleep(50 * time.Millisecond) // the members' leases end a drift later
 	require.ErrorIs(t, r.Unlock(ctx), client.ErrNotHeld)
+
+	// Acquired again while the lost holding is still counted: a new
+	// holding with a channel of its own.
+	require.NoError(t, r.LockLease(ctx, 500*time.Millisecond))
+	await.Value(t, r.Lost(), 5*time.Second, "the second holding's loss")
+	require.NoError(t, r.LockLease(ctx, time.Minute), "acquired again after the loss")
+	requireOpen(t, r.Lost(), "the new holding reported lost")
+	require.NoError(t, r.Unlock(ctx))
+	assert.True(t, r.ValidUntil().IsZero(), "one unlock ends the new holding")
 }
 
 // Members whose clients are closed renew nothing: with two of three
