@@ -176,26 +176,19 @@ func (w *world) step(until time.Duration) bool {
 			k--
 		}
 	}
-	for w.events.Len() > 0 {
+	for w.events.Len() > 0 && w.events[0].at <= until {
 		e := heap.Pop(&w.events).(*event)
-		if e.dead {
+		if e.dead || (e.cl != nil && e.cl.crashed) {
 			continue
 		}
-		if e.at > until {
+		w.now = e.at
+		if e.cl != nil && e.cl.pausedUntil > w.now {
+			// The same event, so that a timer stopped meanwhile stays
+			// stopped: it fires when the pause ends, after what is due then.
+			w.seq++
+			e.at, e.seq = e.cl.pausedUntil, w.seq
 			heap.Push(&w.events, e)
-			return false
-		}
-		if e.at > w.now {
-			w.now = e.at
-		}
-		if cl := e.cl; cl != nil {
-			if cl.crashed {
-				continue
-			}
-			if cl.pausedUntil > w.now {
-				w.at(cl.pausedUntil, cl, e.fire)
-				continue
-			}
+			continue
 		}
 		e.fire()
 		return true
