@@ -3,13 +3,11 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,30 +42,11 @@ func newClusterEnv(t *testing.T) *clusterEnv {
 	return e
 }
 
-// newClient starts a Client on the cluster in its own actor system with a
-// clusterWatchdog (opts may override it), closed at cleanup; the test fails
-// if the engine produced a dead letter before Close.
+// newClient starts a Client on the cluster in its own actor system
+// (ownSystemClient) with a clusterWatchdog (opts may override it).
 func (e *clusterEnv) newClient(t *testing.T, opts ...client.Option) *client.Client {
 	t.Helper()
-	sys := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	var dead atomic.Int64
-	var closing atomic.Bool
-	sub := sys.EventStream.Subscribe(func(evt any) {
-		if _, ok := evt.(*actor.DeadLetterEvent); ok && !closing.Load() {
-			dead.Add(1)
-		}
-	})
-	opts = append([]client.Option{client.WithWatchdogTimeout(clusterWatchdog), client.WithActorSystem(sys)}, opts...)
-	c, err := client.New(e.rdb, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		closing.Store(true)
-		assert.Zero(t, dead.Load(), "dead letters while the client ran")
-		assert.NoError(t, c.Close(context.Background()))
-		sys.EventStream.Unsubscribe(sub)
-		sys.Shutdown()
-	})
+	c, _, _ := ownSystemClient(t, e.rdb, append([]client.Option{client.WithWatchdogTimeout(clusterWatchdog)}, opts...)...)
 	return c
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
@@ -77,12 +78,32 @@ func (e *env) advance(d time.Duration) {
 }
 
 // newClient starts a Client on e with a 1 s watchdog in its own actor
-// system, closed at cleanup; the test fails if the engine produced a dead
-// letter before Close.
+// system (ownSystemClient).
 func (e *env) newClient(t *testing.T, opts ...client.Option) *client.Client {
+	t.Helper()
+	var rdb redis.UniversalClient = e.rdb
+	if e.hooked != nil {
+		rdb = e.hooked
+	}
+	c, _, closing := ownSystemClient(t, rdb,
+		append([]client.Option{client.WithWatchdogTimeout(watchdog), client.WithClock(e.clk)}, opts...)...)
+	if e.closing == nil {
+		e.closing = map[*client.Client]*atomic.Bool{}
+	}
+	e.closing[c] = closing
+	return c
+}
+
+// ownSystemClient starts a Client on rdb in an actor system of its own,
+// closed at cleanup. The test fails if the engine produced a dead letter
+// before the returned flag was set: a test that closes the client itself
+// sets it first (timers racing the shutdown may make some), and the
+// cleanup then expects Close to say ErrClosed.
+func ownSystemClient(t *testing.T, rdb redis.UniversalClient, opts ...client.Option) (*client.Client, *actor.ActorSystem, *atomic.Bool) {
 	t.Helper()
 	sys := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(sys.Shutdown)
 	var dead atomic.Int64
 	closing := &atomic.Bool{}
 	sub := sys.EventStream.Subscribe(func(evt any) {
@@ -90,29 +111,20 @@ func (e *env) newClient(t *testing.T, opts ...client.Option) *client.Client {
 			dead.Add(1)
 		}
 	})
-	opts = append([]client.Option{client.WithWatchdogTimeout(watchdog), client.WithClock(e.clk),
-		client.WithActorSystem(sys)}, opts...)
-	var rdb redis.UniversalClient = e.rdb
-	if e.hooked != nil {
-		rdb = e.hooked
-	}
-	c, err := client.New(rdb, opts...)
+	c, err := client.New(rdb, append([]client.Option{client.WithActorSystem(sys)}, opts...)...)
 	require.NoError(t, err)
-	if e.closing == nil {
-		e.closing = map[*client.Client]*atomic.Bool{}
-	}
-	e.closing[c] = closing
 	t.Cleanup(func() {
-		closing.Store(true)
-		require.Zero(t, dead.Load(), "dead letters while the client ran")
+		closedByTest := closing.Swap(true)
+		assert.Zero(t, dead.Load(), "dead letters while the client ran")
 		err := c.Close(context.Background())
-		if err != nil {
-			require.ErrorIs(t, err, client.ErrClosed)
+		if closedByTest {
+			assert.ErrorIs(t, err, client.ErrClosed)
+		} else {
+			assert.NoError(t, err)
 		}
 		sys.EventStream.Unsubscribe(sub)
-		sys.Shutdown()
 	})
-	return c
+	return c, sys, closing
 }
 
 // close closes c from the test itself; dead letters after this point

@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"log/slog"
 	"runtime"
 	"strconv"
 	"sync"
@@ -59,32 +58,6 @@ func heapAfterGC() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// scaleClient starts a Client on rdb in its own actor system, so the test
-// can ask the engine's root for its key actor count. Closed at cleanup;
-// the test fails if the engine produced a dead letter while it ran.
-func scaleClient(t *testing.T, srv *redistest.Server, opts ...client.Option) (*client.Client, *actor.ActorSystem) {
-	t.Helper()
-	sys := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	var dead atomic.Int64
-	var closing atomic.Bool
-	sub := sys.EventStream.Subscribe(func(evt any) {
-		if _, ok := evt.(*actor.DeadLetterEvent); ok && !closing.Load() {
-			dead.Add(1)
-		}
-	})
-	c, err := client.New(srv.Client(t), append([]client.Option{client.WithActorSystem(sys)}, opts...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		closing.Store(true)
-		assert.Zero(t, dead.Load(), "dead letters while the client ran")
-		assert.NoError(t, c.Close(context.Background()))
-		sys.EventStream.Unsubscribe(sub)
-		sys.Shutdown()
-	})
-	return c, sys
 }
 
 // keyActors asks the engine how many key actors are alive.
@@ -149,7 +122,7 @@ func awaitPassivated(t *testing.T, sys *actor.ActorSystem, c *client.Client, max
 // where it was before. What may stay is stated in perNameAllowance.
 func TestHundredThousandNamesReturnMemory(t *testing.T) {
 	srv := redistest.Start(t)
-	c, sys := scaleClient(t, srv, client.WithIdleTimeout(scaleIdle))
+	c, sys, _ := ownSystemClient(t, srv.Client(t), client.WithIdleTimeout(scaleIdle))
 
 	// Warm up: the connection pool grows to the workers' needs and the
 	// scripts are loaded, so the baseline is the started client at work,
