@@ -149,7 +149,7 @@ type pubsubCommandDone struct {
 // renewDone carries the results of one renewal tick: an outcome per
 // holding of Batch, and when the tick's calls were sent.
 type renewDone struct {
-	Batch    []renewal
+	Batch    []*registration
 	Sent     time.Time
 	Outcomes []renewOutcome
 	Err      error

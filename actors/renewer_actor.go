@@ -1,12 +1,10 @@
 package actors
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,21 +18,20 @@ const renewBatch = 1000
 
 // registration is one watchdog-mode holding the renewer keeps alive.
 type registration struct {
-	pid *actor.PID
+	// held and slot (held's hash slot on a cluster) never change, so a
+	// tick's Redis calls may read them off the actor.
+	held redisio.Held
+	slot int
+	pid  *actor.PID
 	// renewedAt is when the last renewal that succeeded was sent (at first,
 	// when the holding registered, which is before its acquire set the
 	// TTL). Redis keeps the lock at least until renewedAt + Watchdog.
 	renewedAt time.Time
 	// expired is set once the key actor was told the lock expired unrenewed.
 	expired bool
-	owner   string
-}
-
-// renewal is one holding in a tick's batch.
-type renewal struct {
-	Held  redisio.Held
-	Owner string
-	PID   *actor.PID
+	// ended is set once the holding is unregistered (or registered anew).
+	ended bool
+	owner string
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -52,8 +49,14 @@ const (
 // of each it could not renew for a whole watchdog timeout, which Redis has
 // then expired.
 type renewerActor struct {
-	cfg      *Config
-	regs     map[redisio.Held]*registration
+	cfg  *Config
+	regs map[redisio.Held]*registration
+	// order holds the registrations in the order they came: a tick goes
+	// through them in this fixed order (not map order, so a simulation
+	// seed replays) without sorting. Ended ones are dropped once they are
+	// half of it.
+	order    []*registration
+	ended    int
 	timer    clockTimer
 	inflight bool
 	io       sync.WaitGroup
@@ -73,9 +76,12 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "renewer")
 	switch m := ctx.Message().(type) {
 	case *register:
-		a.regs[m.Held] = &registration{pid: m.PID, owner: m.Owner, renewedAt: a.cfg.Clock.Now()}
+		a.register(m)
 	case *unregister:
-		delete(a.regs, m.Held)
+		if r := a.regs[m.Held]; r != nil {
+			delete(a.regs, m.Held)
+			a.end(r)
+		}
 	case *tick:
 		if a.timer.fired(m.Gen) {
 			a.expire(ctx)
@@ -96,6 +102,28 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	a.settle(ctx)
 }
 
+func (a *renewerActor) register(m *register) {
+	if old := a.regs[m.Held]; old != nil {
+		a.end(old)
+	}
+	r := &registration{held: m.Held, pid: m.PID, owner: m.Owner, renewedAt: a.cfg.Clock.Now()}
+	if a.cfg.Cluster {
+		r.slot = redisio.Slot(m.Held.Name)
+	}
+	a.regs[m.Held] = r
+	a.order = append(a.order, r)
+}
+
+// end marks r ended and drops the ended registrations from order once
+// they are half of it.
+func (a *renewerActor) end(r *registration) {
+	r.ended = true
+	if a.ended++; 2*a.ended >= len(a.order) {
+		a.order = slices.DeleteFunc(a.order, func(r *registration) bool { return r.ended })
+		a.ended = 0
+	}
+}
+
 // settle keeps the tick armed while there is something to renew. A tick
 // that finds nothing is simply not re-armed, so a lock taken and released
 // in a loop does not create and cancel a timer every time.
@@ -110,22 +138,17 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	if a.inflight || len(a.regs) == 0 {
 		return // the previous tick is still running; this one is skipped
 	}
-	batch := make([]renewal, 0, len(a.regs))
-	for h, r := range a.regs {
-		batch = append(batch, renewal{Held: h, Owner: r.owner, PID: r.pid})
-	}
-	// In a fixed order (not map order), so a simulation seed replays. On a
-	// cluster a script's keys must share a slot: the batch is ordered by
-	// slot first, so each call below takes one slot's locks.
-	cluster := a.cfg.Cluster
-	slices.SortFunc(batch, func(x, y renewal) int {
-		if cluster {
-			if c := redisio.Slot(x.Held.Name) - redisio.Slot(y.Held.Name); c != 0 {
-				return c
-			}
+	batch := make([]*registration, 0, len(a.regs))
+	for _, r := range a.order {
+		if !r.ended {
+			batch = append(batch, r)
 		}
-		return compareHeld(x.Held, y.Held)
-	})
+	}
+	if a.cfg.Cluster {
+		// A script's keys must share a slot on a cluster: the batch is
+		// ordered by slot, so each call below takes one slot's locks.
+		slices.SortStableFunc(batch, func(x, y *registration) int { return x.slot - y.slot })
+	}
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	sent := cfg.Clock.Now()
@@ -136,9 +159,8 @@ func (a *renewerActor) renew(ctx actor.Context) {
 		for start := 0; start < len(batch); {
 			end := min(start+renewBatch, len(batch))
 			if cfg.Cluster {
-				slot := redisio.Slot(batch[start].Held.Name)
 				for i := start + 1; i < end; i++ {
-					if redisio.Slot(batch[i].Held.Name) != slot {
+					if batch[i].slot != batch[start].slot {
 						end = i
 						break
 					}
@@ -146,7 +168,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			}
 			held := make([]redisio.Held, 0, end-start)
 			for _, r := range batch[start:end] {
-				held = append(held, r.Held)
+				held = append(held, r.held)
 			}
 			// A renewal helps as long as it lands within the lease it extends
 			// (sent at least a watchdog/3 after the last success). Its bound
@@ -181,9 +203,8 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 		a.cfg.Logger.Warn("warden: renewal failed; retrying next tick", slog.Any("err", d.Err))
 	}
 	for i, outcome := range d.Outcomes {
-		b := d.Batch[i]
-		reg := a.regs[b.Held]
-		if reg == nil || !reg.pid.Equal(b.PID) {
+		reg := d.Batch[i]
+		if reg.ended {
 			continue // unregistered meanwhile
 		}
 		switch outcome {
@@ -192,7 +213,7 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 				reg.renewedAt = d.Sent
 			}
 		case renewedGone:
-			ctx.Send(reg.pid, &renewalGone{Owner: b.Owner})
+			ctx.Send(reg.pid, &renewalGone{Owner: reg.owner})
 		}
 	}
 	a.expire(ctx)
@@ -204,21 +225,10 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 // when the lease runs out, not when the call gives up.
 func (a *renewerActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
-	var gone []redisio.Held
-	for h, reg := range a.regs {
-		if !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
-			gone = append(gone, h)
+	for _, reg := range a.order {
+		if !reg.ended && !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
+			reg.expired = true
+			ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
 		}
 	}
-	slices.SortFunc(gone, compareHeld)
-	for _, h := range gone {
-		reg := a.regs[h]
-		reg.expired = true
-		ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
-	}
-}
-
-// compareHeld orders holdings by name, then field.
-func compareHeld(x, y redisio.Held) int {
-	return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Field, y.Field))
 }
