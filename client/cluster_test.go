@@ -75,6 +75,12 @@ func (e *clusterEnv) shardSubscribers(t *testing.T, ch string) int64 {
 	return n[ch]
 }
 
+// listening reports, for wokenBy, whether ch has a subscriber on its
+// master.
+func (e *clusterEnv) listening(t *testing.T, ch string) func() bool {
+	return func() bool { return e.shardSubscribers(t, ch) == 1 }
+}
+
 // awaitShardSubscribers waits until ch has n subscribers on its master.
 func (e *clusterEnv) awaitShardSubscribers(t *testing.T, ch string, n int64) {
 	t.Helper()
@@ -142,18 +148,9 @@ func TestCluster(t *testing.T) {
 			name := e.nameOn(t, node, "handoff")
 			holder, waiter := holderClient.Lock(name), waiterClient.Lock(name)
 			require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling on the PTTL would take a minute")
-			acquired := make(chan time.Time, 1)
-			go func() {
-				if err := waiter.Lock(ctx); err == nil {
-					acquired <- time.Now()
-				}
-			}()
 			ch := redisio.LockChannel(name)
-			e.awaitShardSubscribers(t, ch, 1)
-			released := time.Now()
-			require.NoError(t, holder.Unlock(ctx))
-			at := await.Value(t, acquired, 5*time.Second, "the waiter, woken by the SPUBLISHed unlock")
-			assert.Less(t, at.Sub(released), promptly, "woken by sharded pub/sub on node %d, not by polling", node)
+			woke := wokenBy(t, waiter.Lock, e.listening(t, ch), holder.Unlock)
+			assert.Less(t, woke, promptly, "woken by sharded pub/sub on node %d, not by polling", node)
 			require.NoError(t, waiter.Unlock(ctx))
 			e.awaitShardSubscribers(t, ch, 0)
 		}
@@ -233,24 +230,21 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, writer.LockLease(ctx, time.Minute))
 		readerClient := e.newClient(t)
 		const n = 3
-		in := make(chan time.Time, n)
 		var readers []*client.Lock
+		var in []<-chan returned
 		for range n {
 			r := readerClient.ReadWriteLock(name).ReadLock()
 			readers = append(readers, r)
-			go func() {
-				if err := r.Lock(ctx); err == nil {
-					in <- time.Now()
-				}
-			}()
+			in = append(in, inBackground(t, r.Lock))
 		}
 		e.awaitShardSubscribers(t, redisio.RWChannel(name), 1)
 		time.Sleep(50 * time.Millisecond) // every reader refused and waiting
 		released := time.Now()
 		require.NoError(t, writer.Unlock(ctx))
-		for range n {
-			at := await.Value(t, in, 5*time.Second, "a reader")
-			assert.Less(t, at.Sub(released), promptly, "woken by the write unlock's message")
+		for _, ch := range in {
+			r := await.Value(t, ch, 5*time.Second, "a reader")
+			require.NoError(t, r.err)
+			assert.Less(t, r.at.Sub(released), promptly, "woken by the write unlock's message")
 		}
 		for _, r := range readers {
 			require.NoError(t, r.Unlock(ctx))
@@ -263,18 +257,11 @@ func TestCluster(t *testing.T) {
 		s := e.newClient(t).Semaphore(name)
 		set(t, s.TrySetPermits, 1)
 		require.NoError(t, s.Acquire(ctx, 1))
-		done := make(chan time.Time, 1)
-		go func() {
-			if err := s.Acquire(ctx, 1); err == nil {
-				done <- time.Now()
-			}
-		}()
-		e.awaitShardSubscribers(t, redisio.SemaphoreChannel(name), 1)
-		time.Sleep(50 * time.Millisecond) // refused and waiting
-		released := time.Now()
-		require.NoError(t, e.newClient(t).Semaphore(name).Release(ctx, 1))
-		at := await.Value(t, done, 5*time.Second, "Acquire after the release")
-		assert.Less(t, at.Sub(released), promptly, "woken by the release's message, not the look-again")
+		releaser := e.newClient(t).Semaphore(name)
+		woke := wokenBy(t, func(ctx context.Context) error { return s.Acquire(ctx, 1) },
+			e.listening(t, redisio.SemaphoreChannel(name)),
+			func(ctx context.Context) error { return releaser.Release(ctx, 1) })
+		assert.Less(t, woke, promptly, "woken by the release's message, not the look-again")
 		assert.Zero(t, get(t, s.AvailablePermits))
 	})
 
@@ -283,22 +270,19 @@ func TestCluster(t *testing.T) {
 		set(t, e.newClient(t).CountDownLatch(name).TrySetCount, 1)
 		waiter := e.newClient(t)
 		const n = 3
-		returned := make(chan time.Time, n)
+		counter := e.newClient(t).CountDownLatch(name)
+		var awaits []<-chan returned
 		for range n {
-			d := waiter.CountDownLatch(name)
-			go func() {
-				if err := d.Await(ctx); err == nil {
-					returned <- time.Now()
-				}
-			}()
+			awaits = append(awaits, inBackground(t, waiter.CountDownLatch(name).Await))
 		}
 		e.awaitShardSubscribers(t, redisio.LatchChannel(name), 1)
 		time.Sleep(50 * time.Millisecond) // every waiter refused and waiting
 		released := time.Now()
-		require.NoError(t, e.newClient(t).CountDownLatch(name).CountDown(ctx))
-		for range n {
-			at := await.Value(t, returned, 5*time.Second, "an Await")
-			assert.Less(t, at.Sub(released), promptly, "woken by the latch's zero message")
+		require.NoError(t, counter.CountDown(ctx))
+		for _, ch := range awaits {
+			r := await.Value(t, ch, 5*time.Second, "an Await")
+			require.NoError(t, r.err)
+			assert.Less(t, r.at.Sub(released), promptly, "woken by the latch's zero message")
 		}
 	})
 
@@ -327,12 +311,7 @@ func TestCluster(t *testing.T) {
 		slot, ch := redisio.Slot(name), redisio.LockChannel(name)
 		holder, waiter := e.newClient(t).Lock(name), e.newClient(t).Lock(name)
 		require.NoError(t, holder.LockLease(ctx, time.Minute))
-		acquired := make(chan time.Time, 1)
-		go func() {
-			if err := waiter.Lock(ctx); err == nil {
-				acquired <- time.Now()
-			}
-		}()
+		acquired := inBackground(t, waiter.Lock)
 		e.awaitShardSubscribers(t, ch, 1)
 		// Redis drops the channel's subscription with the slot; the engine
 		// subscribes it again on the slot's new master.
@@ -341,8 +320,9 @@ func TestCluster(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the retry on the new subscription's confirmation has run
 		released := time.Now()
 		require.NoError(t, holder.Unlock(ctx))
-		at := await.Value(t, acquired, 5*time.Second, "the waiter, woken on the slot's new master")
-		assert.Less(t, at.Sub(released), promptly, "woken by the message, not by polling")
+		r := await.Value(t, acquired, 5*time.Second, "the waiter, woken on the slot's new master")
+		require.NoError(t, r.err)
+		assert.Less(t, r.at.Sub(released), promptly, "woken by the message, not by polling")
 		require.NoError(t, waiter.Unlock(ctx))
 		e.awaitShardSubscribers(t, ch, 0)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -156,6 +158,49 @@ func set(t *testing.T, trySet func(context.Context, int64) (bool, error), n int6
 func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
 	t.Helper()
 	require.Eventually(t, cond, d, 2*time.Millisecond, msg)
+}
+
+// returned is when a call run by inBackground returned, and its error.
+type returned struct {
+	at  time.Time
+	err error
+}
+
+// inBackground runs call in a goroutine and returns the channel its return
+// comes on. At cleanup, before the clients the test made earlier close,
+// call's context is cancelled and the goroutine waited for: a call the
+// test left blocked (it failed early) does not outlive it.
+func inBackground(t *testing.T, call func(context.Context) error) <-chan returned {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan returned, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := call(ctx)
+		done <- returned{time.Now(), err}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return done
+}
+
+// wokenBy measures how soon a message wakes a waiter: it starts wait, a
+// call that blocks until release, in the background; waits until
+// listening reports that it listens on its channel, and 50 ms more for
+// its attempt after subscribing to come back refused; runs release; and
+// returns how long after it wait returned. It fails t if wait fails or
+// takes more than 5 s.
+func wokenBy(t *testing.T, wait func(context.Context) error, listening func() bool, release func(context.Context) error) time.Duration {
+	t.Helper()
+	done := inBackground(t, wait)
+	eventually(t, 5*time.Second, listening, "the waiter listens on its channel")
+	time.Sleep(50 * time.Millisecond)
+	released := time.Now()
+	require.NoError(t, release(context.Background()))
+	r := await.Value(t, done, 5*time.Second, "the waiter, after the release")
+	require.NoError(t, r.err)
+	return r.at.Sub(released)
 }
 
 // realBenchClient starts a Client with default settings for a benchmark.

@@ -106,12 +106,11 @@ func TestFencedLockWaiterWakesOnUnlock(t *testing.T) {
 		plain := c.Lock("fenced:shared")
 		require.NoError(t, plain.Lock(ctx))
 		f := c.FencedLock("fenced:shared")
-		got := make(chan int64, 1)
-		go func() {
-			token, err := f.LockToken(ctx)
-			assert.NoError(t, err)
-			got <- token
-		}()
+		var token int64 // written before got receives
+		got := inBackground(t, func(ctx context.Context) (err error) {
+			token, err = f.LockToken(ctx)
+			return err
+		})
 		e.advance(50 * time.Millisecond)
 		select {
 		case <-got:
@@ -119,7 +118,8 @@ func TestFencedLockWaiterWakesOnUnlock(t *testing.T) {
 		default:
 		}
 		require.NoError(t, plain.Unlock(ctx))
-		token, _ := awaitWhileTime(t, e, got, 5*time.Second, "the fenced waiter")
+		r, _ := awaitWhileTime(t, e, got, 5*time.Second, "the fenced waiter")
+		require.NoError(t, r.err)
 		assert.Positive(t, token)
 		require.NoError(t, f.Unlock(ctx))
 	})

@@ -30,14 +30,13 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 			}
 			holder, waiter := lock(), lock()
 			require.NoError(t, holder.Lock(ctx))
-			got := make(chan error, 1)
-			go func() { got <- waiter.Lock(ctx) }()
+			got := inBackground(t, waiter.Lock)
 			eventually(t, 5*time.Second, func() bool {
 				return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{handoff}").Val()["redisson_lock__channel:{handoff}"] == 1
 			}, "the waiter waits")
 			require.NoError(t, holder.Unlock(ctx))
 			assert.Equal(t, "1", e.rdb.HGet(ctx, "handoff", waiter.Owner()).Val(), "held by the waiter as Unlock returns")
-			require.NoError(t, await.Value(t, got, 5*time.Second, "the waiter's Lock"))
+			require.NoError(t, await.Value(t, got, 5*time.Second, "the waiter's Lock").err)
 			assert.Equal(t, 1, get(t, waiter.HoldCount))
 			require.NoError(t, waiter.Unlock(ctx))
 			assert.Zero(t, e.rdb.Exists(ctx, "handoff").Val())

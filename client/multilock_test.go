@@ -72,16 +72,15 @@ func TestMultiLockWaitsForAMember(t *testing.T) {
 	blocker := clients[1].Lock("multi:w")
 	require.NoError(t, blocker.Lock(ctx))
 	m := client.NewMultiLock(members(clients, "multi:w")...)
-	done := make(chan error, 1)
-	go func() { done <- m.Lock(ctx) }()
+	done := inBackground(t, m.Lock)
 	time.Sleep(200 * time.Millisecond)
 	select {
-	case err := <-done:
-		t.Fatalf("locked while a member was held elsewhere: %v", err)
+	case r := <-done:
+		t.Fatalf("locked while a member was held elsewhere: %v", r.err)
 	default:
 	}
 	require.NoError(t, blocker.Unlock(ctx))
-	require.NoError(t, await.Value(t, done, 5*time.Second, "the MultiLock"))
+	require.NoError(t, await.Value(t, done, 5*time.Second, "the MultiLock").err)
 	require.NoError(t, m.Unlock(ctx))
 }
 

@@ -243,18 +243,16 @@ func TestSlowNetwork(t *testing.T) {
 	blocker := fast.Lock("slow:wait")
 	require.NoError(t, blocker.LockLease(ctx, time.Minute))
 	waiter := c.Lock("slow:wait")
-	got := make(chan time.Time, 1)
-	go func() {
-		assert.NoError(t, waiter.Lock(ctx))
-		got <- time.Now()
-	}()
+	got := inBackground(t, waiter.Lock)
 	eventually(t, 10*time.Second, func() bool {
 		return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{slow:wait}").Val()["redisson_lock__channel:{slow:wait}"] == 1
 	}, "the slow waiter listens")
 	time.Sleep(500 * time.Millisecond) // its refused attempt has come back
 	unlocked := time.Now()
 	require.NoError(t, blocker.Unlock(ctx))
-	woke := await.Value(t, got, 10*time.Second, "the slow waiter").Sub(unlocked)
+	r := await.Value(t, got, 10*time.Second, "the slow waiter")
+	require.NoError(t, r.err)
+	woke := r.at.Sub(unlocked)
 	t.Logf("lock through 200 ms latency took %v; waiter woken %v after the unlock", lockTook.Round(time.Millisecond),
 		woke.Round(time.Millisecond))
 	assert.Less(t, woke, 3*time.Second, "woken by the message, not by a lease running out")
@@ -399,12 +397,8 @@ func TestOnlyThePubSubConnectionDropped(t *testing.T) {
 			holder := e.newClient(t).Lock(name)
 			require.NoError(t, holder.LockLease(ctx, 20*time.Second))
 			waiter := c.Lock(name)
-			got := make(chan time.Time, 1)
 			attempts := scriptRuns(t, e.rdb)
-			go func() {
-				assert.NoError(t, waiter.Lock(ctx))
-				got <- time.Now()
-			}()
+			got := inBackground(t, waiter.Lock)
 			eventually(t, 5*time.Second, func() bool { return listening() == 1 }, "the waiter listens")
 			// Its attempt after subscribing has run and been refused, so no
 			// attempt of the waiter can come after the unlock and win.
@@ -427,14 +421,16 @@ func TestOnlyThePubSubConnectionDropped(t *testing.T) {
 			commandTook := time.Since(start)
 			time.Sleep(300 * time.Millisecond)
 			select {
-			case <-got:
-				t.Fatal("the waiter acquired while its pub/sub connection was down")
+			case w := <-got:
+				t.Fatalf("the waiter returned while its pub/sub connection was down: %v", w.err)
 			default:
 			}
 
 			f.restore(t, r.proxy)
 			restored := time.Now()
-			recovered := await.Value(t, got, 10*time.Second, "the waiter, after the pub/sub reconnect").Sub(restored)
+			w := await.Value(t, got, 10*time.Second, "the waiter, after the pub/sub reconnect")
+			require.NoError(t, w.err)
+			recovered := w.at.Sub(restored)
 			t.Logf("%s: drop logged %s after it; lock+unlock of another name during the outage took %v; after the restore: reconnect logged %s, waiter acquired %v (holder's lease 20 s); pub/sub dials %d, command dials %d before the drop and %d after",
 				f.name, logs.since("pub/sub connection lost", dropped), commandTook.Round(time.Millisecond),
 				logs.since("pub/sub connection restored", restored), recovered.Round(time.Millisecond),
