@@ -194,7 +194,7 @@ func Run(o Options) (*Result, error) {
 		for _, cl := range clients {
 			cl.stop()
 		}
-		w.free.Wait()
+		w.goroutines.Wait()
 	}()
 	for _, cl := range clients {
 		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, clock: &clientClock{w: w, cl: cl}}

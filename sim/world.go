@@ -2,7 +2,6 @@ package sim
 
 import (
 	"container/heap"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -49,10 +48,10 @@ func (h *eventHeap) Pop() any {
 // run on a goroutine of its own but only while the driver waits for it, so
 // exactly one goroutine of the simulation runs at a time.
 type job struct {
-	cl      *client
-	fn      func()
-	resume  chan struct{}
-	started bool
+	cl *client
+	fn func()
+	// resume hands a parked job the baton again; nil until the job starts.
+	resume chan struct{}
 }
 
 // world is one simulation's scheduler: the simulated time, the events to
@@ -74,7 +73,9 @@ type world struct {
 	// teardown is set once the run is over: work then runs freely on
 	// goroutines of its own, calls fail at once, so every engine can stop.
 	teardown atomic.Bool
-	free     sync.WaitGroup
+	// goroutines counts every goroutine the world started: the jobs', and
+	// work run freely after the run.
+	goroutines sync.WaitGroup
 }
 
 func newWorld(seed int64, tr *trace) *world {
@@ -106,11 +107,7 @@ func (w *world) after(d time.Duration, cl *client, fire func()) *event {
 // goroutine of its own.
 func (w *world) schedule(cl *client, fn func()) {
 	if w.teardown.Load() {
-		w.free.Add(1)
-		go func() {
-			defer w.free.Done()
-			fn()
-		}()
+		w.goroutines.Go(fn)
 		return
 	}
 	w.runnable = append(w.runnable, &job{cl: cl, fn: fn})
@@ -140,15 +137,14 @@ func (w *world) ready(j *job) {
 // runJob hands the baton to j until it ends or parks.
 func (w *world) runJob(j *job) {
 	w.current = j
-	if !j.started {
-		j.started = true
-		j.resume = make(chan struct{})
-		go func() {
+	if j.resume == nil {
+		j.resume = make(chan struct{}, 1)
+		w.goroutines.Go(func() {
 			j.fn()
 			if !w.teardown.Load() {
 				w.yield <- struct{}{}
 			}
-		}()
+		})
 	} else {
 		j.resume <- struct{}{}
 	}
@@ -213,7 +209,8 @@ func (w *world) runs(cl *client) bool {
 }
 
 // stop ends the run: from now on work runs freely, and every parked job is
-// resumed (its call then fails) so that the engines can be stopped.
+// resumed (its call then fails) so that the engines can be stopped. Wait
+// for w.goroutines once they are.
 func (w *world) stop() {
 	w.teardown.Store(true)
 	for j := range w.parked {
@@ -221,12 +218,8 @@ func (w *world) stop() {
 	}
 	w.parked = nil
 	for _, j := range w.runnable {
-		if j.started {
-			w.free.Add(1)
-			go func() {
-				defer w.free.Done()
-				j.resume <- struct{}{}
-			}()
+		if j.resume != nil {
+			j.resume <- struct{}{} // buffered: it never blocks
 		} else {
 			w.schedule(j.cl, j.fn)
 		}
@@ -249,5 +242,3 @@ func (w *world) jitter(lo, hi time.Duration) time.Duration {
 func (w *world) chance(p float64) bool {
 	return p > 0 && w.rng.Float64() < p
 }
-
-func (w *world) String() string { return fmt.Sprintf("t=%v", w.now) }
