@@ -99,23 +99,15 @@ func TestCluster(t *testing.T) {
 			l, other := c.Lock(name), c.Lock(name)
 			require.NoError(t, l.Lock(ctx))
 			require.True(t, tryLock(t, l), "the owner re-enters")
-			n, err := l.HoldCount(ctx)
-			require.NoError(t, err)
-			assert.Equal(t, 2, n)
+			assert.Equal(t, 2, get(t, l.HoldCount))
 			assert.Equal(t, "2", e.rdb.HGet(ctx, name, l.Owner()).Val(), "Redis count matches on node %d", node)
 			assert.False(t, tryLock(t, other), "another owner is refused")
 
 			require.NoError(t, l.Unlock(ctx))
-			held, err := l.IsHeld(ctx)
-			require.NoError(t, err)
-			assert.True(t, held, "still held once")
-			ttl, err := l.RemainTTL(ctx)
-			require.NoError(t, err)
-			assert.Greater(t, ttl, clusterWatchdog/2)
+			assert.True(t, get(t, l.IsHeld), "still held once")
+			assert.Greater(t, get(t, l.RemainTTL), clusterWatchdog/2)
 			require.NoError(t, l.Unlock(ctx))
-			locked, err := l.IsLocked(ctx)
-			require.NoError(t, err)
-			assert.False(t, locked)
+			assert.False(t, get(t, l.IsLocked))
 			require.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld)
 
 			require.True(t, tryLock(t, other), "free after the last unlock")
@@ -169,12 +161,8 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(4 * watchdog) // renewals (every watchdog/3) must keep all alive
 		for _, l := range locks {
-			held, err := l.IsHeld(ctx)
-			require.NoError(t, err)
-			require.True(t, held, "%s renewed across four watchdog timeouts", l.Name())
-			ttl, err := l.RemainTTL(ctx)
-			require.NoError(t, err)
-			assert.Greater(t, ttl, watchdog/3, l.Name())
+			require.True(t, get(t, l.IsHeld), "%s renewed across four watchdog timeouts", l.Name())
+			assert.Greater(t, get(t, l.RemainTTL), watchdog/3, l.Name())
 			select {
 			case <-l.Lost():
 				t.Fatalf("%s reported lost", l.Name())

@@ -50,30 +50,20 @@ func TestSentinelLock(t *testing.T) {
 	holder, waiter := holderClient.Lock("sentinel-lock"), waiterClient.Lock("sentinel-lock")
 
 	require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling on the PTTL would take a minute")
-	ok, err := holder.TryLock(ctx)
-	require.NoError(t, err)
-	require.True(t, ok, "the owner re-enters")
+	require.True(t, tryLock(t, holder), "the owner re-enters")
 	assert.Equal(t, "2", master.HGet(ctx, "sentinel-lock", holder.Owner()).Val(), "on the master")
-	ok, err = waiter.TryLock(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "another client is refused")
+	require.False(t, tryLock(t, waiter), "another client is refused")
 	require.NoError(t, holder.Unlock(ctx))
-	n, err := holder.HoldCount(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
+	assert.Equal(t, 1, get(t, holder.HoldCount))
 
 	const channel = "redisson_lock__channel:{sentinel-lock}"
 	woke := wokenBy(t, waiter.Lock, func() bool {
 		return master.PubSubNumSub(ctx, channel).Val()[channel] == 1 // the waiter subscribes on the master
 	}, holder.Unlock)
 	assert.Less(t, woke, 2*time.Second, "woken by pub/sub, not by the minute-long lease")
-	ok, err = holder.TryLock(ctx)
-	require.NoError(t, err)
-	assert.False(t, ok, "the woken waiter holds it")
+	assert.False(t, tryLock(t, holder), "the woken waiter holds it")
 	require.NoError(t, waiter.Unlock(ctx))
-	locked, err := holder.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked)
+	assert.False(t, get(t, holder.IsLocked))
 }
 
 // With replica sync the acquire is on the replica when Lock returns, so a
@@ -102,20 +92,12 @@ func TestSentinelFailoverKeepsASyncedLock(t *testing.T) {
 
 	assert.Equal(t, "1", s.Master().Client(t).HGet(ctx, "synced-failover", holder.Owner()).Val(),
 		"on the new master")
-	ok, err := other.TryLock(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "another client is refused on the new master")
+	require.False(t, tryLock(t, other), "another client is refused on the new master")
 
 	time.Sleep(time.Until(oldLeaseEnd) + 300*time.Millisecond) // let the old lease run out
-	held, err := holder.IsHeld(ctx)
-	require.NoError(t, err)
-	require.True(t, held, "renewed on the new master past the lease it had when the master died")
-	ttl, err := holder.RemainTTL(ctx)
-	require.NoError(t, err)
-	assert.Greater(t, ttl, failoverWatchdog/3, "renewed")
-	ok, err = other.TryLock(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "still refused after the old lease")
+	require.True(t, get(t, holder.IsHeld), "renewed on the new master past the lease it had when the master died")
+	assert.Greater(t, get(t, holder.RemainTTL), failoverWatchdog/3, "renewed")
+	require.False(t, tryLock(t, other), "still refused after the old lease")
 	requireOpen(t, lost, "a lock the failover kept reported lost")
 
 	// The new master has no replica left: the unlock is not acknowledged,
@@ -126,9 +108,7 @@ func TestSentinelFailoverKeepsASyncedLock(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 	t.Logf("unlock on the replica-less new master took %v", time.Since(unlockStart))
 	requireOpen(t, lost, "the holding was reported lost")
-	ok, err = other.TryLock(ctx)
-	require.NoError(t, err)
-	require.True(t, ok, "free after the unlock")
+	require.True(t, tryLock(t, other), "free after the unlock")
 	require.NoError(t, other.Unlock(ctx))
 }
 
@@ -155,14 +135,10 @@ func TestSentinelFailoverWithoutReplicaSync(t *testing.T) {
 	require.NoError(t, err)
 	if !ok {
 		t.Logf("failover took %v; outcome: the lock survived (on the promoted replica: %v)", took, onReplica)
-		held, err := holder.IsHeld(ctx)
-		require.NoError(t, err)
-		require.True(t, held, "refused to others, so held by its owner")
+		require.True(t, get(t, holder.IsHeld), "refused to others, so held by its owner")
 		requireOpen(t, lost, "a lock the failover kept reported lost")
 		require.NoError(t, holder.Unlock(ctx))
-		ok, err = other.TryLock(ctx)
-		require.NoError(t, err)
-		require.True(t, ok, "free after the unlock")
+		require.True(t, tryLock(t, other), "free after the unlock")
 		require.NoError(t, other.Unlock(ctx))
 		return
 	}
@@ -173,8 +149,6 @@ func TestSentinelFailoverWithoutReplicaSync(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, errors.Is(err, client.ErrNotHeld) || errors.Is(err, client.ErrLockLost),
 		"the holder's unlock reports the loss: %v", err)
-	held, err := other.IsHeld(ctx)
-	require.NoError(t, err)
-	require.True(t, held, "the holder's unlock did not free the new holder's lock")
+	require.True(t, get(t, other.IsHeld), "the holder's unlock did not free the new holder's lock")
 	require.NoError(t, other.Unlock(ctx))
 }
