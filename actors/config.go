@@ -45,6 +45,8 @@ type Config struct {
 	// holdings numbers the engine's holdings, unique across its key actors
 	// and their lifetimes. RootProps sets it.
 	holdings *atomic.Uint64
+	// keyActorMade, when set (by tests), sees every key actor made.
+	keyActorMade func(*keyActor)
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context

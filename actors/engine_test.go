@@ -242,14 +242,13 @@ func TestIdleKeyActorsArePassivated(t *testing.T) {
 // callbacks name.
 func TestPassivatedKeyActorsAreFreed(t *testing.T) {
 	var live atomic.Int64
-	keyActorMade = func(a *keyActor) {
-		live.Add(1)
-		runtime.AddCleanup(a, func(*atomic.Int64) { live.Add(-1) }, &live)
-	}
-	t.Cleanup(func() { keyActorMade = nil })
 	e := startEngine(t, redistest.Start(t).Client(t), func(c *Config) {
 		c.Clock = clockwork.NewRealClock()
 		c.IdleTimeout = 50 * time.Millisecond
+		c.keyActorMade = func(a *keyActor) {
+			live.Add(1)
+			runtime.AddCleanup(a, func(*atomic.Int64) { live.Add(-1) }, &live)
+		}
 	})
 	const names = 2000
 	for i := range names {

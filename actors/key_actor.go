@@ -153,9 +153,6 @@ type keyActor struct {
 
 var _ actor.Actor = (*keyActor)(nil)
 
-// keyActorMade, when set (by tests), sees every key actor made.
-var keyActorMade func(*keyActor)
-
 func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		a := &keyActor{
@@ -171,8 +168,8 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       clockTimer{clock: cfg.Clock},
 		}
-		if keyActorMade != nil {
-			keyActorMade(a)
+		if cfg.keyActorMade != nil {
+			cfg.keyActorMade(a)
 		}
 		return a
 	}, actor.WithDispatcher(cfg.Workers))
