@@ -287,9 +287,7 @@ func TestCluster(t *testing.T) {
 				for i, c := range clients {
 					locks[i] = c.Lock(name)
 				}
-				contend(t, len(locks), 25, 1,
-					func(i int) error { return locks[i].Lock(ctx) },
-					func(i int) error { return locks[i].Unlock(ctx) })
+				contendLocks(t, locks, 25)
 			})
 		}
 	})

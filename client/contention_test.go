@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,4 +73,17 @@ func contend(t *testing.T, n, iterations int, limit int32, acquire, release func
 	assert.Equal(t, n*iterations, counter)
 	assert.LessOrEqual(t, h.max.Load(), limit, "never more holders than the limit")
 	assert.Positive(t, h.max.Load())
+}
+
+// contendLocks runs contend with one contender per lock, each taking its
+// lock (Lock, Unlock) iterations times, one holder at a time.
+func contendLocks[L interface {
+	Lock(context.Context) error
+	Unlock(context.Context) error
+}](t *testing.T, locks []L, iterations int) {
+	t.Helper()
+	ctx := context.Background()
+	contend(t, len(locks), iterations, 1,
+		func(i int) error { return locks[i].Lock(ctx) },
+		func(i int) error { return locks[i].Unlock(ctx) })
 }

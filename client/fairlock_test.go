@@ -71,14 +71,11 @@ func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
 
 func TestFairLockContention(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
 		locks := make([]*client.Lock, 6)
 		for i := range locks {
 			locks[i] = e.newClient(t).FairLock("fair-contention")
 		}
-		contend(t, len(locks), 40, 1,
-			func(i int) error { return locks[i].Lock(ctx) },
-			func(i int) error { return locks[i].Unlock(ctx) })
+		contendLocks(t, locks, 40)
 	})
 }
 

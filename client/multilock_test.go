@@ -147,7 +147,6 @@ func TestMultiLockExactlyOneWinner(t *testing.T) {
 // nor overlap.
 func TestMultiLockContentionOppositeOrders(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
 	locks := make([]*client.MultiLock, 4)
 	for i := range locks {
 		ms := members(clients, "multi:c")
@@ -156,9 +155,7 @@ func TestMultiLockContentionOppositeOrders(t *testing.T) {
 		}
 		locks[i] = client.NewMultiLock(ms...)
 	}
-	contend(t, len(locks), 10, 1,
-		func(i int) error { return locks[i].Lock(ctx) },
-		func(i int) error { return locks[i].Unlock(ctx) })
+	contendLocks(t, locks, 10)
 }
 
 // A fixed lease applies to every member.

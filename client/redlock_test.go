@@ -80,14 +80,11 @@ func TestRedLockFailsWithTwoNodesHeldElsewhere(t *testing.T) {
 // counter, never two inside at once.
 func TestRedLockCounterOnFiveNodes(t *testing.T) {
 	_, clients := nodes(t, 5)
-	ctx := context.Background()
 	locks := make([]*client.RedLock, 10)
 	for i := range locks {
 		locks[i] = client.NewRedLock(members(clients, "red:counter")...)
 	}
-	contend(t, len(locks), 5, 1,
-		func(i int) error { return locks[i].Lock(ctx) },
-		func(i int) error { return locks[i].Unlock(ctx) })
+	contendLocks(t, locks, 5)
 }
 
 // Validity counts the time the acquire took: a slow master shrinks it by
