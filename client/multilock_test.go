@@ -15,12 +15,12 @@ import (
 )
 
 // nodes starts n independent redis-servers, each with its own client.
-func nodes(t *testing.T, n int) ([]*env, []*client.Client) {
+func nodes(t *testing.T, n int, opts ...client.Option) ([]*env, []*client.Client) {
 	envs := make([]*env, n)
 	clients := make([]*client.Client, n)
 	for i := range n {
 		envs[i] = realEnv(t)
-		clients[i] = envs[i].newClient(t)
+		clients[i] = envs[i].newClient(t, opts...)
 	}
 	return envs, clients
 }
