@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,34 +178,8 @@ func TestCluster(t *testing.T) {
 		clients := []*client.Client{e.newClient(t), e.newClient(t)}
 		holder := clients[0].FairLock(name)
 		require.NoError(t, holder.Lock(ctx))
-		var mu sync.Mutex
-		var order []int
-		var wg sync.WaitGroup
-		for i := range 4 {
-			l := clients[i%2].FairLock(name)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := l.Lock(ctx); err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				order = append(order, i)
-				mu.Unlock()
-				if err := l.Unlock(ctx); err != nil {
-					t.Error(err)
-				}
-			}()
-			owner := l.Owner()
-			eventually(t, 5*time.Second, func() bool {
-				return e.rdb.LPos(ctx, redisio.FairQueueKey(name), owner, redis.LPosArgs{}).Err() == nil
-			}, "waiter queued")
-		}
-		released := time.Now()
-		require.NoError(t, holder.Unlock(ctx))
-		await.Group(t, &wg, 10*time.Second, "the fair waiters")
-		assert.Less(t, time.Since(released), 4*promptly, "each woken on its own channel")
+		order, took := fairOrder(t, e.rdb, clients, holder, 4)
+		assert.Less(t, took, 4*promptly, "each woken on its own channel")
 		assert.Equal(t, []int{0, 1, 2, 3}, order, "acquired in arrival order")
 		assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey(name)).Val())
 		assert.Zero(t, e.rdb.Exists(ctx, redisio.FairTimeoutKey(name)).Val())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,16 +25,27 @@ func testFairLockOrder(t *testing.T, e *env) {
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	holder := clients[0].FairLock("fair-order")
 	require.NoError(t, holder.Lock(ctx))
+	order, _ := fairOrder(t, e.rdb, clients, holder, 8)
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "acquired in arrival order")
+	assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey("fair-order"), redisio.FairTimeoutKey("fair-order")).Val(),
+		"queue and deadlines empty at the end")
+}
 
-	const contenders = 8
+// fairOrder queues n waiters on the fair lock that holder holds, waiter i
+// on clients[i%len(clients)], each once the one before has its place in
+// the queue; each takes the lock, notes its i and releases it. Then holder
+// unlocks. It returns the order the waiters took the lock in and how long
+// after the unlock the last one was done.
+func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder *client.Lock, n int) ([]int, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	name := holder.Name()
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
-	for i := range contenders {
-		l := clients[i%2].FairLock("fair-order")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i := range n {
+		l := clients[i%len(clients)].FairLock(name)
+		wg.Go(func() {
 			if err := l.Lock(ctx); err != nil {
 				t.Error(err)
 				return
@@ -45,14 +57,15 @@ func testFairLockOrder(t *testing.T, e *env) {
 			if err := l.Unlock(ctx); err != nil {
 				t.Error(err)
 			}
-		}()
-		time.Sleep(50 * time.Millisecond) // arrivals 50 ms apart
+		})
+		eventually(t, 5*time.Second, func() bool {
+			return rdb.LPos(ctx, redisio.FairQueueKey(name), l.Owner(), redis.LPosArgs{}).Err() == nil
+		}, "waiter queued")
 	}
+	released := time.Now()
 	require.NoError(t, holder.Unlock(ctx))
-	await.Group(t, &wg, 30*time.Second, "the fair contenders")
-	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "acquired in arrival order")
-	assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey("fair-order"), redisio.FairTimeoutKey("fair-order")).Val(),
-		"queue and deadlines empty at the end")
+	await.Group(t, &wg, 30*time.Second, "the fair waiters")
+	return order, time.Since(released)
 }
 
 func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
