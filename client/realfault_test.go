@@ -113,9 +113,11 @@ func (r *faultRun) leave() {
 	r.mu.Unlock()
 }
 
-// contendUntil runs workers on clients until stop closes; a failed call
-// (Redis down) is counted and tried again.
-func (r *faultRun) contendUntil(t *testing.T, clients []*client.Client, name string, perClient int, stop <-chan struct{}) *sync.WaitGroup {
+// contend runs workers on clients until the stop it returns is called,
+// which waits for them; cleanup calls it too, before the clients close.
+// A failed call (Redis down) is counted and tried again.
+func (r *faultRun) contend(t *testing.T, clients []*client.Client, name string, perClient int) (stop func()) {
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		for range perClient {
@@ -125,7 +127,7 @@ func (r *faultRun) contendUntil(t *testing.T, clients []*client.Client, name str
 				l := c.Lock(name)
 				for {
 					select {
-					case <-stop:
+					case <-done:
 						return
 					default:
 					}
@@ -149,7 +151,15 @@ func (r *faultRun) contendUntil(t *testing.T, clients []*client.Client, name str
 			}()
 		}
 	}
-	return &wg
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			await.Group(t, &wg, 10*time.Second, "the workers")
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // kill -9 of Redis during a contention run, restarted with its data lost:
@@ -160,8 +170,7 @@ func TestRedisKilledDuringContention(t *testing.T) {
 	e := realEnv(t)
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	var r faultRun
-	stop := make(chan struct{})
-	wg := r.contendUntil(t, clients, "killed", 3, stop)
+	stop := r.contend(t, clients, "killed", 3)
 	time.Sleep(time.Second)
 	before := r.taken.Load()
 	killedAt := time.Now()
@@ -172,8 +181,7 @@ func TestRedisKilledDuringContention(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return r.lastTaken.Load() > restarted.UnixNano() }, "acquisitions resume")
 	recovered := time.Unix(0, r.lastTaken.Load()).Sub(restarted)
 	time.Sleep(time.Second)
-	close(stop)
-	await.Group(t, wg, 10*time.Second, "the workers")
+	stop()
 
 	window := restarted.Add(watchdog) // a holder is told within a renewal period; a watchdog is ample
 	r.mu.Lock()
