@@ -192,20 +192,14 @@ func TestCluster(t *testing.T) {
 		readerClient := e.newClient(t)
 		const n = 3
 		var readers []*client.Lock
-		var in []<-chan returned
+		var waits []func(context.Context) error
 		for range n {
 			r := readerClient.ReadWriteLock(name).ReadLock()
 			readers = append(readers, r)
-			in = append(in, inBackground(t, r.Lock))
+			waits = append(waits, r.Lock)
 		}
-		e.awaitShardSubscribers(t, redisio.RWChannel(name), 1)
-		time.Sleep(50 * time.Millisecond) // every reader refused and waiting
-		released := time.Now()
-		require.NoError(t, writer.Unlock(ctx))
-		for _, ch := range in {
-			r := await.Value(t, ch, 5*time.Second, "a reader")
-			require.NoError(t, r.err)
-			assert.Less(t, r.at.Sub(released), promptly, "woken by the write unlock's message")
+		for _, woke := range wokenAll(t, waits, e.listening(t, redisio.RWChannel(name)), writer.Unlock) {
+			assert.Less(t, woke, promptly, "woken by the write unlock's message")
 		}
 		for _, r := range readers {
 			require.NoError(t, r.Unlock(ctx))
@@ -232,18 +226,12 @@ func TestCluster(t *testing.T) {
 		waiter := e.newClient(t)
 		const n = 3
 		counter := e.newClient(t).CountDownLatch(name)
-		var awaits []<-chan returned
+		var awaits []func(context.Context) error
 		for range n {
-			awaits = append(awaits, inBackground(t, waiter.CountDownLatch(name).Await))
+			awaits = append(awaits, waiter.CountDownLatch(name).Await)
 		}
-		e.awaitShardSubscribers(t, redisio.LatchChannel(name), 1)
-		time.Sleep(50 * time.Millisecond) // every waiter refused and waiting
-		released := time.Now()
-		require.NoError(t, counter.CountDown(ctx))
-		for _, ch := range awaits {
-			r := await.Value(t, ch, 5*time.Second, "an Await")
-			require.NoError(t, r.err)
-			assert.Less(t, r.at.Sub(released), promptly, "woken by the latch's zero message")
+		for _, woke := range wokenAll(t, awaits, e.listening(t, redisio.LatchChannel(name)), counter.CountDown) {
+			assert.Less(t, woke, promptly, "woken by the latch's zero message")
 		}
 	})
 

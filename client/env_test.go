@@ -193,14 +193,28 @@ func inBackground(t *testing.T, call func(context.Context) error) <-chan returne
 // takes more than 5 s.
 func wokenBy(t *testing.T, wait func(context.Context) error, listening func() bool, release func(context.Context) error) time.Duration {
 	t.Helper()
-	done := inBackground(t, wait)
-	eventually(t, 5*time.Second, listening, "the waiter listens on its channel")
+	return wokenAll(t, []func(context.Context) error{wait}, listening, release)[0]
+}
+
+// wokenAll is wokenBy for several waiters of one client (listening sees
+// them as one): it returns how long after release each returned.
+func wokenAll(t *testing.T, waits []func(context.Context) error, listening func() bool, release func(context.Context) error) []time.Duration {
+	t.Helper()
+	var done []<-chan returned
+	for _, wait := range waits {
+		done = append(done, inBackground(t, wait))
+	}
+	eventually(t, 5*time.Second, listening, "the waiters listen on their channel")
 	time.Sleep(50 * time.Millisecond)
 	released := time.Now()
 	require.NoError(t, release(context.Background()))
-	r := await.Value(t, done, 5*time.Second, "the waiter, after the release")
-	require.NoError(t, r.err)
-	return r.at.Sub(released)
+	woke := make([]time.Duration, len(done))
+	for i, ch := range done {
+		r := await.Value(t, ch, 5*time.Second, "a waiter, after the release")
+		require.NoError(t, r.err)
+		woke[i] = r.at.Sub(released)
+	}
+	return woke
 }
 
 // realBenchClient starts a Client with default settings for a benchmark.
