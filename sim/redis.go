@@ -172,28 +172,37 @@ func (h hook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipeli
 
 // call is one command or pipeline of a client, in flight.
 type call struct {
-	cl    *client
-	cmds  []redis.Cmder
-	job   *job
-	start time.Duration
-	// timeout is when the caller gives up, as its context says.
-	timeout time.Duration
-	epoch   int
-	done    bool
-	err     error
+	cl   *client
+	cmds []redis.Cmder
+	job  *job
+	// deadline is when the caller gives up, as its context says.
+	deadline time.Duration
+	epoch    int
+	done     bool
+	err      error
 }
 
-// callTimeout reads the caller's bound from its context. Its deadline is on
-// the wall clock, set a moment before: rounded up to 100 ms it is the bound
-// the engine asked for, whatever the moment was.
-func callTimeout(ctx context.Context) time.Duration {
+// deadline is when the running job's call with ctx gives up, in simulated
+// time. The context's deadline is on the wall clock, set by the engine a
+// moment before the job's first call with it: the time left, rounded up to
+// 100 ms, is the bound the engine asked for (IOTimeout; a renewal's two
+// thirds of the watchdog, with the default watchdog) whenever that moment
+// was under 100 ms of wall time. The job keeps the bound in simulated time,
+// so that a later call with the same context (a script's EVAL after
+// NOSCRIPT), made after the driver spent any wall time on other work, has
+// what is left of it, as on a real clock.
+func (r *redisSim) deadline(ctx context.Context) time.Duration {
+	w := r.w
 	dl, ok := ctx.Deadline()
 	if !ok {
-		return redisio.IOTimeout
+		return w.now + redisio.IOTimeout
 	}
-	left := time.Until(dl)
-	const grain = 100 * time.Millisecond
-	return max(grain, (left+grain-1)/grain*grain)
+	if j := w.current; !j.ctxDeadline.Equal(dl) {
+		const grain = 100 * time.Millisecond
+		left := time.Until(dl)
+		j.ctxDeadline, j.simDeadline = dl, w.now+max(grain, (left+grain-1)/grain*grain)
+	}
+	return w.current.simDeadline
 }
 
 // call sends cmds and parks the calling job until the reply or the failure
@@ -203,7 +212,7 @@ func (r *redisSim) call(ctx context.Context, cl *client, cmds []redis.Cmder) err
 	if w.teardown.Load() || w.current == nil {
 		return fail(cmds, errStopped)
 	}
-	c := &call{cl: cl, cmds: cmds, job: w.current, start: w.now, timeout: callTimeout(ctx), epoch: r.epoch}
+	c := &call{cl: cl, cmds: cmds, job: w.current, deadline: r.deadline(ctx), epoch: r.epoch}
 	r.send(c)
 	w.park()
 	if !c.done {
@@ -251,7 +260,7 @@ func (r *redisSim) arrive(c *call) {
 		return
 	}
 	at := w.now + r.latency()
-	if at > c.start+c.timeout {
+	if at > c.deadline {
 		r.giveUp(c)
 		return
 	}
@@ -272,7 +281,7 @@ func (r *redisSim) arrive(c *call) {
 
 // giveUp answers c with a timeout when its caller's bound runs out.
 func (r *redisSim) giveUp(c *call) {
-	r.answer(c, c.start+c.timeout, errTimedOut)
+	r.answer(c, c.deadline, errTimedOut)
 }
 
 func (r *redisSim) answer(c *call, at time.Duration, err error) {

@@ -52,6 +52,10 @@ type job struct {
 	fn func()
 	// resume hands a parked job the baton again; nil until the job starts.
 	resume chan struct{}
+	// ctxDeadline is the wall-clock deadline of the context of the job's
+	// last Redis call, simDeadline the same bound in simulated time.
+	ctxDeadline time.Time
+	simDeadline time.Duration
 }
 
 // world is one simulation's scheduler: the simulated time, the events to
