@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -229,6 +231,31 @@ func Run(o Options) (*Result, error) {
 	}
 	res.Violations = check(&res.History, &o)
 	return res, nil
+}
+
+// RunSeeds runs n seeds from first on with o (its Seed replaced), on as
+// many goroutines as there are CPUs, and returns each seed's result and
+// error, in seed order.
+func RunSeeds(o Options, first int64, n int) ([]*Result, []error) {
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				oi := o
+				oi.Seed = first + int64(i)
+				results[i], errs[i] = Run(oi)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results, errs
 }
 
 // workloadTargets names the locks the workload uses: o.Names of each kind,

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,30 +10,11 @@ import (
 	"github.com/warden-go/warden/messages"
 )
 
-// runSeeds runs seeds first..first+n-1 with o (its Seed replaced), on as
-// many goroutines as there are CPUs, and returns the results by seed.
+// runSeeds runs seeds first..first+n-1 with o (its Seed replaced) and
+// returns the results by seed.
 func runSeeds(t *testing.T, o Options, first int64, n int) []*Result {
 	t.Helper()
-	out := make([]*Result, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				oi := o
-				oi.Seed = first + int64(i)
-				out[i], errs[i] = Run(oi)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	out, errs := RunSeeds(o, first, n)
 	for i, err := range errs {
 		require.NoError(t, err, "seed %d", first+int64(i))
 	}

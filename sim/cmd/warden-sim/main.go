@@ -12,8 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/warden-go/warden/sim"
@@ -37,26 +35,7 @@ func main() {
 	}
 	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace}
 	start := time.Now()
-	results := make([]*sim.Result, *runs)
-	errs := make([]error, *runs)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				o := base
-				o.Seed = *seed + int64(i)
-				results[i], errs[i] = sim.Run(o)
-			}
-		}()
-	}
-	for i := range *runs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	results, errs := sim.RunSeeds(base, *seed, *runs)
 
 	var failing []int64
 	ops, excused := 0, 0
