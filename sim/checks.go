@@ -51,19 +51,18 @@ const (
 )
 
 // check runs every checker over h and marks the violations a fault
-// excuses.
-func check(h *History, o *Options) []Violation {
-	var vs []Violation
+// excuses; unknown lists the checks that could not decide.
+func check(h *History, o *Options) (vs []Violation, unknown []string) {
 	vs = append(vs, checkHolds(h, o)...)
 	vs = append(vs, checkTokens(h)...)
 	vs = append(vs, checkStarving(h, o)...)
-	lin, _ := CheckLinearizable(h, 5*time.Second)
+	lin, unknown := CheckLinearizable(h, 5*time.Second)
 	for _, v := range lin {
 		v.Excused = excuse(h, checkLinearizable, -1, 0, h.Length)
 		vs = append(vs, v)
 	}
 	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
-	return vs
+	return vs, unknown
 }
 
 // excuse returns the first fault that Limits says can break check and

@@ -229,7 +229,7 @@ func Run(o Options) (*Result, error) {
 		Lines: tr.lines,
 		Steps: w.steps,
 	}
-	res.Violations = check(&res.History, &o)
+	res.Violations, res.Unknown = check(&res.History, &o)
 	return res, nil
 }
 

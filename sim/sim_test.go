@@ -43,6 +43,7 @@ func TestSameSeedSameTrace(t *testing.T) {
 func TestFaultFreeRunsBreakNothing(t *testing.T) {
 	for _, res := range runSeeds(t, Options{Length: 10 * time.Second}, 1000, 20) {
 		assert.Empty(t, res.Violations, "seed %d", res.Seed)
+		assert.Empty(t, res.Unknown, "seed %d", res.Seed)
 		assert.NotEmpty(t, res.Holds, "seed %d", res.Seed)
 	}
 }
@@ -55,6 +56,7 @@ func TestFaultRunsBreakOnlyWhatFaultsExcuse(t *testing.T) {
 		for _, v := range res.Failed() {
 			t.Errorf("seed %d: %s at %v on %s: %s", res.Seed, v.Check, v.At, v.Name, v.What)
 		}
+		assert.Empty(t, res.Unknown, "seed %d", res.Seed)
 		excused += len(res.Violations)
 	}
 	t.Logf("%d excused violations over 30 seeds", excused)

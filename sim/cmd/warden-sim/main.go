@@ -33,12 +33,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if *runs < 1 {
+		fmt.Fprintln(os.Stderr, "-runs must be at least 1")
+		os.Exit(2)
+	}
 	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace}
 	start := time.Now()
 	results, errs := sim.RunSeeds(base, *seed, *runs)
 
 	var failing []int64
-	ops, excused := 0, 0
+	ops, excused, undecided := 0, 0, 0
 	for i, res := range results {
 		s := *seed + int64(i)
 		if errs[i] != nil {
@@ -49,6 +53,7 @@ func main() {
 		failed := res.Failed()
 		ops += len(res.Ops)
 		excused += len(res.Violations) - len(failed)
+		undecided += len(res.Unknown)
 		if len(failed) > 0 {
 			failing = append(failing, s)
 		}
@@ -62,6 +67,9 @@ func main() {
 				}
 				fmt.Printf("  %v %s on %s: %s [%s]\n", v.At, v.Check, v.Name, v.What, excuse)
 			}
+		}
+		for _, u := range res.Unknown {
+			fmt.Printf("seed %d: undecided: %s\n", s, u)
 		}
 		if *trace {
 			for _, l := range res.Lines {
@@ -83,9 +91,9 @@ func main() {
 		}
 		fmt.Printf("timeline of seed %d written to %s\n", *seed, *timeline)
 	}
-	fmt.Printf("%d runs (seeds %d..%d, faults %s) in %v: %d ops, %d excused violations, %d failing seeds %v\n",
+	fmt.Printf("%d runs (seeds %d..%d, faults %s) in %v: %d ops, %d excused violations, %d undecided checks, %d failing seeds %v\n",
 		*runs, *seed, *seed+int64(*runs)-1, *faults, time.Since(start).Round(time.Millisecond), ops, excused,
-		len(failing), failing)
+		undecided, len(failing), failing)
 	if len(failing) > 0 {
 		os.Exit(1)
 	}
