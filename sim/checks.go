@@ -73,7 +73,7 @@ func excuse(h *History, check string, client int, from, to time.Duration) FaultK
 		if !slices.Contains(Limits[f.Kind], check) || f.To < from || f.From > to {
 			continue
 		}
-		if client < 0 || f.Client < 0 || f.Client == client || check == checkStarvation {
+		if client < 0 || f.Client < 0 || f.Client == client {
 			return f.Kind
 		}
 	}
@@ -139,19 +139,26 @@ func checkHolds(h *History, o *Options) []Violation {
 	return vs
 }
 
+// edge is a change, by d, of the permits held at a moment.
+type edge struct {
+	at time.Duration
+	d  int64
+}
+
+// sortEdges orders edges by time, releases before acquisitions at one
+// instant.
+func sortEdges(edges []edge) {
+	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
+}
+
 // checkPermits finds moments a semaphore's holders held more permits than
 // it has.
 func checkPermits(h *History, name string, holds []*Hold, permits int64) []Violation {
-	type edge struct {
-		at time.Duration
-		d  int64
-	}
 	var edges []edge
 	for _, hd := range holds {
 		edges = append(edges, edge{hd.From, hd.Permits}, edge{hd.To, -hd.Permits})
 	}
-	// Releases before acquisitions at one instant.
-	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
+	sortEdges(edges)
 	var vs []Violation
 	var held int64
 	over := false
@@ -217,7 +224,9 @@ func checkStarving(h *History, o *Options) []Violation {
 			vs = append(vs, Violation{Check: checkStarvation, At: at, Name: op.Name,
 				What: fmt.Sprintf("%s waited %v..%v for %s (%s); it was free for %v from %v", op.Owner, op.Call,
 					end, op.Name, op.Kind, gap, at),
-				Excused: excuse(h, checkStarvation, op.Client, at-2*max(o.Watchdog, o.Lease), at+gap)})
+				// A fault on any client (the holder's, cut off) can keep a
+				// waiter from a lock Redis still counts as held.
+				Excused: excuse(h, checkStarvation, -1, at-2*max(o.Watchdog, o.Lease), at+gap)})
 		}
 	}
 	return vs
@@ -265,10 +274,6 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 		limit = o.Permits
 	}
 	// Sweep the wait window: free while fewer than limit permits are held.
-	type edge struct {
-		at time.Duration
-		d  int64
-	}
 	var edges []edge
 	var held int64
 	for _, s := range busy {
@@ -281,7 +286,7 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 			edges = append(edges, edge{s.from, s.permits}, edge{s.to, -s.permits})
 		}
 	}
-	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
+	sortEdges(edges)
 	var best, bestAt time.Duration
 	freeSince := time.Duration(-1)
 	if held < limit {
