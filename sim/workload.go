@@ -41,17 +41,19 @@ func (r *recorder) answer(i int, ok, failed bool, token int64) {
 // owner is one simulated worker: it takes a lock, holds it a while (now
 // and then taking it again, reentrantly), releases it, thinks, and again.
 type owner struct {
+	i    int // its index in workload.owners
 	cl   *client
 	id   string
 	seq  int
 	tgt  target
 	busy bool
-	// count is how many holds the owner believes it has on tgt; hold the
-	// index of their Hold in the history (-1 when none).
-	count int
+	// hold is the index of the owner's Hold on tgt in the history (-1 when
+	// it believes it holds none).
 	hold  int
 	lease time.Duration
-	// releases is how many releases are still to be sent.
+	// releases is how many releases are still to be sent: one per hold
+	// granted, the holds the owner believes it has but for one whose
+	// release is in flight.
 	releases int
 	pending  int // index of the op awaiting an answer
 }
@@ -85,8 +87,8 @@ func (wl *workload) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		wl.self = ctx.Self()
-		for i := range wl.owners {
-			wl.later(i, wl.w.jitter(0, 100*time.Millisecond))
+		for _, o := range wl.owners {
+			wl.later(o, wl.w.jitter(0, 100*time.Millisecond))
 		}
 	case *step:
 		wl.act(ctx, wl.owners[m.i])
@@ -96,7 +98,7 @@ func (wl *workload) Receive(ctx actor.Context) {
 		o := wl.byID(m.Owner)
 		wl.rec.answer(o.pending, false, isFault(m.Err), 0)
 		if isFault(m.Err) {
-			wl.ghost(o, wl.rec.ops[o.pending].Call)
+			wl.ghost(o)
 		}
 		wl.endCycle(o)
 	case *messages.Released:
@@ -128,19 +130,10 @@ func (wl *workload) byID(id string) *owner {
 	panic("sim: unknown owner " + id)
 }
 
-// later sends owner i a step d from now, on its client's clock.
-func (wl *workload) later(i int, d time.Duration) {
-	sys, self := wl.cl.sys, wl.self
+// later sends owner o a step d from now, on its client's clock.
+func (wl *workload) later(o *owner, d time.Duration) {
+	sys, self, i := wl.cl.sys, wl.self, o.i
 	wl.clock.AfterFunc(d, func() { sys.Root.Send(self, &step{i: i}) })
-}
-
-func (wl *workload) index(o *owner) int {
-	for i, x := range wl.owners {
-		if x == o {
-			return i
-		}
-	}
-	return -1
 }
 
 func (wl *workload) reqID(o *owner) string {
@@ -197,14 +190,13 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 	w := wl.w
 	wl.rec.answer(o.pending, true, false, m.Token)
 	o.busy = false
-	if o.count == 0 || o.hold < 0 {
+	if o.hold < 0 {
 		wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
 			Permits: 1, From: w.now, To: -1, Token: m.Token})
 		o.hold = len(wl.rec.holds) - 1
 	}
-	o.count++
 	o.releases++
-	reentrant := o.tgt.kind != messages.KindSemaphore && o.count < 3
+	reentrant := o.tgt.kind != messages.KindSemaphore && o.releases < 3
 	if reentrant && w.chance(0.15) {
 		wl.acquire(ctx, o, true)
 		return
@@ -213,7 +205,7 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 	if o.lease > 0 && w.chance(0.1) {
 		hold = o.lease + w.jitter(0, o.lease) // outlives its lease: the engine tells it
 	}
-	wl.later(wl.index(o), hold)
+	wl.later(o, hold)
 }
 
 // release sends one release of o's holds; the last one ends the hold.
@@ -242,23 +234,16 @@ func (wl *workload) release(ctx actor.Context, o *owner) {
 
 func (wl *workload) onReleased(o *owner, err error) {
 	wl.rec.answer(o.pending, err == nil, isFault(err), 0)
-	o.busy = false
 	if isFault(err) {
-		wl.ghost(o, wl.rec.ops[o.pending].Call)
-	}
-	if o.count > 0 {
-		o.count--
-	}
-	if o.releases > 0 {
-		wl.later(wl.index(o), 0)
-		return
+		wl.ghost(o)
 	}
 	wl.endCycle(o)
 }
 
-// ghost records that Redis may hold o's lock until a lease after an
-// operation with an unknown outcome that began at from.
-func (wl *workload) ghost(o *owner, from time.Duration) {
+// ghost records that Redis may hold o's lock until a lease after its
+// pending operation, whose outcome is unknown.
+func (wl *workload) ghost(o *owner) {
+	from := wl.rec.ops[o.pending].Call
 	lease := wl.o.Watchdog
 	if o.lease > 0 {
 		lease = o.lease
@@ -274,13 +259,13 @@ func (wl *workload) endHold(o *owner, end HoldEnd) {
 	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s", wl.cl.id, o.id, o.tgt.name, end)
 }
 
-// endCycle lets o think a while before its next acquire.
+// endCycle sends o's next release at once, or lets it think a while
+// before its next acquire.
 func (wl *workload) endCycle(o *owner) {
 	o.busy = false
 	if o.releases > 0 {
-		wl.later(wl.index(o), 0)
+		wl.later(o, 0)
 		return
 	}
-	o.count = 0
-	wl.later(wl.index(o), wl.w.jitter(0, 200*time.Millisecond))
+	wl.later(o, wl.w.jitter(0, 200*time.Millisecond))
 }
