@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -57,11 +56,11 @@ type redisSim struct {
 	// application sets its semaphores' permits again).
 	setUp func() error
 
-	tap     *miniredis.Subscriber
-	tapMu   sync.Mutex
-	tapBuf  []miniredis.PubsubPmessage
-	tapSeen chan struct{}
-	tapDone chan struct{}
+	// tap reads every message published at Redis; readTap hands them
+	// over on published, a command's worth at a time.
+	tap       *miniredis.Subscriber
+	published chan []miniredis.PubsubPmessage
+	tapDone   chan struct{}
 }
 
 func newRedisSim(w *world, o *Options, faults *[]Fault) (*redisSim, error) {
@@ -71,7 +70,8 @@ func newRedisSim(w *world, o *Options, faults *[]Fault) (*redisSim, error) {
 	}
 	m.SetTime(epoch)
 	srv := m.Server()
-	r := &redisSim{w: w, m: m, o: o, faults: faults, tapSeen: make(chan struct{}), tapDone: make(chan struct{})}
+	r := &redisSim{w: w, m: m, o: o, faults: faults, published: make(chan []miniredis.PubsubPmessage),
+		tapDone: make(chan struct{})}
 	r.exec = redis.NewClient(&redis.Options{
 		Addr:       "127.0.0.1:1", // an address, not a name: go-redis may look a name up
 		MaxRetries: -1,
@@ -89,30 +89,26 @@ func newRedisSim(w *world, o *Options, faults *[]Fault) (*redisSim, error) {
 	return r, nil
 }
 
-// readTap collects what scripts publish, in order. The driver reads it
-// after each command, up to the tap marker.
+// readTap collects what scripts publish, in order (miniredis hands each
+// message over as it is published, so a command blocks until it is read),
+// and sends it to the driver when the tap marker comes.
 func (r *redisSim) readTap() {
 	defer close(r.tapDone)
+	var batch []miniredis.PubsubPmessage
 	for msg := range r.tap.Pmessages() {
 		if msg.Channel == tapChannel {
-			r.tapSeen <- struct{}{}
+			r.published <- batch
+			batch = nil
 			continue
 		}
-		r.tapMu.Lock()
-		r.tapBuf = append(r.tapBuf, msg)
-		r.tapMu.Unlock()
+		batch = append(batch, msg)
 	}
 }
 
-// published returns what the last command published.
-func (r *redisSim) published() []miniredis.PubsubPmessage {
+// lastPublished returns what the last command published.
+func (r *redisSim) lastPublished() []miniredis.PubsubPmessage {
 	r.m.Publish(tapChannel, "")
-	<-r.tapSeen
-	r.tapMu.Lock()
-	defer r.tapMu.Unlock()
-	out := r.tapBuf
-	r.tapBuf = nil
-	return out
+	return <-r.published
 }
 
 func (r *redisSim) close() {
@@ -323,7 +319,7 @@ func (r *redisSim) execute(from int, cmds []redis.Cmder) {
 	for _, c := range cmds {
 		r.w.tr.add(r.w.now, "c%d exec %s", from, traceCmd(c))
 	}
-	for _, msg := range r.published() {
+	for _, msg := range r.lastPublished() {
 		r.w.tr.add(r.w.now, "publish %s %s", msg.Channel, msg.Message)
 		for _, cl := range r.clients {
 			cl.ps.message(msg.Channel, msg.Message)
