@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -34,7 +35,8 @@ type Options struct {
 	// Permits is each semaphore's permit count (default 2).
 	Permits int64
 	// Watchdog is the engines' watchdog lease (default 3s); Lease the
-	// explicit lease some acquires take (default 2s).
+	// explicit lease some acquires take (default 2s); IdleTimeout how long
+	// an engine keeps an idle key actor (default 5s).
 	Watchdog    time.Duration
 	Lease       time.Duration
 	IdleTimeout time.Duration
@@ -84,50 +86,40 @@ func (o *Options) rate(k FaultKind) float64 {
 	return 0
 }
 
+// workloadKinds are the primitives the workload can use, its default.
+var workloadKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
+	messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore}
+
+// defaults fills in o's zero fields and checks the rest.
 func (o *Options) defaults() error {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	if o.Clients == 0 {
-		o.Clients = 3
-	}
-	if o.Owners == 0 {
-		o.Owners = 2
-	}
-	if o.Names == 0 {
-		o.Names = 2
-	}
-	if o.Permits == 0 {
-		o.Permits = 2
-	}
-	if o.LossRate == 0 {
-		o.LossRate = 0.02
-	}
+	o.Clients = cmp.Or(o.Clients, 3)
+	o.Owners = cmp.Or(o.Owners, 2)
+	o.Names = cmp.Or(o.Names, 2)
+	o.Permits = cmp.Or(o.Permits, 2)
+	o.LossRate = cmp.Or(o.LossRate, 0.02)
+	o.Length = cmp.Or(o.Length, 20*time.Second)
+	o.Watchdog = cmp.Or(o.Watchdog, 3*time.Second)
+	o.Lease = cmp.Or(o.Lease, 2*time.Second)
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, 5*time.Second)
+	o.Latency = cmp.Or(o.Latency, 200*time.Microsecond)
+	o.MaxLatency = cmp.Or(o.MaxLatency, 20*time.Millisecond)
 	if len(o.Kinds) == 0 {
-		o.Kinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
-			messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore}
+		o.Kinds = workloadKinds
 	}
-	set(&o.Length, 20*time.Second)
-	set(&o.Watchdog, 3*time.Second)
-	set(&o.Lease, 2*time.Second)
-	set(&o.IdleTimeout, 5*time.Second)
-	set(&o.Latency, 200*time.Microsecond)
-	set(&o.MaxLatency, 20*time.Millisecond)
 	switch {
-	case o.Clients < 1 || o.Owners < 1 || o.Names < 1:
-		return fmt.Errorf("sim: clients, owners and names must be at least 1")
+	case o.Clients < 1 || o.Owners < 1 || o.Names < 1 || o.Permits < 1:
+		return fmt.Errorf("sim: clients, owners, names and permits must be at least 1")
 	case o.Length < time.Second:
 		return fmt.Errorf("sim: length %v is under 1s", o.Length)
+	case o.Watchdog <= 0 || o.Lease <= 0 || o.IdleTimeout <= 0 || o.Latency < 0 || o.MaxLatency < 0:
+		return fmt.Errorf("sim: watchdog, lease and idle timeout must be positive, latencies not negative")
 	case o.Watchdog%(3*time.Millisecond) != 0 || o.Lease%time.Millisecond != 0:
 		return fmt.Errorf("sim: watchdog must be a multiple of 3ms and lease of 1ms")
+	case o.LossRate < 0 || o.LossRate > 1:
+		return fmt.Errorf("sim: loss rate %v is not a probability", o.LossRate)
 	}
 	for _, k := range o.Kinds {
-		switch k {
-		case messages.KindLock, messages.KindFencedLock, messages.KindFairLock, messages.KindReadLock,
-			messages.KindWriteLock, messages.KindSemaphore:
-		default:
+		if !slices.Contains(workloadKinds, k) {
 			return fmt.Errorf("sim: the workload does not use %s", k)
 		}
 	}

@@ -74,6 +74,10 @@ func TestOptionsAreChecked(t *testing.T) {
 	require.Error(t, err)
 	_, err = Run(Options{Kinds: []messages.Kind{messages.KindCountDownLatch}})
 	require.Error(t, err)
+	for _, o := range []Options{{Permits: -1}, {Lease: -time.Second}, {Latency: -time.Millisecond}, {LossRate: 1.5}} {
+		_, err = Run(o)
+		require.Error(t, err, "%+v", o)
+	}
 	_, err = ParseFaults("latency,meteor")
 	require.Error(t, err)
 	f, err := ParseFaults("all")
