@@ -3,9 +3,9 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -343,32 +343,17 @@ func linDescribeOp(in linInput, out linOutput) string {
 func linModel() porcupine.Model {
 	return porcupine.Model{
 		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-			index := map[linKey]int{}
-			var keys []linKey
-			var parts [][]porcupine.Operation
+			byKey := map[linKey][]porcupine.Operation{}
 			for _, op := range history {
 				k := op.Input.(linInput).key
-				i, ok := index[k]
-				if !ok {
-					i = len(parts)
-					index[k] = i
-					keys = append(keys, k)
-					parts = append(parts, nil)
-				}
-				parts[i] = append(parts[i], op)
+				byKey[k] = append(byKey[k], op)
 			}
-			order := make([]int, len(parts))
-			for i := range order {
-				order[i] = i
+			keys := slices.SortedFunc(maps.Keys(byKey), linCompareKeys)
+			parts := make([][]porcupine.Operation, len(keys))
+			for i, k := range keys {
+				parts[i] = byKey[k]
 			}
-			sort.Slice(order, func(a, b int) bool {
-				return linCompareKeys(keys[order[a]], keys[order[b]]) < 0
-			})
-			sorted := make([][]porcupine.Operation, len(parts))
-			for i, j := range order {
-				sorted[i] = parts[j]
-			}
-			return sorted
+			return parts
 		},
 		Init: func() any { return linState{} },
 		Step: func(state, input, output any) (bool, any) {

@@ -305,12 +305,6 @@ func tlFaultColor(k FaultKind) string {
 	return "#555555"
 }
 
-// tlFaultKinds is the order of the fault legend.
-var tlFaultKinds = []FaultKind{
-	FaultLatency, FaultLostReply, FaultLostRequest, FaultLostMessage, FaultPartition,
-	FaultCrash, FaultPause, FaultRestart, FaultClockJump,
-}
-
 // tlInstant reports whether a fault is drawn as a marker at its From (as
 // well as a band when it lasts).
 func tlInstant(f Fault) bool {
@@ -494,7 +488,7 @@ func (t *tlChart) render(b *bytes.Buffer) {
 		p("</g></svg>%s</span>", tlEsc(string(e)))
 	}
 	p("</div>\n<div class=\"legend\">")
-	for _, k := range tlFaultKinds {
+	for _, k := range AllFaults {
 		p("<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", tlFaultColor(k), tlEsc(string(k)))
 	}
 	p("<span><i class=\"sw\" style=\"background:#e00000\"></i>violation</span>")
