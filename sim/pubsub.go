@@ -67,14 +67,30 @@ func (p *pubSub) deliver(ev redisio.Event) {
 			return
 		}
 		w.tr.add(w.now, "c%d pubsub %d %s %s", p.cl.id, ev.Kind, ev.Channel, ev.Payload)
-		if j := p.receiver; j != nil {
-			p.receiver = nil
-			p.timer.dead = true
-			p.got, p.gotErr = ev, nil
-			w.ready(j)
-			return
+		if !p.wake(ev, nil) {
+			p.inbox = append(p.inbox, ev)
 		}
-		p.inbox = append(p.inbox, ev)
+	})
+}
+
+// wake hands ev, or err, to the Receive parked waiting, if there is one.
+func (p *pubSub) wake(ev redisio.Event, err error) bool {
+	j := p.receiver
+	if j == nil {
+		return false
+	}
+	p.receiver = nil
+	p.timer.dead = true
+	p.got, p.gotErr = ev, err
+	p.r.w.ready(j)
+	return true
+}
+
+// subscribe sends SUBSCRIBE channel on the connection.
+func (p *pubSub) subscribe(channel string) {
+	p.toRedis(func() {
+		p.active[channel] = true
+		p.deliver(redisio.Event{Kind: redisio.EventSubscribed, Channel: channel})
 	})
 }
 
@@ -101,14 +117,9 @@ func (p *pubSub) broken(err error) {
 	p.conn++
 	clear(p.active)
 	p.inbox = nil
-	if j := p.receiver; j != nil {
-		p.receiver = nil
-		p.timer.dead = true
-		p.gotErr = err
-		p.r.w.ready(j)
-		return
+	if !p.wake(redisio.Event{}, err) {
+		p.pendingErr = err
 	}
-	p.pendingErr = err
 }
 
 func (p *pubSub) Subscribe(_ context.Context, channels ...string) error {
@@ -118,10 +129,7 @@ func (p *pubSub) Subscribe(_ context.Context, channels ...string) error {
 	for _, ch := range channels {
 		p.wanted[ch] = true
 		if !p.down {
-			p.toRedis(func() {
-				p.active[ch] = true
-				p.deliver(redisio.Event{Kind: redisio.EventSubscribed, Channel: ch})
-			})
+			p.subscribe(ch)
 		}
 	}
 	return nil
@@ -167,9 +175,7 @@ func (p *pubSub) Receive(_ context.Context, timeout time.Duration) (redisio.Even
 	p.receiver = j
 	p.timer = w.after(timeout, p.cl, func() {
 		if p.receiver == j {
-			p.receiver = nil
-			p.gotErr = errTimedOut
-			w.ready(j)
+			p.wake(redisio.Event{}, errTimedOut)
 		}
 	})
 	w.park()
@@ -186,10 +192,7 @@ func (p *pubSub) reconnect() {
 	p.conn++
 	p.lastAt = p.r.w.now
 	for _, ch := range slices.Sorted(maps.Keys(p.wanted)) {
-		p.toRedis(func() {
-			p.active[ch] = true
-			p.deliver(redisio.Event{Kind: redisio.EventSubscribed, Channel: ch})
-		})
+		p.subscribe(ch)
 	}
 }
 
@@ -204,4 +207,7 @@ func (p *pubSub) Ping(context.Context) error {
 	return nil
 }
 
+// Close does nothing: the engine closes its pub/sub only when it stops,
+// after the run, when world.stop has woken a parked Receive and every call
+// fails with redis.ErrClosed.
 func (p *pubSub) Close() error { return nil }
