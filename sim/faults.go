@@ -10,15 +10,11 @@ import (
 // message as the run goes; the others are planned here: when they happen
 // and which client they hit.
 func planFaults(w *world, r *redisSim, o *Options, clients []*client) {
-	record := func(f Fault) {
-		*r.faults = append(*r.faults, f)
-		w.tr.add(w.now, "fault %s c%d %v..%v %s", f.Kind, f.Client, f.From, f.To, f.Detail)
-	}
 	pick := func() *client { return clients[w.rng.IntN(len(clients))] }
 	when := func() time.Duration { return w.jitter(o.Length/10, o.Length*7/10) }
 	longest := max(o.Watchdog, o.Lease)
 	if o.has(FaultLatency) {
-		*r.faults = append(*r.faults, Fault{Kind: FaultLatency, Client: -1, From: 0, To: o.Length,
+		r.note(Fault{Kind: FaultLatency, Client: -1, From: 0, To: o.Length,
 			Detail: fmt.Sprintf("0..%v a trip", o.MaxLatency)})
 	}
 	if o.has(FaultPartition) {
@@ -26,7 +22,7 @@ func planFaults(w *world, r *redisSim, o *Options, clients []*client) {
 		for range 1 + w.rng.IntN(2) {
 			to := from + w.jitter(o.Watchdog/2, 2*o.Watchdog)
 			w.at(from, nil, func() {
-				record(Fault{Kind: FaultPartition, Client: cl.id, From: w.now, To: to})
+				r.note(Fault{Kind: FaultPartition, Client: cl.id, From: w.now, To: to})
 				cl.partitioned = true
 				cl.ps.broken(errReset)
 			})
@@ -38,7 +34,7 @@ func planFaults(w *world, r *redisSim, o *Options, clients []*client) {
 		cl, from := pick(), when()
 		to := from + longest + w.jitter(longest/5, longest)
 		w.at(from, nil, func() {
-			record(Fault{Kind: FaultPause, Client: cl.id, From: w.now, To: to})
+			r.note(Fault{Kind: FaultPause, Client: cl.id, From: w.now, To: to})
 			cl.pausedUntil = to
 		})
 	}
@@ -49,21 +45,21 @@ func planFaults(w *world, r *redisSim, o *Options, clients []*client) {
 			jump = -jump
 		}
 		w.at(at, nil, func() {
-			record(Fault{Kind: FaultClockJump, Client: cl.id, From: w.now, To: w.now, Detail: fmt.Sprintf("%+v", jump)})
+			r.note(Fault{Kind: FaultClockJump, Client: cl.id, From: w.now, To: w.now, Detail: fmt.Sprintf("%+v", jump)})
 			cl.skew += jump
 		})
 	}
 	if o.has(FaultRestart) {
 		at := when()
 		w.at(at, nil, func() {
-			record(Fault{Kind: FaultRestart, Client: -1, From: w.now, To: w.now, Detail: "data lost"})
+			r.note(Fault{Kind: FaultRestart, Client: -1, From: w.now, To: w.now, Detail: "data lost"})
 			r.restart()
 		})
 	}
 	if o.has(FaultCrash) && len(clients) > 1 {
 		cl, at := pick(), w.jitter(o.Length/5, o.Length*4/5)
 		w.at(at, nil, func() {
-			record(Fault{Kind: FaultCrash, Client: cl.id, From: w.now, To: w.now})
+			r.note(Fault{Kind: FaultCrash, Client: cl.id, From: w.now, To: w.now})
 			cl.crashed = true
 			cl.crashedAt = w.now
 			cl.ps.broken(errReset)

@@ -51,7 +51,7 @@ type redisSim struct {
 	// epoch counts restarts: a call or message of an older epoch is lost.
 	epoch   int
 	clients []*client
-	faults  *[]Fault
+	faults  []Fault
 	// setUp initialises what the workload needs (after a restart too: an
 	// application sets its semaphores' permits again).
 	setUp func() error
@@ -63,14 +63,14 @@ type redisSim struct {
 	tapDone   chan struct{}
 }
 
-func newRedisSim(w *world, o *Options, faults *[]Fault) (*redisSim, error) {
+func newRedisSim(w *world, o *Options) (*redisSim, error) {
 	m := miniredis.NewMiniRedis()
 	if err := m.Start(); err != nil {
 		return nil, fmt.Errorf("sim: start miniredis: %w", err)
 	}
 	m.SetTime(epoch)
 	srv := m.Server()
-	r := &redisSim{w: w, m: m, o: o, faults: faults, published: make(chan []miniredis.PubsubPmessage),
+	r := &redisSim{w: w, m: m, o: o, published: make(chan []miniredis.PubsubPmessage),
 		tapDone: make(chan struct{})}
 	r.exec = redis.NewClient(&redis.Options{
 		Addr:       "127.0.0.1:1", // an address, not a name: go-redis may look a name up
@@ -341,9 +341,10 @@ func (r *redisSim) restart() {
 	}
 }
 
+// note records the fault f, injected now.
 func (r *redisSim) note(f Fault) {
-	*r.faults = append(*r.faults, f)
-	r.w.tr.add(r.w.now, "fault %s c%d %s", f.Kind, f.Client, f.Detail)
+	r.faults = append(r.faults, f)
+	r.w.tr.add(r.w.now, "fault %s c%d %v..%v %s", f.Kind, f.Client, f.From, f.To, f.Detail)
 }
 
 // cmdNames names the commands of a call for a fault's detail.

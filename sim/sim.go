@@ -162,8 +162,7 @@ func Run(o Options) (*Result, error) {
 	}
 	tr := newTrace(o.KeepTrace)
 	w := newWorld(o.Seed, tr)
-	var faults []Fault
-	r, err := newRedisSim(w, &o, &faults)
+	r, err := newRedisSim(w, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +215,7 @@ func Run(o Options) (*Result, error) {
 	}
 	res := &Result{
 		History: History{Seed: o.Seed, Clients: o.Clients, Length: o.Length, Ops: rec.ops, Holds: rec.holds,
-			Faults: faults},
+			Faults: r.faults},
 		Trace: tr.sum(),
 		Lines: tr.lines,
 		Steps: w.steps,
