@@ -561,7 +561,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		} else if h != nil {
 			h.count = d.remaining
 			if h.lease > 0 && a.rio.unlockRefreshesLease() {
-				h.expiresAt = o.started.Add(h.lease) // the unlock refreshed the lease
+				h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, o.started) // the unlock refreshed the lease
 			}
 		}
 		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)

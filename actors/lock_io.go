@@ -52,21 +52,30 @@ func (l lockIO) wakesAll(payload string) bool {
 	return (l.kind == messages.KindReadLock || l.kind == messages.KindWriteLock) && payload == redisio.RWReadUnlockMessage
 }
 
+// ttlGrain is the grain of Redis's clock: it sets a lease's expiry from
+// its time in whole milliseconds (and a read unlock copies a surviving
+// hold's PTTL, in whole milliseconds), so a lease can run out up to this
+// much before the moment its request was sent plus the lease. The engine
+// counts a lease as ending that much early, so that its owner is told no
+// later than Redis lets the lock go.
+const ttlGrain = time.Millisecond
+
 // leaseEnd is when a holding's explicit lease ends after an acquire with
 // lease that started at started, given when it ended before (zero: never
 // held, or watchdog mode); zero in watchdog mode. A write lock's reentry
 // adds its lease to the time left, as Redis does; a read lock lives as
-// long as its longest read hold.
+// long as its longest read hold. Each new lease counts from ttlGrain early.
 func (l lockIO) leaseEnd(before time.Time, lease time.Duration, started time.Time) time.Time {
-	switch {
+	switch end := started.Add(lease - ttlGrain); {
 	case lease == 0:
 		return time.Time{}
 	case l.kind == messages.KindWriteLock && !before.IsZero():
-		return before.Add(lease)
-	case l.kind == messages.KindReadLock && before.After(started.Add(lease)):
+		return before.Add(lease - ttlGrain)
+	case l.kind == messages.KindReadLock && before.After(end):
 		return before
+	default:
+		return end
 	}
-	return started.Add(lease)
 }
 
 // unlockRefreshesLease tells whether an unlock that leaves holds sets the

@@ -25,7 +25,8 @@ type registration struct {
 	pid  *actor.PID
 	// renewedAt is when the last renewal that succeeded was sent (at first,
 	// when the holding registered, which is before its acquire set the
-	// TTL). Redis keeps the lock at least until renewedAt + Watchdog.
+	// TTL). Redis keeps the lock at least until renewedAt + Watchdog, less
+	// ttlGrain (its clock counts whole milliseconds).
 	renewedAt time.Time
 	// expired is set once the key actor was told the lock expired unrenewed.
 	expired bool
@@ -226,7 +227,7 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 func (a *renewerActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
 	for _, reg := range a.order {
-		if !reg.ended && !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog {
+		if !reg.ended && !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog-ttlGrain {
 			reg.expired = true
 			ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
 		}
