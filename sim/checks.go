@@ -131,7 +131,10 @@ func checkHolds(h *History, o *Options) []Violation {
 					v.What = fmt.Sprintf("%s (%s) was told at %v that it lost the lock it held since %v; %s (%s) acquired it at %v",
 						a.Owner, a.Kind, a.To, a.From, b.Owner, b.Kind, b.From)
 				}
-				v.Excused = excuse(h, v.Check, a.Client, a.From, b.From)
+				// From the moment a's acquire was sent: a fault that hit its
+				// client while the acquire was in flight (a clock jump) moves
+				// when its owner believes the lease ends.
+				v.Excused = excuse(h, v.Check, a.Client, a.Asked, b.From)
 				vs = append(vs, v)
 			}
 		}
@@ -175,7 +178,7 @@ func checkPermits(h *History, name string, holds []*Hold, permits int64) []Viola
 }
 
 // checkTokens checks that each fenced lock's tokens grow with every new
-// holding, in the order the holdings began.
+// holding, in the order Redis granted the holdings.
 func checkTokens(h *History) []Violation {
 	last := map[string]*Hold{}
 	var vs []Violation
@@ -185,15 +188,28 @@ func checkTokens(h *History) []Violation {
 			holds = append(holds, hd)
 		}
 	}
-	slices.SortStableFunc(holds, func(a, b *Hold) int { return cmp.Compare(a.From, b.From) })
+	// Redis granted a hold somewhere between its Asked and its From: hold p
+	// was certainly granted before hd when p.From < hd.Asked, and hd's token
+	// must then be the larger. (An answer a pause held back reaches its
+	// owner late, so the order the owners learned their tokens proves
+	// nothing.) Sweep the holds by Asked, keeping per name the largest token
+	// of those known before it was asked.
+	byFrom := slices.Clone(holds)
+	slices.SortStableFunc(byFrom, func(a, b *Hold) int { return cmp.Compare(a.From, b.From) })
+	slices.SortStableFunc(holds, func(a, b *Hold) int { return cmp.Compare(a.Asked, b.Asked) })
+	known := 0
 	for _, hd := range holds {
+		for ; known < len(byFrom) && byFrom[known].From < hd.Asked; known++ {
+			if p := byFrom[known]; last[p.Name] == nil || p.Token > last[p.Name].Token {
+				last[p.Name] = p
+			}
+		}
 		if p := last[hd.Name]; p != nil && hd.Token <= p.Token {
 			vs = append(vs, Violation{Check: checkFencing, At: hd.From, Name: hd.Name,
-				What: fmt.Sprintf("%s got token %d at %v after %s got %d at %v", hd.Owner, hd.Token, hd.From,
-					p.Owner, p.Token, p.From),
-				Excused: excuse(h, checkFencing, -1, p.From, hd.From)})
+				What: fmt.Sprintf("%s got token %d (asked at %v) after %s had got %d at %v", hd.Owner, hd.Token,
+					hd.Asked, p.Owner, p.Token, p.From),
+				Excused: excuse(h, checkFencing, -1, p.Asked, hd.From)})
 		}
-		last[hd.Name] = hd
 	}
 	return vs
 }

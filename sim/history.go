@@ -68,10 +68,13 @@ type Hold struct {
 	Name    string
 	Kind    messages.Kind
 	Permits int64
-	From    time.Duration
-	To      time.Duration
-	End     HoldEnd
-	Token   int64
+	// Asked is when the acquire that began the hold was sent; Redis
+	// granted it somewhere in [Asked, From].
+	Asked time.Duration
+	From  time.Duration
+	To    time.Duration
+	End   HoldEnd
+	Token int64
 }
 
 // FaultKind names an injected fault.

@@ -84,3 +84,25 @@ func TestOptionsAreChecked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, AllFaults, f)
 }
+
+// TestSeedsThatOnceFailed replays seeds that found a defect, each with the
+// options it failed with (warden-sim's defaults: 10 s runs):
+//   - 5079, no faults: a read lock's hash took a surviving hold's PTTL in
+//     whole milliseconds and expired just before the engine told its owner
+//     (fixed: the engine counts a lease as ending ttlGrain early);
+//   - 1630, every fault: a pause held an acquire's answer back, and the
+//     fencing check ordered tokens by when owners learned them;
+//   - 1904, every fault: a clock jump hit the holder while its acquire was in
+//     flight, before the hold began, so it was not seen as the excuse.
+func TestSeedsThatOnceFailed(t *testing.T) {
+	for _, c := range []struct {
+		seed   int64
+		faults []FaultKind
+	}{{5079, nil}, {1630, AllFaults}, {1904, AllFaults}} {
+		res, err := Run(Options{Seed: c.seed, Faults: c.faults, Length: 10 * time.Second})
+		require.NoError(t, err)
+		for _, v := range res.Failed() {
+			t.Errorf("seed %d: %s at %v on %s: %s", c.seed, v.Check, v.At, v.Name, v.What)
+		}
+	}
+}

@@ -192,7 +192,7 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 	o.busy = false
 	if o.hold < 0 {
 		wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
-			Permits: 1, From: w.now, To: -1, Token: m.Token})
+			Permits: 1, Asked: wl.rec.ops[o.pending].Call, From: w.now, To: -1, Token: m.Token})
 		o.hold = len(wl.rec.holds) - 1
 	}
 	o.releases++
@@ -249,7 +249,7 @@ func (wl *workload) ghost(o *owner) {
 		lease = o.lease
 	}
 	wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
-		Permits: 1, From: from, To: wl.w.now + lease, End: EndUnknown})
+		Permits: 1, Asked: from, From: from, To: wl.w.now + lease, End: EndUnknown})
 }
 
 func (wl *workload) endHold(o *owner, end HoldEnd) {
