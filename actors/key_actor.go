@@ -29,7 +29,11 @@ type holding struct {
 	// from before the Redis call that set it, so never later than Redis's
 	// own expiry. Zero in watchdog mode.
 	expiresAt time.Time
-	watchers  []*actor.PID
+	// ends, for a read lock held with explicit leases, is when each of
+	// the owner's read holds ends, oldest first (a read unlock drops the
+	// newest).
+	ends     []time.Time
+	watchers []*actor.PID
 }
 
 // watch adds pid to the holding's watchers, once.
@@ -97,8 +101,12 @@ type op struct {
 	sender *actor.PID
 	owner  string
 	reqID  string
-	// holding is the holding an opVerify checks.
+	// holding is the holding an opVerify checks, or the owner's holding
+	// when an opAttempt or opRelease started (0: none).
 	holding uint64
+	// lease, on an internal release of a holding already ended here, is
+	// the lease its unlock refreshes (0: the watchdog).
+	lease time.Duration
 	// next, on an opRelease of a last hold, is the local waiter the lock is
 	// handed to in the same round trip (lockIO.handoff).
 	next *waiter
@@ -320,20 +328,36 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	o.started = a.cfg.Clock.Now()
 	name := a.key.Name
 	lease := a.cfg.Watchdog
+	h := a.holdings[o.owner]
+	if h != nil && (o.kind == opAttempt || o.kind == opRelease) {
+		o.holding = h.id
+	}
 	switch o.kind {
 	case opAttempt:
 		o.w.inflight = true
 		if o.w.req.Lease > 0 {
 			lease = o.w.req.Lease
-		} else {
+		}
+		if h != nil {
+			// Until its answer comes the reentry may have set the lease.
+			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.ends)
+		}
+		if o.w.req.Lease == 0 {
 			// Register before the round trip: a holding must never be
 			// unrenewed between its acquire and its registration.
 			a.register(ctx, o.owner)
 		}
 	case opRelease:
-		if h := a.holdings[o.owner]; h != nil {
+		if o.lease > 0 {
+			lease = o.lease
+		}
+		if h != nil {
 			if h.lease > 0 {
 				lease = h.lease
+			}
+			if h.count > 1 {
+				// Until its answer comes the unlock may have set the lease.
+				h.expiresAt = a.rio.endInFlight(h.expiresAt, true, lease, o.started, h.ends)
 			}
 			if h.count <= 1 {
 				// Cancel renewal before the unlock round trip, so renewal
@@ -482,6 +506,18 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		if !w.cancelled {
 			a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
 		}
+	case d.acquire.Acquired && a.endedInFlight(d.op) && d.acquire.HoldCount > 1:
+		// A reentry whose holding's lease ran out while it was in flight,
+		// and the owner was told: Redis applied it before the lease ended,
+		// so the holds the owner was told it lost are still there. Give
+		// them all back rather than hand the owner a holding it was told
+		// is gone.
+		a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+		a.waiters.remove(w)
+		if !w.cancelled {
+			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
+				messages.ErrLockLost, a.key.Name, owner))
+		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
 		if h == nil {
@@ -491,6 +527,12 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		h.count = d.acquire.HoldCount
 		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
+		if a.rio.shared() && h.lease > 0 {
+			h.ends = append(h.ends, d.op.started.Add(h.lease-ttlGrain))
+			h.ends = h.ends[max(0, len(h.ends)-h.count):]
+		} else {
+			h.ends = nil
+		}
 		a.waiters.remove(w)
 		if a.rio.shared() {
 			a.waiters.wakeHead() // a shared hold: the next reader may join at once
@@ -547,6 +589,14 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
 		}
 		a.respondRelease(ctx, o, nil, messages.ErrNotHeld, id)
+	case d.remaining > 0 && a.endedInFlight(o):
+		// The holding's lease ran out while this unlock of one of its
+		// holds was in flight, and the owner was told; Redis applied the
+		// unlock before the lease ended, so the other holds are still
+		// there: give them back too.
+		a.giveBack(o.owner, o.reqID, d.remaining, o.lease)
+		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: the lease of %s held by %s ran out while an unlock was in flight",
+			messages.ErrLockLost, a.key.Name, o.owner), o.holding)
 	default:
 		if d.remaining == 0 {
 			if h != nil {
@@ -560,13 +610,39 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			}
 		} else if h != nil {
 			h.count = d.remaining
-			if h.lease > 0 && a.rio.unlockRefreshesLease() {
+			switch {
+			case h.lease > 0 && a.rio.unlockRefreshesLease():
 				h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, o.started) // the unlock refreshed the lease
+			case len(h.ends) > 0:
+				// A read unlock dropped the newest read hold.
+				h.ends = h.ends[:min(len(h.ends), h.count)]
+				h.expiresAt = slices.MaxFunc(h.ends, time.Time.Compare)
 			}
 		}
 		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
 	}
 	a.syncRenewal(ctx, o.owner)
+}
+
+// endedInFlight tells that the holding o's owner had when o started has
+// ended meanwhile (its lease ran out and the owner was told).
+func (a *keyActor) endedInFlight(o *op) bool {
+	if o.holding == 0 {
+		return false
+	}
+	h := a.holdings[o.owner]
+	return h == nil || h.id != o.holding
+}
+
+// giveBack queues the release of n holds of owner's that Redis still has
+// after the engine told the owner they were lost, each with a request ID
+// of its own derived from reqID, so that no hold outlives the news. lease
+// is what a release that leaves holds refreshes them to (0: the
+// watchdog): the holds expire within it should a release fail.
+func (a *keyActor) giveBack(owner, reqID string, n int, lease time.Duration) {
+	for i := range n {
+		a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: fmt.Sprintf("%s:lost%d", reqID, i), lease: lease})
+	}
 }
 
 // sleep is how long a refused waiter waits for a message before it tries
@@ -666,7 +742,11 @@ func (a *keyActor) onTick(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
 	var ended []string
 	for owner, h := range a.holdings {
-		if h.expiresAt.IsZero() || now.Before(h.expiresAt) || (a.inflight != nil && a.inflight.owner == owner) {
+		// A request of the owner's in flight (a reentry, an unlock of one
+		// hold) may have refreshed the lease, or may never reach Redis:
+		// the owner is told now either way, and should Redis have
+		// refreshed it, the answer gives the holds back (giveBack).
+		if h.expiresAt.IsZero() || now.Before(h.expiresAt) {
 			continue
 		}
 		ended = append(ended, owner)
@@ -686,13 +766,7 @@ func (a *keyActor) onTick(ctx actor.Context) {
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
 	next := a.waiters.next(a.rio.perWaiter())
-	for owner, h := range a.holdings {
-		if a.inflight != nil && a.inflight.owner == owner {
-			// onTick leaves this holding to the answer of the request in
-			// flight; a lease end already past would fire the timer again
-			// and again until then.
-			continue
-		}
+	for _, h := range a.holdings {
 		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
 			next = h.expiresAt
 		}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -76,6 +77,38 @@ func (l lockIO) leaseEnd(before time.Time, lease time.Duration, started time.Tim
 	default:
 		return end
 	}
+}
+
+// endInFlight is the earliest a holding's explicit lease, counted to end,
+// may run out once Redis runs a request of its owner's that started at
+// started, when the request's answer has not come: an acquire (a reentry
+// with lease, or the watchdog) sets the reentrant, fair or fenced lock's
+// TTL to its lease, and an unlock of one of several holds sets it back to
+// the holding's lease, from when Redis runs it; a read unlock drops the
+// owner's newest read hold (ends lists its read holds' ends, oldest
+// first), and the hash lives as long as the longest survivor. A write
+// reentry adds to the time left and a read acquire never shortens it.
+func (l lockIO) endInFlight(end time.Time, release bool, lease time.Duration, started time.Time, ends []time.Time) time.Time {
+	switch {
+	case end.IsZero():
+		return end
+	case l.kind == messages.KindReadLock && release:
+		if len(ends) < 2 {
+			return end
+		}
+		return minTime(end, slices.MaxFunc(ends[:len(ends)-1], time.Time.Compare))
+	case l.kind == messages.KindReadLock, l.kind == messages.KindWriteLock && !release:
+		return end
+	default:
+		return minTime(end, started.Add(lease-ttlGrain))
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // unlockRefreshesLease tells whether an unlock that leaves holds sets the

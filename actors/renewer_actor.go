@@ -56,9 +56,13 @@ type renewerActor struct {
 	// through them in this fixed order (not map order, so a simulation
 	// seed replays) without sorting. Ended ones are dropped once they are
 	// half of it.
-	order    []*registration
-	ended    int
-	timer    clockTimer
+	order []*registration
+	ended int
+	timer clockTimer
+	// expiry fires when the oldest renewal runs out (expiryTick), so that
+	// an owner whose renewals fail hears of it then, not at the next tick,
+	// up to a renewal period later.
+	expiry   clockTimer
 	inflight bool
 	io       sync.WaitGroup
 }
@@ -67,7 +71,8 @@ var _ actor.Actor = (*renewerActor)(nil)
 
 func renewerProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*registration{}, timer: clockTimer{clock: cfg.Clock}}
+		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*registration{}, timer: clockTimer{clock: cfg.Clock},
+			expiry: clockTimer{clock: cfg.Clock}}
 	}, actor.WithDispatcher(cfg.Workers))
 }
 
@@ -88,6 +93,10 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 			a.expire(ctx)
 			a.renew(ctx)
 		}
+	case *expiryTick:
+		if a.expiry.fired(m.Gen) {
+			a.expire(ctx)
+		}
 	case *renewDone:
 		a.inflight = false
 		a.onRenewDone(ctx, m)
@@ -97,6 +106,7 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 		panic("warden: renewer told to crash")
 	case *actor.Stopping:
 		a.timer.stop()
+		a.expiry.stop()
 		a.io.Wait()
 		return
 	}
@@ -223,15 +233,35 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 // expire tells the key actor of every holding no renewal has reached for a
 // whole watchdog timeout: Redis has let it expire (or lost it). It runs on
 // every tick, even while a renewal call hangs, so the owner hears of it
-// when the lease runs out, not when the call gives up.
+// when the lease runs out, not when the call gives up. It arms the expiry
+// timer for the next holding to run out: a holding registered later runs
+// out no earlier than a watchdog after it came, after the next tick.
 func (a *renewerActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
+	var next time.Time
 	for _, reg := range a.order {
-		if !reg.ended && !reg.expired && now.Sub(reg.renewedAt) >= a.cfg.Watchdog-ttlGrain {
-			reg.expired = true
-			ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
+		if reg.ended || reg.expired {
+			continue
 		}
+		if at := reg.renewedAt.Add(a.cfg.Watchdog - ttlGrain); now.Before(at) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		reg.expired = true
+		ctx.Send(reg.pid, &renewalExpired{Owner: reg.owner})
 	}
+	if next.IsZero() {
+		a.expiry.stop()
+		return
+	}
+	a.expiry.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &expiryTick{Gen: g} })
+}
+
+// expiryTick is the renewer's expiry timer's message.
+type expiryTick struct {
+	Gen uint64
 }
 
 // bySlot returns batch ordered by hash slot, in arrival order within a

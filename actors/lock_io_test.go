@@ -1,0 +1,44 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// While a request of a holder's is in flight, its lease counts as ending at
+// the earliest Redis may end it should the request run: the reentrant,
+// fair and fenced locks' acquire and unlock set the TTL anew (possibly
+// shorter), a read unlock drops the newest read hold, a write reentry and
+// a read acquire never shorten it.
+func TestEndInFlight(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	end := t0.Add(10 * time.Second)
+	started := t0.Add(time.Second)
+	ends := []time.Time{t0.Add(4 * time.Second), t0.Add(7 * time.Second), end}
+	for _, c := range []struct {
+		kind    messages.Kind
+		release bool
+		lease   time.Duration
+		want    time.Time
+	}{
+		{messages.KindLock, false, 2 * time.Second, started.Add(2*time.Second - ttlGrain)},
+		{messages.KindLock, false, 30 * time.Second, end},
+		{messages.KindFairLock, true, 2 * time.Second, started.Add(2*time.Second - ttlGrain)},
+		{messages.KindFencedLock, true, time.Minute, end},
+		{messages.KindWriteLock, false, 2 * time.Second, end},
+		{messages.KindWriteLock, true, 2 * time.Second, started.Add(2*time.Second - ttlGrain)},
+		{messages.KindReadLock, false, 2 * time.Second, end},
+		{messages.KindReadLock, true, 2 * time.Second, ends[1]},
+	} {
+		l := lockIO{kind: c.kind}
+		assert.Equal(t, c.want, l.endInFlight(end, c.release, c.lease, started, ends), "%v release=%t lease %v", c.kind, c.release, c.lease)
+	}
+	assert.True(t, lockIO{kind: messages.KindLock}.endInFlight(time.Time{}, false, time.Second, started, nil).IsZero(),
+		"watchdog mode: the renewer tells")
+	assert.Equal(t, end, lockIO{kind: messages.KindReadLock}.endInFlight(end, true, time.Second, started, ends[2:]),
+		"one read hold: its unlock ends the holding")
+}

@@ -1,0 +1,79 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/faultproxy"
+)
+
+// A lock held with an explicit lease whose owner takes it again while the
+// network is slow: the reentry reaches Redis before the lease ends (and
+// refreshes it there), but its answer comes back after. The owner is told
+// at the lease's end, not when the answer comes (no other process may
+// take a lock its holder still believes held), the reentry fails with
+// ErrLockLost, and the holds Redis kept are given back rather than left to
+// the refreshed lease.
+func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
+	e := realEnv(t)
+	p := faultproxy.New(t, e.srv.Addr())
+	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = slow.Close() })
+	c := (&env{name: "slow", rdb: slow, srv: e.srv, clk: e.clk}).newClient(t)
+	ctx := context.Background()
+	const (
+		name    = "inflight-reentry"
+		lease   = time.Second
+		latency = 200 * time.Millisecond // each way
+	)
+	// Warm the client's connection up, so no dial adds to the round trips.
+	require.NoError(t, slow.Ping(ctx).Err())
+	p.SetLatency(latency)
+
+	l := c.Lock(name)
+	start := time.Now()
+	require.NoError(t, l.LockLease(ctx, lease))
+	lost := l.Lost()
+	toldAt := make(chan time.Duration, 1)
+	go func() {
+		<-lost
+		toldAt <- time.Since(start)
+	}()
+	// Sent 750 ms after the first acquire: it reaches Redis at about
+	// 950 ms, before Redis's expiry (1,200 ms), and its answer comes at
+	// about 1,150 ms, after the lease the engine counts from the first
+	// acquire's send (1,000 ms).
+	time.Sleep(time.Until(start.Add(750 * time.Millisecond)))
+	err := l.LockLease(ctx, lease)
+	answered := time.Since(start)
+	require.ErrorIs(t, err, client.ErrLockLost, "the reentry answered after the lease ended")
+
+	select {
+	case <-lost:
+	default:
+		t.Fatal("the owner was not told before the reentry's answer came")
+	}
+	told := <-toldAt
+	assert.Less(t, told, lease+150*time.Millisecond, "told when the lease ran out")
+	p.SetLatency(0)
+	given := time.Now()
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
+		"the holds Redis kept are given back")
+	freed := time.Since(start)
+	t.Logf("owner told %v and reentry answered %v after the first acquire; holds given back %v after the latency was removed (lock gone at %v; the refreshed lease would have kept it until about %v)",
+		told.Round(time.Millisecond), answered.Round(time.Millisecond), time.Since(given).Round(time.Millisecond), freed.Round(time.Millisecond),
+		(750*time.Millisecond + latency + lease).Round(time.Millisecond))
+	assert.Less(t, freed, 750*time.Millisecond+latency+lease, "freed before the refreshed lease ran out")
+
+	other := e.newClient(t).Lock(name)
+	ok, err := other.TryLockWait(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "another client takes the lock")
+	require.NoError(t, other.Unlock(ctx))
+}
