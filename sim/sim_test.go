@@ -98,12 +98,15 @@ func TestOptionsAreChecked(t *testing.T) {
 //     lease, and only the earlier holder's faults were looked at;
 //   - 622, every fault: a partitioned owner's read lock ran out unrenewed
 //     between two renewal ticks, and the renewer told it at the next tick,
-//     after another owner took the lock (fixed: an expiry timer).
+//     after another owner took the lock (fixed: an expiry timer);
+//   - 2400 and 3779, every fault: a write lock's unlock of one hold, its
+//     reply lost, set the lease shorter than the reentries had made it,
+//     and the owner was told at the longer end.
 func TestSeedsThatOnceFailed(t *testing.T) {
 	for _, c := range []struct {
 		seed   int64
 		faults []FaultKind
-	}{{5079, nil}, {1630, AllFaults}, {1904, AllFaults}, {5548, AllFaults}, {622, AllFaults}} {
+	}{{5079, nil}, {1630, AllFaults}, {1904, AllFaults}, {5548, AllFaults}, {622, AllFaults}, {2400, AllFaults}, {3779, AllFaults}} {
 		res, err := Run(Options{Seed: c.seed, Faults: c.faults, Length: 10 * time.Second})
 		require.NoError(t, err)
 		for _, v := range res.Failed() {
