@@ -98,7 +98,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 		a.seen++
 		w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
 		if m.Kind == messages.KindPermitSemaphore {
-			w.permitID = redisio.NewPermitID()
+			w.permitID = a.cfg.newPermitID()
 		}
 	case *messages.Cancel:
 		a.seen++
