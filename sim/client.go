@@ -61,6 +61,7 @@ func (cl *client) start(w *world, r *redisSim, o *Options) error {
 		Logger:      logger,
 		Workers:     workers,
 		IO:          ioCtx,
+		NewPermitID: w.permitID,
 	})
 	if err != nil {
 		return fmt.Errorf("sim: client %d: %w", cl.id, err)
