@@ -112,7 +112,11 @@ func permitHolders(holds []*Hold, at time.Duration) string {
 			if s != "" {
 				s += ", "
 			}
-			s += fmt.Sprintf("%s %v..%v lease %v", hd.Owner, hd.From, hd.To, hd.Lease)
+			lease := "no lease"
+			if hd.Lease > 0 {
+				lease = fmt.Sprintf("lease %v", hd.Lease)
+			}
+			s += fmt.Sprintf("%s %v..%v %s", hd.Owner, hd.From, hd.To, lease)
 		}
 	}
 	return s

@@ -52,6 +52,12 @@ type Options struct {
 	LossRate float64
 	// KeepTrace keeps the trace's lines in the Result, not just its hash.
 	KeepTrace bool
+
+	// newPermitID, when set (by tests), replaces the seed's permit IDs.
+	newPermitID func() string
+	// doubleCountDown (set by tests) makes each count-down of a latch run
+	// twice, under two request IDs: a broken count-down.
+	doubleCountDown bool
 }
 
 // AllFaults is every fault the simulation can inject.

@@ -212,9 +212,12 @@ func (wl *workload) countDown(o *owner) {
 	o.busy = true
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: ActCountDown,
 		Permits: 1})
-	cl, name, reqID, sys, self := wl.cl, o.tgt.name, wl.reqID(o), wl.cl.sys, wl.self
+	cl, name, reqID, sys, self, twice := wl.cl, o.tgt.name, wl.reqID(o), wl.cl.sys, wl.self, wl.o.doubleCountDown
 	wl.w.schedule(cl, func() {
 		n, err := cl.scripts.LatchCountDown(context.Background(), cl.rdb, name, reqID)
+		if twice && err == nil {
+			n, err = cl.scripts.LatchCountDown(context.Background(), cl.rdb, name, reqID+"-again")
+		}
 		sys.Root.Send(self, &countedDown{owner: o.id, count: n, err: err})
 	})
 }
