@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // The checks of the counting kinds that nobody holds in Redis's eyes: the
@@ -191,12 +192,15 @@ type latchHistory struct {
 //     count the latch no longer had.
 //   - Waiting after zero (checkStarvation). A waiting await (not a try,
 //     not answered with an error) stayed unanswered, or was answered (late
-//     or "not yet"), more than latchBound after max(A.Call, Z). An await
-//     of the same client and name answered with an error delays A rightly
-//     until that answer (its client's engine runs one read of the latch at
-//     a time, and a lost one holds the others up until it fails): A's wait
-//     is counted from then. A fault on A's client (or Redis) during A's
-//     wait excuses it, as Limits says for starvation.
+//     or "not yet"), more than latchBound after max(A.Call, Z). A's
+//     client's engine runs one read of a latch at a time, and a read whose
+//     request or reply is lost holds the others up until its call gives up
+//     (redisio.IOTimeout after it was sent), even once the zero message
+//     answered its own waiter: A's wait is counted from then, for each
+//     lost read (a lost GET) of A's client before A's end and each await
+//     of the same client and name answered with an error. A fault on A's
+//     client (or Redis) during A's wait excuses it, as Limits says for
+//     starvation.
 func checkLatches(h *History, o *Options) []Violation {
 	byName := map[string]*latchHistory{}
 	var names []string
@@ -283,6 +287,12 @@ func (lh *latchHistory) checkAwait(h *History, o *Options, a *Op, s int) []Viola
 	for _, b := range lh.awaits {
 		if b != a && b.Err && b.Client == a.Client && b.Call < end && b.Return > from {
 			from = max(from, b.Return)
+		}
+	}
+	for _, f := range h.Faults {
+		lost := f.Kind == FaultLostRequest || f.Kind == FaultLostReply
+		if lost && f.Client == a.Client && f.Detail == "get" && f.From < end && f.From+redisio.IOTimeout > from {
+			from = f.From + redisio.IOTimeout
 		}
 	}
 	if end-from <= latchBound(o) {

@@ -182,6 +182,17 @@ func TestLatchCheckFindsAwaitsLeftWaiting(t *testing.T) {
 	h.Ops = append(h.Ops, Op{Client: 1, Owner: "x", Name: "l", Kind: messages.KindCountDownLatch, Action: ActAcquire,
 		Call: ms(60), Return: ms(2000), Err: true})
 	assert.Empty(t, failedChecks(t, h))
+
+	// So does a lost read (a GET) of its client, until that read's call
+	// gave up, even when the zero message answered the read's own waiter;
+	// a lost script call or another client's lost read does not.
+	h.Ops = h.Ops[:3]
+	h.Faults = []Fault{{Kind: FaultLostReply, Client: 1, From: ms(40), To: ms(40), Detail: "evalsha"}}
+	assert.Equal(t, []string{checkStarvation}, failedChecks(t, h))
+	h.Faults = []Fault{{Kind: FaultLostReply, Client: 0, From: ms(40), To: ms(40), Detail: "get"}}
+	assert.Equal(t, []string{checkStarvation}, failedChecks(t, h))
+	h.Faults[0].Client = 1
+	assert.Empty(t, failedChecks(t, h))
 }
 
 // TestSharedPermitIDsAreCaught runs an engine whose permit acquires all ask
