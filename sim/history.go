@@ -148,7 +148,7 @@ type Fault struct {
 // Violation is a guarantee a run broke.
 type Violation struct {
 	// Check names the checker: "mutual exclusion", "fencing",
-	// "starvation", "told before", "linearizability".
+	// "starvation", "told before", "linearizability", "permits", "latch".
 	Check string
 	At    time.Duration
 	Name  string
