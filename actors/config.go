@@ -50,6 +50,20 @@ type Config struct {
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context
+	// NewPermitID names the permit a permit-expirable semaphore acquire
+	// asks for; nil means redisio.NewPermitID. A simulation sets it to draw
+	// the IDs from its seed. It must return 32 lowercase hex characters,
+	// never the same twice.
+	NewPermitID func() string
+}
+
+// newPermitID returns a fresh permit ID from NewPermitID, or
+// redisio.NewPermitID when it is nil.
+func (c *Config) newPermitID() string {
+	if c.NewPermitID != nil {
+		return c.NewPermitID()
+	}
+	return redisio.NewPermitID()
 }
 
 // survive recovers a panic in an actor's Receive, logs it and lets the

@@ -98,7 +98,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 		a.seen++
 		w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
 		if m.Kind == messages.KindPermitSemaphore {
-			w.permitID = redisio.NewPermitID()
+			w.permitID = a.cfg.newPermitID()
 		}
 	case *messages.Cancel:
 		a.seen++
@@ -177,18 +177,25 @@ func (a *countActor) onMessage(ctx actor.Context, payload string) {
 
 // latchReachedZero answers every waiter of a latch whose zero was just
 // published: the message is the answer, no waiter needs to read the count
-// again. A waiter whose read is in flight is answered by that read.
+// again. A waiter whose read is in flight is answered too, not held up
+// until that read returns (a lost request holds it up to
+// redisio.IOTimeout): it is then marked cancelled, so that its read's
+// answer, whatever it is, is dropped (onDone) and the waiter goes.
 func (a *countActor) latchReachedZero(ctx actor.Context) {
 	for i := 0; i < len(a.waiters.list); {
 		w := a.waiters.list[i]
-		if w.inflight || w.cancelled {
-			wake(w)
+		if w.cancelled {
+			i++
+			continue
+		}
+		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
+			RequestID: w.req.RequestID})
+		if w.inflight {
+			w.cancelled = true
 			i++
 			continue
 		}
 		a.waiters.removeAt(i)
-		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
-			RequestID: w.req.RequestID})
 	}
 }
 

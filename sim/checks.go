@@ -22,22 +22,35 @@ import (
 //     told once it runs again, after another owner took the lock.
 //   - A clock jump of the holder's process moves when it believes its lease
 //     ends: a backward jump makes it believe it holds after Redis let the
-//     lock expire.
+//     lock expire. A permit-expirable semaphore's scripts take the
+//     client's clock as now: a jumped client's permits end early in the
+//     others' eyes, and its scripts reclaim the others' permits early.
+//   - A restart also loses the permits held and the latches' counts, which
+//     the application sets again: every permit is free once more while
+//     owners still hold theirs, and a latch already at zero counts again.
 //   - Any fault that stops a process from reaching Redis (partition, pause,
 //     crash, restart, clock jump) can keep a waiter from the lock while it
-//     is free; lost requests, replies and messages must not.
+//     is free; lost messages must not.
+//   - A lost request or reply, or a partition, holds a key or count actor's
+//     one Redis call until it times out (redisio.IOTimeout, 10 s): that
+//     name's other requests in that process wait meanwhile, so a waiter
+//     may wait while the lock is free, and one whose deadline passes is
+//     answered with a timeout though the lock was free, which the
+//     linearizability check counts as a refusal where none was possible.
 //
 // Lost requests and replies, lost messages, latency and partitions excuse
-// no violation of exclusion, told-before, fencing or linearizability: a
+// no violation of exclusion, told-before, fencing, permits or latch: a
 // holding whose lease ends while a request of its owner is in flight is
 // reported at the lease's end, and the holds a late answer shows Redis
 // kept are given back.
 var Limits = map[FaultKind][]string{
-	FaultRestart:   {checkExclusion, checkToldBefore, checkFencing, checkStarvation, checkLinearizable},
-	FaultPause:     {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
-	FaultClockJump: {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
-	FaultPartition: {checkStarvation},
-	FaultCrash:     {checkStarvation},
+	FaultRestart:     {checkExclusion, checkToldBefore, checkFencing, checkStarvation, checkLinearizable, checkPermitCount, checkLatch},
+	FaultPause:       {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
+	FaultClockJump:   {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable, checkPermitCount},
+	FaultPartition:   {checkStarvation, checkLinearizable},
+	FaultLostReply:   {checkStarvation, checkLinearizable},
+	FaultLostRequest: {checkStarvation, checkLinearizable},
+	FaultCrash:       {checkStarvation},
 }
 
 const (
@@ -54,6 +67,8 @@ func check(h *History, o *Options) (vs []Violation, unknown []string) {
 	vs = append(vs, checkHolds(h, o)...)
 	vs = append(vs, checkTokens(h)...)
 	vs = append(vs, checkStarving(h, o)...)
+	vs = append(vs, checkPermitHolds(h, o)...)
+	vs = append(vs, checkLatches(h, o)...)
 	lin, unknown := CheckLinearizable(h, 5*time.Second)
 	for _, v := range lin {
 		v.Excused = excuse(h, checkLinearizable, -1, 0, h.Length)
@@ -63,12 +78,13 @@ func check(h *History, o *Options) (vs []Violation, unknown []string) {
 	return vs, unknown
 }
 
-// excuse returns the first fault that Limits says can break check and
-// that hit client (any client when -1, and Redis always) between from and
-// to; "" when none did.
+// excuse returns the first fault that Limits says can
+// break check and that hit client (any client when -1, and Redis always)
+// between from and to; "" when none did.
 func excuse(h *History, check string, client int, from, to time.Duration) FaultKind {
 	for _, f := range h.Faults {
-		if !slices.Contains(Limits[f.Kind], check) || f.To < from || f.From > to {
+		breaks := slices.Contains(Limits[f.Kind], check)
+		if !breaks || f.To < from || f.From > to {
 			continue
 		}
 		if client < 0 || f.Client < 0 || f.Client == client {
@@ -87,7 +103,8 @@ func conflicts(a, b *Hold) bool {
 }
 
 // checkHolds finds two owners holding one lock at once (or more permits
-// than a semaphore has). When the earlier hold ended by the engine telling
+// than a semaphore has; a permit-expirable semaphore's are
+// checkPermitHolds'). When the earlier hold ended by the engine telling
 // its owner the lock was lost, the fault is that it was told too late:
 // "told before" (every owner that lost a lock is told before anyone else
 // acquires it).
@@ -96,7 +113,7 @@ func checkHolds(h *History, o *Options) []Violation {
 	var names []string
 	for i := range h.Holds {
 		hd := &h.Holds[i]
-		if hd.End == EndUnknown {
+		if hd.End == EndUnknown || hd.Kind == messages.KindPermitSemaphore {
 			continue
 		}
 		if byName[hd.Name] == nil {
@@ -223,13 +240,14 @@ func starveBound(o *Options) time.Duration {
 
 // checkStarving finds an acquire that waited (and failed, or never
 // returned) through a stretch longer than starveBound in which nobody
-// held its lock (for a semaphore: in which a permit was free).
+// held its lock (for a semaphore: in which a permit was free). A latch's
+// await waits for its zero, not for a holder: checkLatches sees to it.
 func checkStarving(h *History, o *Options) []Violation {
 	bound := starveBound(o)
 	var vs []Violation
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if op.Action != ActAcquire || op.OK || op.Err {
+		if op.Action != ActAcquire || op.OK || op.Err || op.Kind == messages.KindCountDownLatch {
 			continue
 		}
 		end := op.Return
@@ -250,8 +268,8 @@ func checkStarving(h *History, o *Options) []Violation {
 
 // longestFree is the longest stretch within op's wait in which the lock op
 // waited for was free (as far as Redis may know: a crashed owner's lock is
-// held until its lease runs out; a hold of unknown outcome counts as held),
-// and when it began.
+// held until its lease runs out, a permit until its lease ends, or for
+// good; a hold of unknown outcome counts as held), and when it began.
 func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Duration, time.Duration) {
 	type span struct {
 		from, to time.Duration
@@ -267,7 +285,10 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 			continue
 		}
 		to := hd.To
-		if hd.End == EndCrashed || hd.End == EndLost {
+		switch {
+		case hd.Kind == messages.KindPermitSemaphore:
+			to = permitTaken(h, hd)
+		case hd.End == EndCrashed || hd.End == EndLost:
 			to += max(o.Watchdog, o.Lease)
 		}
 		busy = append(busy, span{hd.From, to, hd.Permits})
@@ -286,7 +307,7 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 		}
 	}
 	limit := int64(1)
-	if op.Kind == messages.KindSemaphore {
+	if op.Kind == messages.KindSemaphore || op.Kind == messages.KindPermitSemaphore {
 		limit = o.Permits
 	}
 	// Sweep the wait window: free while fewer than limit permits are held.

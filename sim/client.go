@@ -51,6 +51,10 @@ func (cl *client) start(w *world, r *redisSim, o *Options) error {
 	workers := actors.NewWorkersOn(func(fn func()) { w.schedule(cl, fn) })
 	cl.workers = workers
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	permitID := w.permitID
+	if o.newPermitID != nil {
+		permitID = o.newPermitID
+	}
 	props, err := actors.RootProps(actors.Config{
 		Redis:       cl.rdb,
 		Scripts:     scripts,
@@ -61,6 +65,7 @@ func (cl *client) start(w *world, r *redisSim, o *Options) error {
 		Logger:      logger,
 		Workers:     workers,
 		IO:          ioCtx,
+		NewPermitID: permitID,
 	})
 	if err != nil {
 		return fmt.Errorf("sim: client %d: %w", cl.id, err)

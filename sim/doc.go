@@ -4,7 +4,8 @@
 // faults the options allow (latency, lost requests, replies and messages,
 // partitions, crashes, pauses, Redis restarts, clock jumps) as its seed
 // draws them, and checks the recorded history: mutual exclusion, told
-// before, fencing, starvation and linearizability (porcupine). One seed
+// before, fencing, starvation, a permit-expirable semaphore's permits, a
+// count-down latch's zero and linearizability (porcupine). One seed
 // gives one trace, byte for byte. WriteTimeline draws a run as HTML;
 // cmd/warden-sim runs many seeds.
 package sim

@@ -14,8 +14,16 @@ const (
 	ActAcquire Action = "acquire"
 	// ActTry tries once and never waits.
 	ActTry Action = "try"
-	// ActRelease releases one hold (or the permits taken).
+	// ActRelease releases one hold (or the permits taken; a permit of a
+	// permit-expirable semaphore by its ID).
 	ActRelease Action = "release"
+	// ActCountDown counts a count-down latch down by one; Token is the
+	// count it answered (after the count-down, never below 0).
+	ActCountDown Action = "count down"
+	// ActSetCount sets a count-down latch's count (Permits) if it does not
+	// exist (TrySetCount). The simulation does it itself, as Client -1,
+	// when the run begins and after a Redis restart.
+	ActSetCount Action = "set count"
 )
 
 // Op is one operation of a simulated worker, from the moment it sent its
@@ -28,13 +36,16 @@ type Op struct {
 	Name   string
 	Kind   messages.Kind
 	Action Action
-	// Permits is a semaphore operation's permit count (1 for a lock).
+	// Permits is a semaphore operation's permit count (1 for a lock), a
+	// set count's count.
 	Permits int64
-	Call    time.Duration
-	Return  time.Duration
+	// Lease is an acquire's explicit lease (0: watchdog mode, or none).
+	Lease  time.Duration
+	Call   time.Duration
+	Return time.Duration
 	// OK: an acquire or try that was granted, a release that succeeded.
 	OK bool
-	// Token is a fenced acquire's token.
+	// Token is a fenced acquire's token, a count-down's answered count.
 	Token int64
 	// Err marks an operation answered with an error (Redis unreachable, a
 	// lost reply): its outcome is unknown, like one that never returned.
@@ -49,6 +60,10 @@ const (
 	EndReleased HoldEnd = "released"
 	// EndLost: the engine told the owner the lock was lost.
 	EndLost HoldEnd = "lost"
+	// EndExpired: a permit's lease ended before its owner sent the
+	// release. Nobody tells the owner: it counts its permit as gone at the
+	// lease's end, measured from when it sent the acquire.
+	EndExpired HoldEnd = "expired"
 	// EndCrashed: the owner's client crashed while holding.
 	EndCrashed HoldEnd = "crashed"
 	// EndRunEnd: still held when the run ended.
@@ -75,6 +90,34 @@ type Hold struct {
 	To    time.Duration
 	End   HoldEnd
 	Token int64
+	// Lease is a permit's lease (0: it never expires); locks leave it 0.
+	// Its owner holds the permit until leaseEnd at the latest.
+	Lease time.Duration
+}
+
+// permitGrain is how much earlier than Asked+Lease a permit's lease may
+// end: the acquire's script takes its client's time in whole milliseconds
+// (truncated), and the lease ends that many milliseconds later.
+const permitGrain = time.Millisecond
+
+// leaseEnd is when a permit's lease ends at the earliest, as its owner
+// must count it: from when it sent the acquire (the script ran later, with
+// a later time, unless a clock jumped). -1 for a hold without a lease.
+func (h *Hold) leaseEnd() time.Duration {
+	if h.Lease <= 0 {
+		return -1
+	}
+	return h.Asked + h.Lease - permitGrain
+}
+
+// end ends h at at, how end says, or at its lease's end if that came first
+// (EndExpired). A hold whose lease ended before it began (its grant came
+// back late) ends where it began: it is empty.
+func (h *Hold) end(at time.Duration, end HoldEnd) {
+	if le := h.leaseEnd(); le >= 0 && at > le {
+		at, end = max(le, h.From), EndExpired
+	}
+	h.To, h.End = at, end
 }
 
 // FaultKind names an injected fault.
@@ -107,7 +150,7 @@ type Fault struct {
 // Violation is a guarantee a run broke.
 type Violation struct {
 	// Check names the checker: "mutual exclusion", "fencing",
-	// "starvation", "told before", "linearizability".
+	// "starvation", "told before", "linearizability", "permits", "latch".
 	Check string
 	At    time.Duration
 	Name  string

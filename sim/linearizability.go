@@ -45,7 +45,9 @@ import (
 // crash). An operation that never returned (Return < 0) may or may not have
 // taken effect: it is given the end of the run as its return and accepts
 // either answer; if its client crashed after the call, its effect may also
-// have expired (a drop between its call and the end of the run). Since such
+// have expired (a drop between its call and the end of the run), and what
+// an unanswered acquire with an explicit lease took may have run out (a
+// drop from its call plus its lease on). Since such
 // an operation is concurrent with everything after its call, "not applied"
 // is the same as linearizing it last.
 //
@@ -427,8 +429,14 @@ func linOperations(h *History) []porcupine.Operation {
 		}
 		if ret < 0 {
 			out, ret = linUnknown, end
+			// A crashed client's holds expire; what an unanswered acquire
+			// with an explicit lease took ends with the lease (in watchdog
+			// mode the engine renews it until the call times out, after
+			// the run).
 			if at, ok := crashed[op.Client]; ok && at >= op.Call {
 				drop(op.Owner, in.key, op.Client, op.Call, end)
+			} else if from := op.Call + op.Lease - time.Millisecond; in.act == linAcquire && op.Lease > 0 && from < end {
+				drop(op.Owner, in.key, op.Client, from, end)
 			}
 		}
 		ops = append(ops, porcupine.Operation{

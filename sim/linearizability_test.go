@@ -286,6 +286,9 @@ func TestLinearizableNeverReturnedCrash(t *testing.T) {
 	h.Ops[0].Client = 1
 	h.Ops[1].Client = 2
 	linWantViolation(t, h, "x", linMS(50)) // no crash: b still holds it
+	h.Ops[0].Lease = linMS(40)
+	linWantOK(t, h) // its explicit lease ran out
+	h.Ops[0].Lease = 0
 	h.Faults = []Fault{{Kind: FaultCrash, Client: 1, From: linMS(10), To: linMS(10)}}
 	linWantOK(t, h)
 }

@@ -45,7 +45,9 @@ type redisSim struct {
 	w    *world
 	m    *miniredis.Miniredis
 	exec *redis.Client
-	o    *Options
+	// scripts runs the production scripts setUp needs.
+	scripts *redisio.Scripts
+	o       *Options
 	// synced is the simulated time miniredis's TTLs were last moved to.
 	synced time.Duration
 	// epoch counts restarts: a call or message of an older epoch is lost.
@@ -69,8 +71,13 @@ func newRedisSim(w *world, o *Options) (*redisSim, error) {
 		return nil, fmt.Errorf("sim: start miniredis: %w", err)
 	}
 	m.SetTime(epoch)
+	scripts, err := redisio.NewScripts("publish")
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
 	srv := m.Server()
-	r := &redisSim{w: w, m: m, o: o, published: make(chan []miniredis.PubsubPmessage),
+	r := &redisSim{w: w, m: m, scripts: scripts, o: o, published: make(chan []miniredis.PubsubPmessage),
 		tapDone: make(chan struct{})}
 	r.exec = redis.NewClient(&redis.Options{
 		Addr:       "127.0.0.1:1", // an address, not a name: go-redis may look a name up

@@ -28,11 +28,13 @@ type Options struct {
 	// AllFaults lists every kind).
 	Faults []FaultKind
 	// Kinds are the primitives the workload uses (default: reentrant,
-	// fenced, fair, read and write locks and a semaphore); Names how many
-	// names of each (default 2).
+	// fenced, fair, read and write locks, a semaphore, a permit-expirable
+	// semaphore and a count-down latch); Names how many names of each
+	// (default 2).
 	Kinds []messages.Kind
 	Names int
-	// Permits is each semaphore's permit count (default 2).
+	// Permits is each semaphore's permit count, the permit-expirable ones'
+	// too (default 2).
 	Permits int64
 	// Watchdog is the engines' watchdog lease (default 3s); Lease the
 	// explicit lease some acquires take (default 2s); IdleTimeout how long
@@ -50,6 +52,12 @@ type Options struct {
 	LossRate float64
 	// KeepTrace keeps the trace's lines in the Result, not just its hash.
 	KeepTrace bool
+
+	// newPermitID, when set (by tests), replaces the seed's permit IDs.
+	newPermitID func() string
+	// doubleCountDown (set by tests) makes each count-down of a latch run
+	// twice, under two request IDs: a broken count-down.
+	doubleCountDown bool
 }
 
 // AllFaults is every fault the simulation can inject.
@@ -88,7 +96,8 @@ func (o *Options) rate(k FaultKind) float64 {
 
 // workloadKinds are the primitives the workload can use, its default.
 var workloadKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
-	messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore}
+	messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore, messages.KindPermitSemaphore,
+	messages.KindCountDownLatch}
 
 // defaults fills in o's zero fields and checks the rest.
 func (o *Options) defaults() error {
@@ -167,12 +176,12 @@ func Run(o Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.close()
-	targets := workloadTargets(&o)
-	r.setUp = func() error { return setUp(r, &o, targets) }
+	targets := workloadTargets(&o, w)
+	rec := &recorder{w: w}
+	r.setUp = func() error { return setUp(r, &o, targets, rec) }
 	if err := r.setUp(); err != nil {
 		return nil, err
 	}
-	rec := &recorder{w: w}
 	clients := make([]*client, o.Clients)
 	for i := range clients {
 		cl := &client{id: i}
@@ -207,9 +216,10 @@ func Run(o Options) (*Result, error) {
 	w.now = o.Length
 	for i := range rec.holds {
 		if h := &rec.holds[i]; h.To < 0 {
-			h.To, h.End = o.Length, EndRunEnd
 			if clients[h.Client].crashed {
-				h.To, h.End = clients[h.Client].crashedAt, EndCrashed
+				h.end(clients[h.Client].crashedAt, EndCrashed)
+			} else {
+				h.end(o.Length, EndRunEnd)
 			}
 		}
 	}
@@ -249,28 +259,54 @@ func RunSeeds(o Options, first int64, n int) ([]*Result, []error) {
 	return results, errs
 }
 
+// latchPhases is how many count-down latches of each name a run counts
+// down, one after the other: each phase of the run has its own.
+const latchPhases = 2
+
 // workloadTargets names the locks the workload uses: o.Names of each kind,
-// the read and write locks sharing their names.
-func workloadTargets(o *Options) []target {
+// the read and write locks sharing their names. A latch's counts, one per
+// phase, are drawn from the seed.
+func workloadTargets(o *Options, w *world) []target {
 	var out []target
 	for _, k := range o.Kinds {
 		for i := range o.Names {
-			name := fmt.Sprintf("%s-%d", strings.ReplaceAll(k.String(), " ", "-"), i)
-			if k == messages.KindReadLock || k == messages.KindWriteLock {
-				name = fmt.Sprintf("rw-%d", i)
+			t := target{name: fmt.Sprintf("%s-%d", strings.ReplaceAll(k.String(), " ", "-"), i), kind: k}
+			switch k {
+			case messages.KindReadLock, messages.KindWriteLock:
+				t.name = fmt.Sprintf("rw-%d", i)
+			case messages.KindCountDownLatch:
+				for range latchPhases {
+					t.counts = append(t.counts, 1+w.rng.Int64N(3))
+				}
 			}
-			out = append(out, target{name: name, kind: k})
+			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// setUp gives every semaphore its permits.
-func setUp(r *redisSim, o *Options, targets []target) error {
+// setUp gives every semaphore its permits and sets every latch's count
+// (each phase's latch) with the production script, as an application
+// would when it starts, and again after a restart lost them. The latches'
+// sets are recorded in the history: the latch checks count from them.
+func setUp(r *redisSim, o *Options, targets []target, rec *recorder) error {
+	ctx := context.Background()
 	for _, t := range targets {
-		if t.kind == messages.KindSemaphore {
-			if err := r.exec.Set(context.Background(), t.name, o.Permits, 0).Err(); err != nil {
+		switch t.kind {
+		case messages.KindSemaphore, messages.KindPermitSemaphore:
+			if err := r.exec.Set(ctx, t.name, o.Permits, 0).Err(); err != nil {
 				return fmt.Errorf("sim: set up %s: %w", t.name, err)
+			}
+		case messages.KindCountDownLatch:
+			for phase, n := range t.counts {
+				name := t.latch(phase)
+				i := rec.op(Op{Client: -1, Name: name, Kind: t.kind, Action: ActSetCount, Permits: n})
+				ok, err := r.scripts.LatchTrySetCount(ctx, r.exec, name, n)
+				if err != nil {
+					return fmt.Errorf("sim: set up %s: %w", name, err)
+				}
+				r.lastPublished() // its new-count message wakes nobody: no waiter yet, or every connection lost
+				rec.answer(i, ok, false, 0)
 			}
 		}
 	}

@@ -21,8 +21,12 @@ import (
 // grouped by client and labelled "client N / owner", with each Hold a bar
 // from From to To coloured by its lock (a legend maps colours to name and
 // kind) and drawn by how it ended (released: plain; lost: red dashed with a
-// cross; crashed: black with a square; run end: dotted with a chevron), its
-// details and fencing token in its tooltip; faults on the rows of the
+// cross; crashed: black with a square; run end: dotted with a chevron;
+// expired, a permit's lease: dashed with a bar), its details, fencing
+// token and lease in its tooltip; a count-down latch's operations on their
+// owners' rows in its colour (an await a thin bar from its call to its
+// answer, a count-down a small triangle) and its count's sets on the redis
+// row; faults on the rows of the
 // client they hit (a band for those that last, a vertical marker for
 // instant ones) and Redis-wide faults (Client < 0) on a row of their own
 // and across all rows (latency, which lasts the whole run, only on its row);
@@ -77,6 +81,7 @@ type tlRow struct {
 	y, h   float64
 	holds  []int // indexes into History.Holds, by From
 	lane   []int // lane of each of holds
+	ops    []int // indexes into History.Ops: the owner's latch operations
 }
 
 type tlGroup struct {
@@ -147,6 +152,17 @@ func tlNew(h *History, violations []Violation) *tlChart {
 			t.locks = append(t.locks, tlLock{name: hd.Name, kind: hd.Kind})
 		}
 		t.locks[lockIndex[k]].holds++
+	}
+	for _, op := range h.Ops {
+		if op.Kind != messages.KindCountDownLatch {
+			continue
+		}
+		k := lockKey{op.Name, op.Kind}
+		if _, ok := lockIndex[k]; !ok {
+			lockIndex[k] = len(t.locks)
+			t.locks = append(t.locks, tlLock{name: op.Name, kind: op.Kind})
+		}
+		t.locks[lockIndex[k]].holds++ // a latch's operations: nobody holds it
 	}
 	slices.SortFunc(t.locks, func(a, b tlLock) int {
 		return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
@@ -226,6 +242,11 @@ func tlNew(h *History, violations []Violation) *tlChart {
 		}
 		if ok {
 			t.rows[r].holds = append(t.rows[r].holds, i)
+		}
+	}
+	for i, op := range h.Ops {
+		if r, ok := rowOf[ownerKey{op.Client, op.Owner}]; ok && op.Kind == messages.KindCountDownLatch {
+			t.rows[r].ops = append(t.rows[r].ops, i)
 		}
 	}
 	for r := range t.rows {
@@ -326,6 +347,8 @@ func tlEndClass(e HoldEnd) string {
 		return "end-crashed"
 	case EndRunEnd:
 		return "end-run-end"
+	case EndExpired:
+		return "end-expired"
 	}
 	return "end-other"
 }
@@ -421,6 +444,9 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 .mark-lost{stroke:#d00000;stroke-width:2;fill:none}
 .mark-crashed{fill:#000}
 .mark-run-end{stroke:#555;stroke-width:1.5;fill:none}
+.end-expired rect{stroke:#555;stroke-width:1;stroke-dasharray:6 2}
+.mark-expired{stroke:#555;stroke-width:2}
+.latch{stroke:rgba(0,0,0,.35);stroke-width:.5}
 .fault-band{opacity:.18}
 .fault-wide.fault-band{opacity:.08}
 .fault-line{stroke-width:1.5}
@@ -482,7 +508,7 @@ func (t *tlChart) render(b *bytes.Buffer) {
 			l.color, tlEsc(l.name), tlEsc(l.kind.String()), l.holds)
 	}
 	p("</div>\n<div class=\"legend\">")
-	for _, e := range []HoldEnd{EndReleased, EndLost, EndCrashed, EndRunEnd} {
+	for _, e := range []HoldEnd{EndReleased, EndLost, EndCrashed, EndRunEnd, EndExpired} {
 		p("<span><svg width=\"46\" height=\"14\"><g class=\"hold %s\"><rect x=\"1\" y=\"2\" width=\"36\" height=\"10\" fill=\"#ccc\"/>", tlEndClass(e))
 		t.endMark(b, e, 37, 2, 10)
 		p("</g></svg>%s</span>", tlEsc(string(e)))
@@ -554,6 +580,8 @@ func (t *tlChart) endMark(b *bytes.Buffer, e HoldEnd, x, y, hh float64) {
 	case EndRunEnd:
 		fmt.Fprintf(b, "<path class=\"mark-run-end\" d=\"M%s %sL%s %sL%s %s\"/>",
 			tlNum(x+1), tlNum(mid-4), tlNum(x+5), tlNum(mid), tlNum(x+1), tlNum(mid+4))
+	case EndExpired:
+		fmt.Fprintf(b, "<path class=\"mark-expired\" d=\"M%s %sL%s %s\"/>", tlNum(x+2), tlNum(y-1), tlNum(x+2), tlNum(y+hh+1))
 	}
 }
 
@@ -673,11 +701,30 @@ func (t *tlChart) renderPlot(b *bytes.Buffer) {
 			if hd.Permits > 1 || (hd.Permits > 0 && !hd.Kind.Held()) {
 				title += fmt.Sprintf(", %d permits", hd.Permits)
 			}
+			if hd.Kind == messages.KindPermitSemaphore {
+				lease := "a lease that never ends"
+				if hd.Lease > 0 {
+					lease = "lease " + tlDur(hd.Lease)
+				}
+				title += fmt.Sprintf(", asked at %s, %s", tlDur(hd.Asked), lease)
+			}
 			p("<g class=\"hold %s\"><title>%s</title><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"/>",
 				tlEndClass(hd.End), tlEsc(title), tlNum(x0), tlNum(y), tlNum(max(x1-x0, 1)), tlNum(tlLaneH-3),
 				lockColor[hd.Name+"\x00"+hd.Kind.String()])
 			t.endMark(b, hd.End, max(x1, x0+1), y, tlLaneH-3)
 			p("</g>\n")
+		}
+	}
+
+	// Latches: their owners' awaits and count-downs, and their sets.
+	for _, row := range t.rows {
+		for _, i := range row.ops {
+			t.latchOp(b, &h.Ops[i], row.y+tlRowPad/2, lockColor)
+		}
+	}
+	for i := range h.Ops {
+		if op := &h.Ops[i]; op.Action == ActSetCount {
+			t.latchOp(b, op, t.redisY+2, lockColor)
 		}
 	}
 
@@ -702,6 +749,45 @@ func (t *tlChart) renderPlot(b *bytes.Buffer) {
 			tlNum(x), tlNum(cy+3), v.n)
 	}
 	p("</svg>\n")
+}
+
+// latchOp draws a latch's operation on a row whose first lane begins at
+// y: an await as a thin bar from its call to its answer (to the end of the
+// chart when it never came), a count-down as a triangle pointing down, a
+// set as a triangle pointing up, in the latch's colour.
+func (t *tlChart) latchOp(b *bytes.Buffer, op *Op, y float64, lockColor map[string]string) {
+	color := lockColor[op.Name+"\x00"+op.Kind.String()]
+	answer := "never answered"
+	switch {
+	case op.Return >= 0 && op.Err:
+		answer = "answered with an error at " + tlDur(op.Return)
+	case op.Return >= 0 && op.OK:
+		answer = "answered at " + tlDur(op.Return)
+	case op.Return >= 0:
+		answer = "answered no at " + tlDur(op.Return)
+	}
+	x, mid := t.x(op.Call), y+(tlLaneH-3)/2
+	switch op.Action {
+	case ActCountDown:
+		title := fmt.Sprintf("%s counted %s down at %s, %s", op.Owner, op.Name, tlDur(op.Call), answer)
+		if op.Return >= 0 && !op.Err {
+			title += fmt.Sprintf(": count %d", op.Token)
+		}
+		fmt.Fprintf(b, "<g class=\"latch\"><title>%s</title><path d=\"M%s %sL%s %sL%s %sZ\" fill=\"%s\"/></g>\n",
+			tlEsc(title), tlNum(x-4), tlNum(mid-4), tlNum(x+4), tlNum(mid-4), tlNum(x), tlNum(mid+4), color)
+	case ActSetCount:
+		title := fmt.Sprintf("%s's count set to %d at %s", op.Name, op.Permits, tlDur(op.Call))
+		fmt.Fprintf(b, "<g class=\"latch\"><title>%s</title><path d=\"M%s %sL%s %sL%s %sZ\" fill=\"%s\"/></g>\n",
+			tlEsc(title), tlNum(x-4), tlNum(mid+4), tlNum(x+4), tlNum(mid+4), tlNum(x), tlNum(mid-4), color)
+	default:
+		end := op.Return
+		if end < 0 {
+			end = t.span
+		}
+		title := fmt.Sprintf("%s awaited %s (%s) from %s, %s", op.Owner, op.Name, op.Action, tlDur(op.Call), answer)
+		fmt.Fprintf(b, "<g class=\"latch\"><title>%s</title><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"4\" fill=\"%s\"/></g>\n",
+			tlEsc(title), tlNum(x), tlNum(mid-2), tlNum(max(t.x(end)-x, 1)), color)
+	}
 }
 
 // faultShape draws f between y0 and y1: a band while it lasts and, for an

@@ -25,6 +25,9 @@ func tlTestHistory() (*History, []Violation) {
 			{Client: 1, Owner: "w1", Name: "orders", Kind: messages.KindLock, Action: ActAcquire, Permits: 1, Call: ms(10), Return: ms(310), OK: true},
 			{Client: 1, Owner: "w2", Name: "fence", Kind: messages.KindFencedLock, Action: ActAcquire, Permits: 1, Call: ms(100), Return: ms(120), OK: true, Token: 7},
 			{Client: 2, Owner: "w3", Name: "fence", Kind: messages.KindFencedLock, Action: ActTry, Permits: 1, Call: ms(2000), Return: -1},
+			{Client: -1, Name: "gate-p0", Kind: messages.KindCountDownLatch, Action: ActSetCount, Permits: 2, OK: true},
+			{Client: 0, Owner: "w0", Name: "gate-p0", Kind: messages.KindCountDownLatch, Action: ActCountDown, Permits: 1, Call: ms(400), Return: ms(402), OK: true, Token: 1},
+			{Client: 1, Owner: "w1", Name: "gate-p0", Kind: messages.KindCountDownLatch, Action: ActAcquire, Call: ms(1000), Return: ms(1400), OK: true},
 		},
 		Holds: []Hold{
 			{Client: 0, Owner: "w0", Name: "orders", Kind: messages.KindLock, Permits: 1, From: ms(5), To: ms(300), End: EndReleased},
@@ -32,6 +35,7 @@ func tlTestHistory() (*History, []Violation) {
 			{Client: 1, Owner: "w2", Name: "fence", Kind: messages.KindFencedLock, Permits: 1, From: ms(120), To: ms(1500), End: EndCrashed, Token: 7},
 			{Client: 1, Owner: "w2", Name: "orders", Kind: messages.KindLock, Permits: 1, From: ms(200), To: ms(400), End: EndReleased},
 			{Client: 2, Owner: "w3", Name: "sem", Kind: messages.KindSemaphore, Permits: 3, From: ms(50), To: ms(2500), End: EndRunEnd},
+			{Client: 0, Owner: "w0", Name: "permits", Kind: messages.KindPermitSemaphore, Permits: 1, Asked: ms(600), From: ms(610), To: ms(1099), End: EndExpired, Lease: ms(500)},
 		},
 		Faults: []Fault{
 			{Kind: FaultPartition, Client: 1, From: ms(600), To: ms(1200)},
@@ -71,6 +75,9 @@ func TestTimelineRenders(t *testing.T) {
 		"w1 &amp; w2 &lt;both&gt; hold orders", "token went backwards", "excused by pause",
 		"data &lt;lost&gt;",
 		">2.5s<", // run length
+		"permits (permit-expirable semaphore)", `class="hold end-expired"`, "mark-expired", "lease 500ms",
+		"gate-p0 (count-down latch)", "w0 counted gate-p0 down at 400ms, answered at 402ms: count 1",
+		"w1 awaited gate-p0 (acquire) from 1s, answered at 1.4s", "gate-p0&#39;s count set to 2",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -143,7 +150,7 @@ func TestTimelineLarge(t *testing.T) {
 	if again := tlRender(t, h, nil); again != out {
 		t.Fatal("two renders differ")
 	}
-	if n := strings.Count(out, `class="hold `); n != 3000+4 { // and the legend's four
+	if n := strings.Count(out, `class="hold `); n != 3000+5 { // and the legend's five
 		t.Fatalf("%d hold bars", n)
 	}
 	if len(out) > 3<<20 {

@@ -11,10 +11,17 @@ import (
 	"github.com/warden-go/warden/messages"
 )
 
-// target is one lock (or semaphore) the workload uses.
+// target is one lock (or semaphore, or latch) the workload uses.
 type target struct {
 	name string
 	kind messages.Kind
+	// counts are a latch's counts, one per phase of the run.
+	counts []int64
+}
+
+// latch names the latch of the given phase.
+func (t target) latch(phase int) string {
+	return fmt.Sprintf("%s-p%d", t.name, phase)
 }
 
 // recorder is the run's history as the workload sees it.
@@ -40,6 +47,9 @@ func (r *recorder) answer(i int, ok, failed bool, token int64) {
 
 // owner is one simulated worker: it takes a lock, holds it a while (now
 // and then taking it again, reentrantly), releases it, thinks, and again.
+// On a permit-expirable semaphore it takes a permit with a lease (now and
+// then holding it past the lease) and releases it by its ID; on a latch
+// it counts down, or awaits the latch's zero.
 type owner struct {
 	i    int // its index in workload.owners
 	cl   *client
@@ -51,6 +61,9 @@ type owner struct {
 	// it believes it holds none).
 	hold  int
 	lease time.Duration
+	// permitID is the permit the owner holds on a permit-expirable
+	// semaphore.
+	permitID string
 	// releases is how many releases are still to be sent: one per hold
 	// granted, the holds the owner believes it has but for one whose
 	// release is in flight.
@@ -61,9 +74,18 @@ type owner struct {
 // step is a workload timer's message: owner i has something to do.
 type step struct{ i int }
 
-// semReleased answers a semaphore release.
+// semReleased answers a semaphore's or permit's release; ok is false for
+// a permit the semaphore no longer counts as held (its lease ended).
 type semReleased struct {
 	owner string
+	ok    bool
+	err   error
+}
+
+// countedDown answers a latch's count-down: the count after.
+type countedDown struct {
+	owner string
+	count int64
 	err   error
 }
 
@@ -102,11 +124,15 @@ func (wl *workload) Receive(ctx actor.Context) {
 		}
 		wl.endCycle(o)
 	case *messages.Released:
-		wl.onReleased(wl.byID(m.Owner), nil)
+		wl.onReleased(wl.byID(m.Owner), true, nil)
 	case *messages.ReleaseFailed:
-		wl.onReleased(wl.byID(m.Owner), m.Err)
+		wl.onReleased(wl.byID(m.Owner), false, m.Err)
 	case *semReleased:
-		wl.onReleased(wl.byID(m.owner), m.err)
+		wl.onReleased(wl.byID(m.owner), m.ok, m.err)
+	case *countedDown:
+		o := wl.byID(m.owner)
+		wl.rec.answer(o.pending, m.err == nil, m.err != nil, m.count)
+		wl.endCycle(o)
 	case *messages.LockLost:
 		o := wl.byID(m.Owner)
 		if o.hold >= 0 && m.Name == o.tgt.name && m.Kind == o.tgt.kind {
@@ -153,10 +179,47 @@ func (wl *workload) act(ctx actor.Context, o *owner) {
 	w := wl.w
 	o.tgt = wl.targets[w.rng.IntN(len(wl.targets))]
 	o.lease = 0
-	if o.tgt.kind != messages.KindSemaphore && w.chance(0.3) {
-		o.lease = wl.o.Lease
+	switch o.tgt.kind {
+	case messages.KindCountDownLatch:
+		phase := min(int(w.now*latchPhases/wl.o.Length), latchPhases-1)
+		o.tgt.name = o.tgt.latch(phase)
+		if w.chance(0.5) {
+			wl.countDown(o)
+			return
+		}
+	case messages.KindPermitSemaphore:
+		// Most permits have the lease locks take; some a short one their
+		// owners often outlive; a few never expire.
+		switch n := w.rng.IntN(10); {
+		case n < 3:
+			o.lease = wl.o.Lease / 4
+		case n < 9:
+			o.lease = wl.o.Lease
+		}
+	case messages.KindSemaphore:
+	default:
+		if w.chance(0.3) {
+			o.lease = wl.o.Lease
+		}
 	}
 	wl.acquire(ctx, o, w.chance(0.2))
+}
+
+// countDown counts o's latch down once, by a script call as an application
+// does (a count-down has no owner and no waiting). It runs as a job of its
+// own, so the workload goes on receiving meanwhile.
+func (wl *workload) countDown(o *owner) {
+	o.busy = true
+	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: ActCountDown,
+		Permits: 1})
+	cl, name, reqID, sys, self, twice := wl.cl, o.tgt.name, wl.reqID(o), wl.cl.sys, wl.self, wl.o.doubleCountDown
+	wl.w.schedule(cl, func() {
+		n, err := cl.scripts.LatchCountDown(context.Background(), cl.rdb, name, reqID)
+		if twice && err == nil {
+			n, err = cl.scripts.LatchCountDown(context.Background(), cl.rdb, name, reqID+"-again")
+		}
+		sys.Root.Send(self, &countedDown{owner: o.id, count: n, err: err})
+	})
 }
 
 func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
@@ -169,12 +232,16 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 	case try:
 		req.Deadline = now
 		act = ActTry
-	case w.chance(0.8):
+	case w.chance(0.8) || o.tgt.kind == messages.KindCountDownLatch:
+		// A latch's await always has a deadline: its latch may never
+		// reach zero.
 		req.Deadline = now.Add(w.jitter(wl.o.Watchdog/2, 3*wl.o.Watchdog))
 	}
 	switch o.tgt.kind {
 	case messages.KindSemaphore:
 		req.Permits, req.Lease = 1, 0
+	case messages.KindCountDownLatch:
+		req.Lease = 0
 	case messages.KindFairLock:
 		if !req.Deadline.IsZero() {
 			req.Wait = max(time.Millisecond, req.Deadline.Sub(now))
@@ -182,7 +249,7 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 	}
 	o.busy = true
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: act,
-		Permits: max(1, req.Permits)})
+		Permits: max(1, req.Permits), Lease: req.Lease})
 	ctx.Request(wl.cl.root, req)
 }
 
@@ -190,13 +257,21 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 	w := wl.w
 	wl.rec.answer(o.pending, true, false, m.Token)
 	o.busy = false
+	if o.tgt.kind == messages.KindCountDownLatch {
+		wl.endCycle(o) // the latch reached zero: nothing to hold
+		return
+	}
 	if o.hold < 0 {
-		wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
-			Permits: 1, Asked: wl.rec.ops[o.pending].Call, From: w.now, To: -1, Token: m.Token})
+		hd := Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Permits: 1,
+			Asked: wl.rec.ops[o.pending].Call, From: w.now, To: -1, Token: m.Token}
+		if o.tgt.kind == messages.KindPermitSemaphore {
+			hd.Lease, o.permitID = o.lease, m.PermitID
+		}
+		wl.rec.holds = append(wl.rec.holds, hd)
 		o.hold = len(wl.rec.holds) - 1
 	}
 	o.releases++
-	reentrant := o.tgt.kind != messages.KindSemaphore && o.releases < 3
+	reentrant := o.tgt.kind.Held() && o.releases < 3
 	if reentrant && w.chance(0.15) {
 		wl.acquire(ctx, o, true)
 		return
@@ -225,15 +300,26 @@ func (wl *workload) release(ctx actor.Context, o *owner) {
 		cl, name, reqID, sys, self := wl.cl, o.tgt.name, wl.reqID(o), wl.cl.sys, wl.self
 		wl.w.schedule(cl, func() {
 			_, err := cl.scripts.SemaphoreRelease(context.Background(), cl.rdb, name, reqID, 1)
-			sys.Root.Send(self, &semReleased{owner: o.id, err: err})
+			sys.Root.Send(self, &semReleased{owner: o.id, ok: err == nil, err: err})
+		})
+		return
+	}
+	if o.tgt.kind == messages.KindPermitSemaphore {
+		// A permit is released by its ID, by a script call as the client's
+		// handle does; one whose lease ended is refused (ok false).
+		cl, name, reqID, permitID, sys, self, clock := wl.cl, o.tgt.name, wl.reqID(o), o.permitID, wl.cl.sys, wl.self,
+			wl.clock
+		wl.w.schedule(cl, func() {
+			ok, err := cl.scripts.PermitRelease(context.Background(), cl.rdb, name, reqID, permitID, clock.Now())
+			sys.Root.Send(self, &semReleased{owner: o.id, ok: ok, err: err})
 		})
 		return
 	}
 	ctx.Request(wl.cl.root, &messages.Release{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o)})
 }
 
-func (wl *workload) onReleased(o *owner, err error) {
-	wl.rec.answer(o.pending, err == nil, isFault(err), 0)
+func (wl *workload) onReleased(o *owner, ok bool, err error) {
+	wl.rec.answer(o.pending, ok && err == nil, isFault(err), 0)
 	if isFault(err) {
 		wl.ghost(o)
 	}
@@ -241,22 +327,30 @@ func (wl *workload) onReleased(o *owner, err error) {
 }
 
 // ghost records that Redis may hold o's lock until a lease after its
-// pending operation, whose outcome is unknown.
+// pending operation, whose outcome is unknown. A permit that never expires
+// may stay taken until the run ends (its give-back may be lost too); a
+// latch's await takes nothing.
 func (wl *workload) ghost(o *owner) {
+	if o.tgt.kind == messages.KindCountDownLatch {
+		return
+	}
 	from := wl.rec.ops[o.pending].Call
-	lease := wl.o.Watchdog
-	if o.lease > 0 {
-		lease = o.lease
+	to := wl.w.now + wl.o.Watchdog
+	switch {
+	case o.lease > 0:
+		to = wl.w.now + o.lease
+	case o.tgt.kind == messages.KindPermitSemaphore:
+		to = wl.o.Length
 	}
 	wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
-		Permits: 1, Asked: from, From: from, To: wl.w.now + lease, End: EndUnknown})
+		Permits: 1, Asked: from, From: from, To: to, End: EndUnknown})
 }
 
 func (wl *workload) endHold(o *owner, end HoldEnd) {
 	h := &wl.rec.holds[o.hold]
-	h.To, h.End = wl.w.now, end
+	h.end(wl.w.now, end)
 	o.hold = -1
-	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s", wl.cl.id, o.id, o.tgt.name, end)
+	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s", wl.cl.id, o.id, o.tgt.name, h.End)
 }
 
 // endCycle sends o's next release at once, or lets it think a while

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -240,6 +241,13 @@ func (w *world) jitter(lo, hi time.Duration) time.Duration {
 		return lo
 	}
 	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)+1))
+}
+
+// permitID draws a permit ID from the seed: 16 bytes as 32 lowercase hex
+// characters, the engine's format (redisio.NewPermitID's, which reads
+// crypto/rand).
+func (w *world) permitID() string {
+	return fmt.Sprintf("%016x%016x", w.rng.Uint64(), w.rng.Uint64())
 }
 
 // chance draws true with probability p.
