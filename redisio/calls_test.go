@@ -58,12 +58,12 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
 	})
-	step("the same acquire again", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1, "set": 1}, func() {
+	step("the same acquire again", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1, "get": 1}, func() {
 		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
 	})
-	step("reentry", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1, "set": 1, "hincrby": 1, "pexpire": 1}, func() {
+	step("reentry", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1, "get": 1, "hincrby": 1, "pexpire": 1, "set": 1}, func() {
 		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a2", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 2}, r)
@@ -78,7 +78,7 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []any{1, true}, []any{n, held})
 	})
-	step("the same unlock again", map[string]int{"evalsha": 1, "hget": 1, "set": 1}, func() {
+	step("the same unlock again", map[string]int{"evalsha": 1, "hget": 1, "set": 1, "get": 1}, func() {
 		n, held, err := s.Unlock(ctx, rdb, "calls", "o1", "u1", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, []any{1, true}, []any{n, held})

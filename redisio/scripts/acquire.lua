@@ -42,14 +42,12 @@ local held = redis.call('hget', KEYS[1], ARGV[1])
 if not held then return {0, pttl} end
 if not int(held) then return redis.error_reply('ERR warden: hold count of ' .. ARGV[1] .. ' is not an integer') end
 -- The owner holds the lock: a reentry, or this very request again (its
--- reply was lost). The latch, swapped for this request's ID in the same
--- call, tells which.
-if redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4], 'get') == ARGV[3] then
+-- reply was lost), which the latch tells.
+if redis.call('get', KEYS[2]) == ARGV[3] then
   if KEYS[3] then return {1, tonumber(held), token()} end
   return {1, tonumber(held)}
 end
-local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
-redis.call('pexpire', KEYS[1], ARGV[2])
+local n = hold_take(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 if KEYS[3] then
   if n == 1 then return {1, n, redis.call('incr', KEYS[3])} end
   return {1, n, token()}

@@ -18,8 +18,8 @@ if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty owner') en
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
--- Not held: the lock is gone, or this request already released it (its
--- reply was lost); only then does its latch exist.
+-- Not held: the lock is gone, or this request already ran (its reply was
+-- lost) and its latch has the first result.
 local held = redis.call('hget', KEYS[1], ARGV[3])
 if not held then
   local done = redis.call('get', KEYS[3])
@@ -28,10 +28,11 @@ if not held then
 end
 if not int(held) then return redis.error_reply('ERR warden: hold count of ' .. ARGV[3] .. ' is not an integer') end
 local n = math.max(tonumber(held) - 1, 0)
--- The latch is written only if it is new, and its old value returned
--- otherwise: a request seen before answers its first result, unchanged.
-local first = redis.call('set', KEYS[3], dec(n), 'px', ARGV[5], 'nx', 'get')
-if first then return tonumber(first) end
+-- The latch is written only if it is new (SET NX, which every Redis
+-- version has): a request seen before answers its first result, unchanged.
+if not redis.call('set', KEYS[3], dec(n), 'px', ARGV[5], 'nx') then
+  return tonumber(redis.call('get', KEYS[3]))
+end
 if n > 0 then
   redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
