@@ -41,10 +41,17 @@ type Client struct {
 	mailbox *mailbox
 	mbPID   *actor.PID
 	lostMu  sync.Mutex
-	lost    map[holdingKey][]chan struct{} // handles sharing an owner share a holding
+	lost    map[holdingKey]lostChans // handles sharing an owner share a holding
 	// early remembers lost holdings for a minute, for handles that bind to
 	// the holding after its LockLost arrived (a reply and the loss crossed).
 	early map[holdingKey]time.Time
+}
+
+// lostChans are the channels to close when one holding is lost: usually
+// the one handle's, in first, and more only when handles share an owner.
+type lostChans struct {
+	first chan struct{}
+	more  []chan struct{}
 }
 
 // holdingKey names one holding of one owner.
@@ -92,7 +99,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		id:        o.clientID,
 		reqPrefix: uuid.NewString()[:8] + ":",
 		done:      make(chan struct{}),
-		lost:      map[holdingKey][]chan struct{}{},
+		lost:      map[holdingKey]lostChans{},
 		early:     map[holdingKey]time.Time{},
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
@@ -183,7 +190,8 @@ func (c *Client) nextOwner() string {
 }
 
 func (c *Client) nextRequestID() string {
-	return c.reqPrefix + strconv.FormatUint(c.requests.Add(1), 10)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], c.reqPrefix...), c.requests.Add(1), 10))
 }
 
 // errClosed reports ErrClosed once Close has begun.
@@ -196,11 +204,18 @@ func (c *Client) errClosed() error {
 
 // request sends msg, whose request ID is requestID, to the engine with the
 // client's mailbox as its sender, and returns the channel its reply comes
-// on and a function that stops waiting for it.
-func (c *Client) request(requestID string, msg any) (<-chan any, func()) {
+// on. The caller ends the wait with received, once it took the reply out
+// of the channel, or else with forget.
+func (c *Client) request(requestID string, msg any) chan any {
 	ch := c.mailbox.expect(requestID)
 	c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
-	return ch, func() { c.mailbox.forget(requestID) }
+	return ch
+}
+
+// received ends the wait for a reply that came on ch: the mailbox has
+// already forgotten the request, and ch goes back for reuse.
+func (c *Client) received(ch chan any) {
+	c.mailbox.recycle(ch)
 }
 
 // cancelWait bounds the wait for the engine's answer to a Cancel, which it
@@ -238,7 +253,13 @@ func (c *Client) watchLost(k holdingKey, ch chan struct{}) {
 		close(ch) // kept in early: other handles of the owner may ask too
 		return
 	}
-	c.lost[k] = append(c.lost[k], ch)
+	w, ok := c.lost[k]
+	if !ok {
+		w.first = ch
+	} else {
+		w.more = append(w.more, ch)
+	}
+	c.lost[k] = w
 }
 
 // unwatchLost forgets a holding that ended without loss.
@@ -253,8 +274,11 @@ func (c *Client) onLockLost(m *messages.LockLost) {
 	k := holdingKey{name: m.Name, kind: m.Kind, owner: m.Owner, holding: m.Holding}
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()
-	for _, ch := range c.lost[k] {
-		close(ch)
+	if w, ok := c.lost[k]; ok {
+		close(w.first)
+		for _, ch := range w.more {
+			close(ch)
+		}
 	}
 	delete(c.lost, k)
 	now := time.Now()

@@ -148,14 +148,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	req := &messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()}
-	ch, free := l.c.request(req.RequestID, req)
-	defer free()
+	ch := l.c.request(req.RequestID, req)
 	var reply any
 	select {
 	case reply = <-ch:
+		l.c.received(ch)
 	case <-l.c.done:
+		l.c.mailbox.forget(req.RequestID)
 		return ErrClosed
 	case <-ctx.Done():
+		l.c.mailbox.forget(req.RequestID)
 		return fmt.Errorf("warden: unlock %s: outcome unknown: %w", l.name, ctxErr(ctx))
 	}
 	switch r := reply.(type) {

@@ -18,13 +18,20 @@ type mailbox struct {
 	c       *Client
 	mu      sync.Mutex
 	pending map[string]chan any
+	// spare keeps reply channels whose one reply was received, for the
+	// next requests: a channel is put back only by the caller that took
+	// its reply out, so no late reply can reach its next user.
+	spare sync.Pool
 }
 
 var _ actor.Process = (*mailbox)(nil)
 
 // expect registers a caller waiting for the reply to requestID.
 func (m *mailbox) expect(requestID string) chan any {
-	ch := make(chan any, 1)
+	ch, _ := m.spare.Get().(chan any)
+	if ch == nil {
+		ch = make(chan any, 1)
+	}
 	m.mu.Lock()
 	m.pending[requestID] = ch
 	m.mu.Unlock()
@@ -36,6 +43,14 @@ func (m *mailbox) forget(requestID string) {
 	m.mu.Lock()
 	delete(m.pending, requestID)
 	m.mu.Unlock()
+}
+
+// recycle keeps ch, whose reply its caller has received, for a later
+// request. The mailbox sends at most one reply on a channel (it takes the
+// channel out of pending before sending), so once that reply is out the
+// channel is empty and nobody else holds it.
+func (m *mailbox) recycle(ch chan any) {
+	m.spare.Put(ch)
 }
 
 func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {

@@ -19,12 +19,13 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 	if ctx.Err() != nil {
 		return nil, waitCtxErr(ctx, blocking)
 	}
-	ch, free := c.request(req.RequestID, req)
-	defer free()
+	ch := c.request(req.RequestID, req)
 	var reply any
 	select {
 	case reply = <-ch:
+		c.received(ch)
 	case <-c.done:
+		c.mailbox.forget(req.RequestID)
 		select {
 		case r := <-ch:
 			if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
@@ -36,6 +37,7 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 	case <-ctx.Done():
 		c.send(&messages.Cancel{Name: req.Name, Kind: req.Kind, Owner: req.Owner, RequestID: req.RequestID})
 		r, err := c.await(ch, cancelWait)
+		c.mailbox.forget(req.RequestID)
 		if err != nil {
 			return nil, errors.Join(waitCtxErr(ctx, blocking), err)
 		}

@@ -90,8 +90,21 @@ func scriptCmd(ctx context.Context, name, body string, keys []string, args []any
 // do queues c and returns once it has run, sending pipelines while a flush
 // slot is free and calls are queued.
 func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
-	c := &pipedCall{ctx: ctx, cmd: cmd}
 	p.mu.Lock()
+	if p.inflight < flushSlots && len(p.queue) == 0 {
+		// Alone: sent at once on a slot of its own, with nothing to queue.
+		p.inflight++
+		p.mu.Unlock()
+		_ = p.Redis.Process(ctx, cmd)
+		p.mu.Lock()
+		p.inflight--
+		if len(p.queue) > 0 {
+			p.cond.Broadcast() // calls queued meanwhile: one of them sends
+		}
+		p.mu.Unlock()
+		return cmd
+	}
+	c := &pipedCall{ctx: ctx, cmd: cmd}
 	p.queue = append(p.queue, c)
 	for !c.done {
 		if p.inflight < flushSlots && len(p.queue) > 0 {

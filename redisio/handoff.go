@@ -40,14 +40,14 @@ type HandoffResult struct {
 
 // Handoff runs h (see Handoff).
 func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult {
-	unlockKeys, unlockArgs := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease)
-	acquireKeys, acquireArgs := acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced)
+	u := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease)
+	a := s.acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced)
 	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
 	// connection for both, in order.
 	var unlock, acquire *redis.Cmd
 	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
-		unlock = eval(unlockScript, ctx, pipe, unlockKeys, unlockArgs...)
-		acquire = eval(acquireScript, ctx, pipe, acquireKeys, acquireArgs...)
+		unlock = eval(unlockScript.Script, ctx, pipe, u.keys(), u.argv()...)
+		acquire = eval(acquireScript.Script, ctx, pipe, a.keys(), a.argv()...)
 	})
 	var res HandoffResult
 	res.Remaining, res.Held, res.UnlockErr = unlockReply("unlock", h.Name, unlock)

@@ -30,11 +30,23 @@ func UnlockLatchKey(name, requestID string) string {
 	return prefixName("redisson_unlock_latch", name) + ":" + requestID
 }
 
+// unlockLatchKey is UnlockLatchKey(name, owner+":"+requestID), made in one
+// piece.
+func unlockLatchKey(name, owner, requestID string) string {
+	if strings.Contains(name, "{") {
+		return "redisson_unlock_latch:" + name + ":" + owner + ":" + requestID
+	}
+	return "redisson_unlock_latch:{" + name + "}:" + owner + ":" + requestID
+}
+
 // AcquireLatchKey is the key that remembers an owner's last applied acquire
 // request, so a retried acquire is applied once:
 // warden_acquire_latch:{name}:<owner>.
 func AcquireLatchKey(name, owner string) string {
-	return prefixName("warden_acquire_latch", name) + ":" + owner
+	if strings.Contains(name, "{") {
+		return "warden_acquire_latch:" + name + ":" + owner
+	}
+	return "warden_acquire_latch:{" + name + "}:" + owner
 }
 
 // GaveUpKey remembers, for the retry window, the request ID of a fair

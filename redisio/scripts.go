@@ -48,8 +48,8 @@ func luaFile(name string) string {
 }
 
 var (
-	acquireScript     = newScript("hold_lib", "acquire")
-	unlockScript      = newScript("unlock")
+	acquireScript     = newHotScript("hold_lib", "acquire")
+	unlockScript      = newHotScript("unlock")
 	forceUnlockScript = newScript("forceunlock")
 	renewScript       = newScript("renew")
 	undoAcquireScript = newScript("hold_lib", "undoacquire")
@@ -80,7 +80,9 @@ type Redis interface {
 // Scripts runs warden's Lua scripts: EVALSHA, falling back to EVAL (which
 // also loads the script) when the server does not know the script.
 type Scripts struct {
-	publish string
+	publish    string
+	publishArg any // publish as a script argument
+	args       argCache
 }
 
 // NewScripts wraps the embedded scripts. publish is the command unlock
@@ -89,7 +91,7 @@ func NewScripts(publish string) (*Scripts, error) {
 	if publish != "publish" && publish != "spublish" {
 		return nil, fmt.Errorf("redisio: publish command %q: want publish or spublish", publish)
 	}
-	return &Scripts{publish: publish}, nil
+	return &Scripts{publish: publish, publishArg: publish}, nil
 }
 
 // AcquireResult is the outcome of one acquire attempt.
@@ -251,7 +253,8 @@ func pipelineScripts(ctx context.Context, r Redis, fill func(pipe redis.Pipeline
 
 // acquireReply reads an acquire script's {1, count} / {0, pttl} reply.
 func acquireReply(op, name string, c *redis.Cmd) (AcquireResult, error) {
-	v, err := c.Int64Slice()
+	var buf [3]int64
+	v, err := int64s(c, buf[:0])
 	if err != nil || len(v) < 2 || len(v) > 3 {
 		return AcquireResult{}, fmt.Errorf("%s %s: unexpected reply %v: %w", op, name, c.Val(), err)
 	}
@@ -267,6 +270,26 @@ func acquireReply(op, name string, c *redis.Cmd) (AcquireResult, error) {
 		pttl = -1
 	}
 	return AcquireResult{PTTL: pttl}, nil
+}
+
+// int64s appends c's reply, an array of integers, to dst (as
+// (*redis.Cmd).Int64Slice reads it, without a slice of its own).
+func int64s(c *redis.Cmd, dst []int64) ([]int64, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	vals, ok := c.Val().([]any)
+	if !ok {
+		return c.Int64Slice()
+	}
+	for _, x := range vals {
+		n, ok := x.(int64)
+		if !ok {
+			return nil, fmt.Errorf("redis: unexpected element type %T in an integer array", x)
+		}
+		dst = append(dst, n)
+	}
+	return dst, nil
 }
 
 // unlockReply reads an unlock script's count / -1 reply.
@@ -290,8 +313,7 @@ func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 // acquireSynced runs the acquire script (with the fenced lock's token
 // counter when fenced) and WAIT for rs.Replicas.
 func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration, fenced bool) (AcquireResult, int, error) {
-	keys, args := acquireCall(name, owner, reqID, lease, fenced)
-	c, acks, err := runSynced(ctx, r, rs, acquireScript, keys, args...)
+	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(name, owner, reqID, lease, fenced))
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
 	}
@@ -299,26 +321,43 @@ func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 	return res, int(acks), err
 }
 
-// acquireCall is the acquire script's keys and arguments.
-func acquireCall(name, owner, reqID string, lease time.Duration, fenced bool) ([]string, []any) {
-	keys := []string{name, AcquireLatchKey(name, owner)}
-	if fenced {
-		keys = append(keys, TokenKey(name))
+// runCallSynced runs c and, when rs asks for replicas, WAIT on the same
+// connection (see runSynced).
+func runCallSynced(ctx context.Context, r Redis, rs ReplicaSync, c scriptCall) (*redis.Cmd, int64, error) {
+	if rs.Replicas <= 0 {
+		cmd := c.run(ctx, r)
+		return cmd, 0, cmd.Err()
 	}
-	return keys, []any{owner, Millis(lease), reqID, Millis(LatchTTL)}
+	return runSynced(ctx, r, rs, c.sc.Script, c.keys(), c.argv()...)
 }
 
-// unlockCall is the unlock script's keys and arguments.
-func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) ([]string, []any) {
-	return []string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner)},
-		[]any{UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)}
+// acquireCall is the acquire script's call.
+func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fenced bool) scriptCall {
+	nkeys := 2
+	if fenced {
+		nkeys = 3
+	}
+	c := newScriptCall(acquireScript, nkeys, nkeys+4)
+	c.add(name, AcquireLatchKey(name, owner))
+	if fenced {
+		c.add(TokenKey(name))
+	}
+	c.add(owner, s.args.leaseArg(lease), reqID, latchTTLArg)
+	return c
+}
+
+// unlockCall is the unlock script's call.
+func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) scriptCall {
+	c := newScriptCall(unlockScript, 4, 9)
+	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner),
+		UnlockMessage, s.args.leaseArg(lease), owner, s.publishArg, latchTTLArg)
+	return c
 }
 
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	keys, args := s.unlockCall(name, owner, reqID, lease)
-	c, n, err := runSynced(ctx, r, rs, unlockScript, keys, args...)
+	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease))
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
 	}

@@ -29,17 +29,27 @@ if KEYS[3] then
     return redis.error_reply('ERR warden: the token counter ' .. KEYS[3] .. ' is not an integer')
   end
 end
-local held = hold_replayed(KEYS[1], KEYS[2], ARGV[1], ARGV[3])
-if held then
-  if KEYS[3] then return {1, held, token()} end
-  return {1, held}
-end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+-- A free lock is taken at once: no request can have taken it already,
+-- since a hold it had added would still be there (a lock that ended since
+-- is taken again, as a new acquire would).
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 then
   local n = hold_take(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
-  if KEYS[3] then
-    if n == 1 then return {1, n, redis.call('incr', KEYS[3])} end
-    return {1, n, token()}
-  end
+  if KEYS[3] then return {1, n, redis.call('incr', KEYS[3])} end
   return {1, n}
 end
-return {0, redis.call('pttl', KEYS[1])}
+local held = redis.call('hget', KEYS[1], ARGV[1])
+if not held then return {0, pttl} end
+if not int(held) then return redis.error_reply('ERR warden: hold count of ' .. ARGV[1] .. ' is not an integer') end
+-- The owner holds the lock: a reentry, or this very request again (its
+-- reply was lost), which the latch tells.
+if redis.call('get', KEYS[2]) == ARGV[3] then
+  if KEYS[3] then return {1, tonumber(held), token()} end
+  return {1, tonumber(held)}
+end
+local n = hold_take(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+if KEYS[3] then
+  if n == 1 then return {1, n, redis.call('incr', KEYS[3])} end
+  return {1, n, token()}
+end
+return {1, n}

@@ -18,16 +18,26 @@ if not text(ARGV[3]) then return redis.error_reply('ERR warden: empty owner') en
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 
-local done = redis.call('get', KEYS[3])
-if done then return tonumber(done) end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return -1 end
-local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+-- Not held: the lock is gone, or this request already ran (its reply was
+-- lost) and its latch has the first result.
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
+  local done = redis.call('get', KEYS[3])
+  if done then return tonumber(done) end
+  return -1
+end
+if not int(held) then return redis.error_reply('ERR warden: hold count of ' .. ARGV[3] .. ' is not an integer') end
+local n = math.max(tonumber(held) - 1, 0)
+-- The latch is written only if it is new (SET NX, which every Redis
+-- version has): a request seen before answers its first result, unchanged.
+if not redis.call('set', KEYS[3], dec(n), 'px', ARGV[5], 'nx') then
+  return tonumber(redis.call('get', KEYS[3]))
+end
 if n > 0 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
 else
-  n = 0
   redis.call('del', KEYS[1], KEYS[4])
   redis.call(ARGV[4], KEYS[2], ARGV[1])
 end
-redis.call('set', KEYS[3], n, 'px', ARGV[5])
 return n

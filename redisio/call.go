@@ -1,0 +1,119 @@
+package redisio
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The reentrant lock's acquire and unlock run on every lock+unlock pair,
+// so their commands are built here with as few allocations as go-redis
+// allows: one argument slice, the keys that must be made, and the command.
+// The strings a call shares with every other (the scripts' SHAs, the
+// latch TTL, the publish command, the lease) are made into command
+// arguments once.
+
+// hotScript is a script of the hot path, with its SHA ready as a command
+// argument.
+type hotScript struct {
+	*redis.Script
+	sha any
+}
+
+func newHotScript(names ...string) hotScript {
+	sc := newScript(names...)
+	return hotScript{Script: sc, sha: sc.Hash()}
+}
+
+// latchTTLArg is LatchTTL as a script argument.
+var latchTTLArg any = Millis(LatchTTL)
+
+// millisArg is one duration as a script argument (Millis), kept for the
+// next call with the same duration.
+type millisArg struct {
+	d   time.Duration
+	arg any
+}
+
+// argCache keeps the arguments that change seldom: the lease, which is the
+// watchdog timeout for every watchdog-mode call.
+type argCache struct {
+	lease atomic.Pointer[millisArg]
+}
+
+// leaseArg is Millis(d) as a script argument.
+func (c *argCache) leaseArg(d time.Duration) any {
+	if m := c.lease.Load(); m != nil && m.d == d {
+		return m.arg
+	}
+	m := &millisArg{d: d, arg: Millis(d)}
+	c.lease.Store(m)
+	return m.arg
+}
+
+// scriptCall is one call of a hot-path script: the command's arguments
+// from the fourth on (the keys, then the script's arguments) and how many
+// of them are keys.
+type scriptCall struct {
+	sc    hotScript
+	nkeys int
+	args  []any // "evalsha", sha, nkeys, then the keys and arguments
+}
+
+// newScriptCall starts a call of sc with nkeys keys and room for n keys
+// and arguments in all.
+func newScriptCall(sc hotScript, nkeys, n int) scriptCall {
+	args := make([]any, 3, 3+n)
+	args[0], args[1], args[2] = "evalsha", sc.sha, nkeys
+	return scriptCall{sc: sc, nkeys: nkeys, args: args}
+}
+
+// add appends keys or arguments, keys first.
+func (c *scriptCall) add(v ...any) {
+	c.args = append(c.args, v...)
+}
+
+// keys and argv are the call's keys and script arguments as
+// (*redis.Script).Run takes them.
+func (c scriptCall) keys() []string {
+	keys := make([]string, c.nkeys)
+	for i := range keys {
+		keys[i] = c.args[3+i].(string)
+	}
+	return keys
+}
+
+func (c scriptCall) argv() []any { return c.args[3+c.nkeys:] }
+
+// cmd is the EVALSHA command of the call, as go-redis's EvalSha builds it
+// (its first key marked for a cluster's routing).
+func (c scriptCall) cmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, c.args...)
+	if c.nkeys > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
+}
+
+// run sends the call to r: EVALSHA, then EVAL when the server does not
+// know the script. On go-redis's own clients (and the AutoPipeline over
+// them) the prepared command goes as it is; any other Redis (a wrapper, a
+// simulation) gets the calls (*redis.Script).Run makes.
+func (c scriptCall) run(ctx context.Context, r Redis) *redis.Cmd {
+	var cmd *redis.Cmd
+	switch r := r.(type) {
+	case *AutoPipeline:
+		cmd = r.do(ctx, c.cmd(ctx))
+	case *redis.Client, *redis.ClusterClient:
+		cmd = c.cmd(ctx)
+		_ = r.Process(ctx, cmd)
+	default:
+		return c.sc.Run(ctx, r, c.keys(), c.argv()...)
+	}
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return c.sc.Eval(ctx, r, c.keys(), c.argv()...)
+	}
+	return cmd
+}
