@@ -32,13 +32,17 @@ func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 		lease   = time.Second
 		latency = 200 * time.Millisecond // each way
 	)
-	// Warm the client's connection up, so no dial adds to the round trips.
-	require.NoError(t, slow.Ping(ctx).Err())
+	// Warm the client up (its connection, the scripts), so the acquire
+	// below takes one round trip.
+	warm := c.Lock(name + ":warm")
+	require.NoError(t, warm.LockLease(ctx, lease))
+	require.NoError(t, warm.Unlock(ctx))
 	p.SetLatency(latency)
 
 	l := c.Lock(name)
 	start := time.Now()
 	require.NoError(t, l.LockLease(ctx, lease))
+	require.Less(t, time.Since(start), 700*time.Millisecond, "the first acquire took one round trip (400 ms)")
 	lost := l.Lost()
 	toldAt := make(chan time.Duration, 1)
 	go func() {
