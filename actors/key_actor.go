@@ -379,6 +379,13 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
 		c, cancel := cfg.ioContext()
+		if (o.kind == opGiveUp || o.kind == opUndo) && cfg.IO.Err() != nil {
+			// Closing: a fair waiter's place or an uncertain acquire left
+			// behind would hold the lock's other waiters up, so its clean-up
+			// still runs, within the bound the closing give-ups have.
+			cancel()
+			c, cancel = cfg.detachedContext(closingUndoTimeout)
+		}
 		defer cancel()
 		d := &opDone{op: o}
 		switch o.kind {
