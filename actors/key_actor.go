@@ -32,8 +32,13 @@ type holding struct {
 	// ends, for a read lock held with explicit leases, is when each of
 	// the owner's read holds ends, oldest first (a read unlock drops the
 	// newest).
-	ends     []time.Time
-	watchers []*actor.PID
+	ends []time.Time
+	// uncertain marks a holding a request of whose failed without an
+	// answer: Redis may or may not have set its lease anew, so expiresAt
+	// is the earlier end, and when it comes the holds Redis may still
+	// keep are given back.
+	uncertain bool
+	watchers  []*actor.PID
 }
 
 // watch adds pid to the holding's watchers, once.
@@ -107,6 +112,14 @@ type op struct {
 	// lease, on an internal release of a holding already ended here, is
 	// the lease its unlock refreshes (0: the watchdog).
 	lease time.Duration
+	// count and holdLease are the owner's holding's count and lease when
+	// an opAttempt or opRelease started (what to give back should the
+	// holding end meanwhile).
+	count     int
+	holdLease time.Duration
+	// closing marks a give-up or undo run after Close began, within the
+	// closing bound.
+	closing bool
 	// next, on an opRelease of a last hold, is the local waiter the lock is
 	// handed to in the same round trip (lockIO.handoff).
 	next *waiter
@@ -330,7 +343,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	lease := a.cfg.Watchdog
 	h := a.holdings[o.owner]
 	if h != nil && (o.kind == opAttempt || o.kind == opRelease) {
-		o.holding = h.id
+		o.holding, o.count, o.holdLease = h.id, h.count, h.lease
 	}
 	switch o.kind {
 	case opAttempt:
@@ -338,8 +351,9 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		if o.w.req.Lease > 0 {
 			lease = o.w.req.Lease
 		}
-		if h != nil {
-			// Until its answer comes the reentry may have set the lease.
+		if h != nil && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
+			// Until its answer comes the reentry may have set the lease
+			// (even a watchdog holding's, to the reentry's explicit one).
 			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.ends)
 		}
 		if o.w.req.Lease == 0 {
@@ -385,6 +399,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			// still runs, within the bound the closing give-ups have.
 			cancel()
 			c, cancel = cfg.detachedContext(closingUndoTimeout)
+			o.closing = true
 		}
 		defer cancel()
 		d := &opDone{op: o}
@@ -435,6 +450,9 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 				started: d.op.started}, acquire: d.handoff.Acquire, err: d.handoff.AcquireErr})
 		}
 	case opUndo:
+		if a.retryClosing(d) {
+			break
+		}
 		if d.err != nil {
 			a.cfg.Logger.Warn("warden: undo of an uncertain acquire failed; the lock expires within its lease",
 				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
@@ -443,6 +461,9 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 	case opVerify:
 		a.onVerifyDone(ctx, d)
 	case opGiveUp:
+		if a.retryClosing(d) {
+			break
+		}
 		if d.err != nil {
 			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
 				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
@@ -505,6 +526,14 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		// waiter's attempt may also have taken a place in the queue: give
 		// it up.
 		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
+		if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() {
+			h.uncertain = true
+		}
+		if a.endedInFlight(d.op) {
+			// The owner was told its holding was lost while this reentry
+			// was in flight; the holds it had may still be in Redis.
+			a.giveBack(owner, w.req.RequestID, d.op.count, d.op.holdLease)
+		}
 		if a.rio.perWaiter() {
 			w.refused = true
 			a.leave(w)
@@ -531,7 +560,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			h = &holding{id: a.cfg.holdings.Add(1)}
 			a.holdings[owner] = h
 		}
-		h.count = d.acquire.HoldCount
+		h.count, h.uncertain = d.acquire.HoldCount, false
 		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
 		if a.rio.shared() && h.lease > 0 {
@@ -589,6 +618,13 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		// local holding so the lock expires within its lease.
 		if h != nil && h.count <= 1 {
 			delete(a.holdings, o.owner)
+		} else if h != nil && !h.expiresAt.IsZero() {
+			h.uncertain = true
+		}
+		if a.endedInFlight(o) {
+			// The owner was told its holding was lost while this unlock
+			// was in flight; the other holds may still be in Redis.
+			a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
 		}
 		a.respondRelease(ctx, o, nil, a.cfg.closedOr(d.err), id)
 	case !d.held:
@@ -601,7 +637,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		// holds was in flight, and the owner was told; Redis applied the
 		// unlock before the lease ended, so the other holds are still
 		// there: give them back too.
-		a.giveBack(o.owner, o.reqID, d.remaining, o.lease)
+		a.giveBack(o.owner, o.reqID, d.remaining, o.holdLease)
 		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: the lease of %s held by %s ran out while an unlock was in flight",
 			messages.ErrLockLost, a.key.Name, o.owner), o.holding)
 	default:
@@ -620,6 +656,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			switch {
 			case h.lease > 0 && a.rio.unlockRefreshesLease():
 				h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, o.started) // the unlock refreshed the lease
+				h.uncertain = false
 			case len(h.ends) > 0:
 				// A read unlock dropped the newest read hold.
 				h.ends = h.ends[:min(len(h.ends), h.count)]
@@ -629,6 +666,18 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
 	}
 	a.syncRenewal(ctx, o.owner)
+}
+
+// retryClosing queues again a give-up or undo that Close cut (it began
+// before Close and failed with the engine's cancelled calls), to run
+// within the closing bound; it tells whether it did.
+func (a *keyActor) retryClosing(d *opDone) bool {
+	o := d.op
+	if d.err == nil || o.closing || a.cfg.IO.Err() == nil {
+		return false
+	}
+	a.ops = append(a.ops, &op{kind: o.kind, w: o.w, owner: o.owner, reqID: o.reqID})
+	return true
 }
 
 // endedInFlight tells that the holding o's owner had when o started has
@@ -686,7 +735,7 @@ func (a *keyActor) leave(w *waiter) {
 // cancelled acquire, or one sent without a sender) only logs a failure.
 func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Released, err error, holding uint64) {
 	if o.req == nil || o.sender == nil {
-		if err != nil {
+		if err != nil && !errors.Is(err, messages.ErrNotHeld) {
 			a.cfg.Logger.Warn("warden: release failed with nobody to tell; the lock expires within its lease",
 				slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", err))
 		}
@@ -760,7 +809,12 @@ func (a *keyActor) onTick(ctx actor.Context) {
 	}
 	slices.Sort(ended)
 	for _, owner := range ended {
-		a.lose(ctx, owner, a.holdings[owner], fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
+		h := a.holdings[owner]
+		if h.uncertain {
+			// A failed request may have left the lease longer than counted.
+			a.giveBack(owner, fmt.Sprintf("%s:%d", owner, h.id), h.count, h.lease)
+		}
+		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
 	}
 	for _, w := range a.waiters.expire(now) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
@@ -927,6 +981,9 @@ func (a *keyActor) leaveAll() {
 		if o.kind == opGiveUp {
 			leaving = append(leaving, o.w) // left the local queue, not yet Redis's
 		}
+	}
+	if o := a.inflight; o != nil && o.kind == opGiveUp {
+		leaving = append(leaving, o.w) // its answer never came back: cut by Close
 	}
 	if len(leaving) == 0 {
 		return

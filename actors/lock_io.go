@@ -87,11 +87,12 @@ func (l lockIO) leaseEnd(before time.Time, lease time.Duration, started time.Tim
 // the holding's lease, from when Redis runs it; a read unlock drops the
 // owner's newest read hold (ends lists its read holds' ends, oldest
 // first), and the hash lives as long as the longest survivor. A write
-// reentry adds to the time left and a read acquire never shortens it.
+// reentry adds to the time left and a read acquire never shortens it. A
+// zero end (watchdog mode) stays zero but for the reentry of the
+// reentrant, fair or fenced lock, which the caller asks about only when
+// it has an explicit lease.
 func (l lockIO) endInFlight(end time.Time, release bool, lease time.Duration, started time.Time, ends []time.Time) time.Time {
 	switch {
-	case end.IsZero():
-		return end
 	case l.kind == messages.KindReadLock && release:
 		if len(ends) < 2 {
 			return end
@@ -99,6 +100,12 @@ func (l lockIO) endInFlight(end time.Time, release bool, lease time.Duration, st
 		return minTime(end, slices.MaxFunc(ends[:len(ends)-1], time.Time.Compare))
 	case l.kind == messages.KindReadLock, l.kind == messages.KindWriteLock && !release:
 		return end
+	case end.IsZero() && release:
+		return end // a watchdog holding's unlock: the renewer tells
+	case end.IsZero():
+		// A watchdog holding's reentry with an explicit lease (the caller
+		// asks only then): the TTL may now be that lease.
+		return started.Add(lease - ttlGrain)
 	default:
 		return minTime(end, started.Add(lease-ttlGrain))
 	}

@@ -37,8 +37,13 @@ func TestEndInFlight(t *testing.T) {
 		l := lockIO{kind: c.kind}
 		assert.Equal(t, c.want, l.endInFlight(end, c.release, c.lease, started, ends), "%v release=%t lease %v", c.kind, c.release, c.lease)
 	}
-	assert.True(t, lockIO{kind: messages.KindLock}.endInFlight(time.Time{}, false, time.Second, started, nil).IsZero(),
-		"watchdog mode: the renewer tells")
+	assert.True(t, lockIO{kind: messages.KindLock}.endInFlight(time.Time{}, true, time.Second, started, nil).IsZero(),
+		"a watchdog holding's unlock: the renewer tells")
+	assert.Equal(t, started.Add(time.Second-ttlGrain),
+		lockIO{kind: messages.KindLock}.endInFlight(time.Time{}, false, time.Second, started, nil),
+		"a watchdog holding's reentry with an explicit lease may set it")
+	assert.True(t, lockIO{kind: messages.KindWriteLock}.endInFlight(time.Time{}, false, time.Second, started, nil).IsZero(),
+		"a write reentry adds to the time left")
 	assert.Equal(t, end, lockIO{kind: messages.KindReadLock}.endInFlight(end, true, time.Second, started, ends[2:]),
 		"one read hold: its unlock ends the holding")
 }

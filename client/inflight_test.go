@@ -81,3 +81,47 @@ func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	require.True(t, ok, "another client takes the lock")
 	require.NoError(t, other.Unlock(ctx))
 }
+
+// A reentry with a shorter lease that fails without an answer (the link
+// cut) may or may not have set that lease: the owner is told when the
+// shorter one would end, and the holds Redis may still keep at the longer
+// lease are given back then, so the lock is not left held by an owner
+// told it lost it (a later acquire of the same owner would otherwise
+// count them as its own).
+func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
+	e := realEnv(t)
+	p := faultproxy.New(t, e.srv.Addr())
+	cut := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = cut.Close() })
+	c := (&env{name: "cut", rdb: cut, srv: e.srv, clk: e.clk}).newClient(t)
+	ctx := context.Background()
+	const name = "failed-reentry"
+
+	l := c.Lock(name)
+	require.NoError(t, l.LockLease(ctx, 20*time.Second))
+	lost := l.Lost()
+	p.Block(true)
+	start := time.Now()
+	require.Error(t, l.LockLease(ctx, time.Second), "the reentry's link is cut")
+	p.Block(false)
+	select {
+	case <-lost:
+		t.Fatal("told before the shorter lease could have ended")
+	default:
+	}
+	assert.Equal(t, int64(1), e.rdb.Exists(ctx, name).Val(), "Redis still has the first hold (20 s lease)")
+	<-lost
+	told := time.Since(start)
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
+		"the hold the owner was told it lost is given back")
+	t.Logf("told %v after the failed reentry; the lock was gone %v after it", told.Round(time.Millisecond),
+		time.Since(start).Round(time.Millisecond))
+	assert.Less(t, told, 1500*time.Millisecond, "told when the shorter lease would end")
+
+	require.NoError(t, l.Lock(ctx))
+	n, err := l.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "a fresh hold, not merged with the one given back")
+	require.NoError(t, l.Unlock(ctx))
+	assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "free after one unlock")
+}
