@@ -109,19 +109,9 @@ func conflicts(a, b *Hold) bool {
 // "told before" (every owner that lost a lock is told before anyone else
 // acquires it).
 func checkHolds(h *History, o *Options) []Violation {
-	byName := map[string][]*Hold{}
-	var names []string
-	for i := range h.Holds {
-		hd := &h.Holds[i]
-		if hd.End == EndUnknown || hd.Kind == messages.KindPermitSemaphore {
-			continue
-		}
-		if byName[hd.Name] == nil {
-			names = append(names, hd.Name)
-		}
-		byName[hd.Name] = append(byName[hd.Name], hd)
-	}
-	slices.Sort(names)
+	names, byName := holdsByName(h, func(hd *Hold) bool {
+		return hd.End != EndUnknown && hd.Kind != messages.KindPermitSemaphore
+	})
 	var vs []Violation
 	for _, name := range names {
 		holds := byName[name]
@@ -159,6 +149,25 @@ func checkHolds(h *History, o *Options) []Violation {
 	return vs
 }
 
+// holdsByName groups the holds keep accepts by lock name, the names
+// sorted.
+func holdsByName(h *History, keep func(*Hold) bool) ([]string, map[string][]*Hold) {
+	byName := map[string][]*Hold{}
+	var names []string
+	for i := range h.Holds {
+		hd := &h.Holds[i]
+		if !keep(hd) {
+			continue
+		}
+		if byName[hd.Name] == nil {
+			names = append(names, hd.Name)
+		}
+		byName[hd.Name] = append(byName[hd.Name], hd)
+	}
+	slices.Sort(names)
+	return names, byName
+}
+
 // edge is a change, by d, of the permits held at a moment.
 type edge struct {
 	at time.Duration
@@ -171,26 +180,34 @@ func sortEdges(edges []edge) {
 	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
 }
 
-// checkPermits finds moments a semaphore's holders held more permits than
-// it has.
-func checkPermits(h *History, name string, holds []*Hold, permits int64) []Violation {
-	var edges []edge
+// overPermits calls over with each moment the holds come to hold more
+// than permits at once (from at most permits just before), and how many
+// they hold then.
+func overPermits(holds []*Hold, permits int64, over func(at time.Duration, held int64)) {
+	edges := make([]edge, 0, 2*len(holds))
 	for _, hd := range holds {
 		edges = append(edges, edge{hd.From, hd.Permits}, edge{hd.To, -hd.Permits})
 	}
 	sortEdges(edges)
-	var vs []Violation
 	var held int64
-	over := false
 	for _, e := range edges {
+		before := held
 		held += e.d
-		if held > permits && !over {
-			vs = append(vs, Violation{Check: checkExclusion, At: e.at, Name: name,
-				What:    fmt.Sprintf("%d permits held at once, the semaphore has %d", held, permits),
-				Excused: excuse(h, checkExclusion, -1, e.at-time.Minute, e.at)})
+		if held > permits && before <= permits {
+			over(e.at, held)
 		}
-		over = held > permits
 	}
+}
+
+// checkPermits finds moments a semaphore's holders held more permits than
+// it has.
+func checkPermits(h *History, name string, holds []*Hold, permits int64) []Violation {
+	var vs []Violation
+	overPermits(holds, permits, func(at time.Duration, held int64) {
+		vs = append(vs, Violation{Check: checkExclusion, At: at, Name: name,
+			What:    fmt.Sprintf("%d permits held at once, the semaphore has %d", held, permits),
+			Excused: excuse(h, checkExclusion, -1, at-time.Minute, at)})
+	})
 	return vs
 }
 

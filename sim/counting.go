@@ -53,39 +53,18 @@ func permitTaken(h *History, hd *Hold) time.Duration {
 // Limits): a permit taken before a restart is still held by its
 // owner after it, for good if it never expires.
 func checkPermitHolds(h *History, o *Options) []Violation {
-	byName := map[string][]*Hold{}
-	var names []string
-	for i := range h.Holds {
-		hd := &h.Holds[i]
-		if hd.Kind != messages.KindPermitSemaphore || hd.End == EndUnknown || hd.To <= hd.From {
-			continue
-		}
-		if byName[hd.Name] == nil {
-			names = append(names, hd.Name)
-		}
-		byName[hd.Name] = append(byName[hd.Name], hd)
-	}
-	slices.Sort(names)
+	names, byName := holdsByName(h, func(hd *Hold) bool {
+		return hd.Kind == messages.KindPermitSemaphore && hd.End != EndUnknown && hd.To > hd.From
+	})
 	var vs []Violation
 	for _, name := range names {
 		holds := byName[name]
-		var edges []edge
-		for _, hd := range holds {
-			edges = append(edges, edge{hd.From, hd.Permits}, edge{hd.To, -hd.Permits})
-		}
-		sortEdges(edges)
-		var held int64
-		over := false
-		for _, e := range edges {
-			held += e.d
-			if held > o.Permits && !over {
-				vs = append(vs, Violation{Check: checkPermitCount, At: e.at, Name: name,
-					What: fmt.Sprintf("%d permits held at once (%s), the semaphore has %d", held,
-						permitHolders(holds, e.at), o.Permits),
-					Excused: excuse(h, checkPermitCount, -1, 0, e.at)})
-			}
-			over = held > o.Permits
-		}
+		overPermits(holds, o.Permits, func(at time.Duration, held int64) {
+			vs = append(vs, Violation{Check: checkPermitCount, At: at, Name: name,
+				What: fmt.Sprintf("%d permits held at once (%s), the semaphore has %d", held,
+					permitHolders(holds, at), o.Permits),
+				Excused: excuse(h, checkPermitCount, -1, 0, at)})
+		})
 	}
 	return append(vs, checkPermitReleases(h)...)
 }
