@@ -202,18 +202,9 @@ func TestLatchCheckFindsAwaitsLeftWaiting(t *testing.T) {
 func TestSharedPermitIDsAreCaught(t *testing.T) {
 	o := Options{Length: 10 * time.Second, Kinds: []messages.Kind{messages.KindPermitSemaphore}, Names: 1,
 		newPermitID: func() string { return "0123456789abcdef0123456789abcdef" }}
-	for seed := int64(1); seed <= 20; seed++ {
-		o.Seed = seed
-		res, err := Run(o)
-		require.NoError(t, err)
-		for _, v := range res.Failed() {
-			if v.Check == checkPermitCount {
-				t.Logf("caught at seed %d: %s", seed, v.What)
-				return
-			}
-		}
+	if !caughtWithin(t, o, 20, checkPermitCount) {
+		t.Fatal("20 seeds with one permit ID for all passed the permits check")
 	}
-	t.Fatal("20 seeds with one permit ID for all passed the permits check")
 }
 
 // TestDoubleCountDownsAreCaught runs count-downs that each count the latch
@@ -222,18 +213,27 @@ func TestSharedPermitIDsAreCaught(t *testing.T) {
 // faults.
 func TestDoubleCountDownsAreCaught(t *testing.T) {
 	o := Options{Length: 10 * time.Second, Kinds: []messages.Kind{messages.KindCountDownLatch}, doubleCountDown: true}
-	for seed := int64(1); seed <= 20; seed++ {
+	if !caughtWithin(t, o, 20, checkLatch) {
+		t.Fatal("20 seeds whose count-downs count twice passed the latch check")
+	}
+}
+
+// caughtWithin runs o with seeds 1 to seeds and tells whether one of them
+// failed check (any check when ""), logging the first that did.
+func caughtWithin(t *testing.T, o Options, seeds int64, check string) bool {
+	t.Helper()
+	for seed := int64(1); seed <= seeds; seed++ {
 		o.Seed = seed
 		res, err := Run(o)
 		require.NoError(t, err)
 		for _, v := range res.Failed() {
-			if v.Check == checkLatch {
-				t.Logf("caught at seed %d: %s", seed, v.What)
-				return
+			if check == "" || v.Check == check {
+				t.Logf("caught at seed %d: %s: %s", seed, v.Check, v.What)
+				return true
 			}
 		}
 	}
-	t.Fatal("20 seeds whose count-downs count twice passed the latch check")
+	return false
 }
 
 // TestWorkloadUsesTheCountingKinds: fault-free runs of the permit-expirable
