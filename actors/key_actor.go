@@ -947,7 +947,7 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 func (a *keyActor) register(ctx actor.Context, owner string) {
 	if !a.registered[owner] {
 		a.registered[owner] = true
-		ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self()})
+		ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
 	}
 }
 

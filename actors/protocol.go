@@ -46,6 +46,9 @@ type register struct {
 	Held  redisio.Held
 	Owner string
 	PID   *actor.PID
+	// At is when the key actor registered, before the acquire it sends
+	// next: the earliest the TTL that acquire sets can start.
+	At time.Time
 }
 
 // unregister stops renewing the holding Held. No reply.

@@ -24,9 +24,10 @@ type registration struct {
 	slot int
 	pid  *actor.PID
 	// renewedAt is when the last renewal that succeeded was sent (at first,
-	// when the holding registered, which is before its acquire set the
-	// TTL). Redis keeps the lock at least until renewedAt + Watchdog, less
-	// ttlGrain (its clock counts whole milliseconds).
+	// when the key actor registered the holding, before its acquire set
+	// the TTL, not when the renewer received it). Redis keeps the lock at
+	// least until renewedAt + Watchdog, less ttlGrain (its clock counts
+	// whole milliseconds).
 	renewedAt time.Time
 	// expired is set once the key actor was told the lock expired unrenewed.
 	expired bool
@@ -82,7 +83,7 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "renewer")
 	switch m := ctx.Message().(type) {
 	case *register:
-		a.register(m)
+		a.register(ctx, m)
 	case *unregister:
 		if r := a.regs[m.Held]; r != nil {
 			delete(a.regs, m.Held)
@@ -113,16 +114,19 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	a.settle(ctx)
 }
 
-func (a *renewerActor) register(m *register) {
+func (a *renewerActor) register(ctx actor.Context, m *register) {
 	if old := a.regs[m.Held]; old != nil {
 		a.end(old)
 	}
-	r := &registration{held: m.Held, pid: m.PID, owner: m.Owner, renewedAt: a.cfg.Clock.Now()}
+	r := &registration{held: m.Held, pid: m.PID, owner: m.Owner, renewedAt: m.At}
 	if a.cfg.Cluster {
 		r.slot = redisio.Slot(m.Held.Name)
 	}
 	a.regs[m.Held] = r
 	a.order = append(a.order, r)
+	if at := r.renewedAt.Add(a.cfg.Watchdog - ttlGrain); a.expiry.t == nil || at.Before(a.expiry.at) {
+		a.armExpiry(ctx, at)
+	}
 }
 
 // end marks r ended and drops the ended registrations from order once
@@ -234,8 +238,8 @@ func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
 // whole watchdog timeout: Redis has let it expire (or lost it). It runs on
 // every tick, even while a renewal call hangs, so the owner hears of it
 // when the lease runs out, not when the call gives up. It arms the expiry
-// timer for the next holding to run out: a holding registered later runs
-// out no earlier than a watchdog after it came, after the next tick.
+// timer for the next holding to run out (register arms it for a holding
+// that comes later and runs out sooner).
 func (a *renewerActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
 	var next time.Time
@@ -256,7 +260,11 @@ func (a *renewerActor) expire(ctx actor.Context) {
 		a.expiry.stop()
 		return
 	}
-	a.expiry.arm(ctx.ActorSystem(), ctx.Self(), next, func(g uint64) any { return &expiryTick{Gen: g} })
+	a.armExpiry(ctx, next)
+}
+
+func (a *renewerActor) armExpiry(ctx actor.Context, at time.Time) {
+	a.expiry.arm(ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &expiryTick{Gen: g} })
 }
 
 // expiryTick is the renewer's expiry timer's message.
