@@ -204,18 +204,12 @@ func (c *Client) errClosed() error {
 
 // request sends msg, whose request ID is requestID, to the engine with the
 // client's mailbox as its sender, and returns the channel its reply comes
-// on. The caller ends the wait with received, once it took the reply out
-// of the channel, or else with forget.
+// on. The caller ends the wait with mailbox.recycle(ch) once it took the
+// reply out of the channel, or else with mailbox.forget(requestID).
 func (c *Client) request(requestID string, msg any) chan any {
 	ch := c.mailbox.expect(requestID)
 	c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
 	return ch
-}
-
-// received ends the wait for a reply that came on ch: the mailbox has
-// already forgotten the request, and ch goes back for reuse.
-func (c *Client) received(ch chan any) {
-	c.mailbox.recycle(ch)
 }
 
 // cancelWait bounds the wait for the engine's answer to a Cancel, which it

@@ -152,7 +152,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	var reply any
 	select {
 	case reply = <-ch:
-		l.c.received(ch)
+		l.c.mailbox.recycle(ch)
 	case <-l.c.done:
 		l.c.mailbox.forget(req.RequestID)
 		return ErrClosed

@@ -23,7 +23,7 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 	var reply any
 	select {
 	case reply = <-ch:
-		c.received(ch)
+		c.mailbox.recycle(ch)
 	case <-c.done:
 		c.mailbox.forget(req.RequestID)
 		select {
