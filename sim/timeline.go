@@ -400,6 +400,25 @@ func tlDur(d time.Duration) string {
 
 var tlEsc = html.EscapeString
 
+// tlTable writes a section titled title with its n rows (row(i) writes
+// row i), or "none".
+func tlTable(b *bytes.Buffer, title string, n int, header []string, row func(i int)) {
+	fmt.Fprintf(b, "<h2>%s (%d)</h2>\n", title, n)
+	if n == 0 {
+		b.WriteString("<p>none</p>\n")
+		return
+	}
+	b.WriteString("<table>\n<tr>")
+	for _, h := range header {
+		fmt.Fprintf(b, "<th>%s</th>", h)
+	}
+	b.WriteString("</tr>\n")
+	for i := range n {
+		row(i)
+	}
+	b.WriteString("</table>\n")
+}
+
 func (t *tlChart) x(d time.Duration) float64 {
 	return tlPadL + float64(d)/float64(t.span)*t.plotW
 }
@@ -529,34 +548,22 @@ func (t *tlChart) render(b *bytes.Buffer) {
 	p("</div>\n</div>\n")
 
 	// Violations.
-	p("<h2>Violations (%d)</h2>\n", len(t.violations))
-	if len(t.violations) == 0 {
-		p("<p>none</p>\n")
-	} else {
-		p("<table>\n<tr><th>#</th><th>time</th><th>check</th><th>lock</th><th>what</th><th>excused by</th></tr>\n")
-		for _, v := range t.violations {
-			class := ""
-			if v.Excused != "" {
-				class = " class=\"excused\""
-			}
-			p("<tr%s><td class=\"num\">%d</td><td class=\"num\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				class, v.n, tlEsc(tlDur(v.At)), tlEsc(v.Check), tlEsc(v.Name), tlEsc(v.What), tlEsc(string(v.Excused)))
+	tlTable(b, "Violations", len(t.violations), []string{"#", "time", "check", "lock", "what", "excused by"}, func(i int) {
+		v := t.violations[i]
+		class := ""
+		if v.Excused != "" {
+			class = " class=\"excused\""
 		}
-		p("</table>\n")
-	}
+		p("<tr%s><td class=\"num\">%d</td><td class=\"num\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			class, v.n, tlEsc(tlDur(v.At)), tlEsc(v.Check), tlEsc(v.Name), tlEsc(v.What), tlEsc(string(v.Excused)))
+	})
 
 	// Faults.
-	p("<h2>Faults (%d)</h2>\n", len(h.Faults))
-	if len(h.Faults) == 0 {
-		p("<p>none</p>\n")
-	} else {
-		p("<table>\n<tr><th>from</th><th>to</th><th>kind</th><th>client</th><th>detail</th></tr>\n")
-		for _, f := range h.Faults {
-			p("<tr><td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				tlEsc(tlDur(f.From)), tlEsc(tlDur(f.To)), tlEsc(string(f.Kind)), tlEsc(tlFaultTarget(f)), tlEsc(f.Detail))
-		}
-		p("</table>\n")
-	}
+	tlTable(b, "Faults", len(h.Faults), []string{"from", "to", "kind", "client", "detail"}, func(i int) {
+		f := h.Faults[i]
+		p("<tr><td class=\"num\">%s</td><td class=\"num\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			tlEsc(tlDur(f.From)), tlEsc(tlDur(f.To)), tlEsc(string(f.Kind)), tlEsc(tlFaultTarget(f)), tlEsc(f.Detail))
+	})
 	p("</body>\n</html>\n")
 }
 
