@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/warden-go/warden/internal/redisproc"
 )
 
 // machine describes where the numbers were taken.
@@ -29,7 +31,7 @@ func readMachine(ctx context.Context, rdb *redis.Client) (machine, error) {
 	if err != nil {
 		return m, fmt.Errorf("info server: %w", err)
 	}
-	m.redisVersion = infoField(info, "redis_version")
+	m.redisVersion = cmp.Or(redisproc.InfoFields(info)["redis_version"], "?")
 	return m, nil
 }
 
@@ -53,14 +55,4 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
-}
-
-// infoField returns the value of field in INFO's text, or "?".
-func infoField(info, field string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == field {
-			return v
-		}
-	}
-	return "?"
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/warden-go/warden/internal/redisproc"
 )
 
 // ServerStats is one reading of a Redis server's INFO commandstats (calls
@@ -26,25 +26,21 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStat
 	}
 	s := ServerStats{Calls: map[string]uint64{}}
 	var cpu float64
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if name, rest, ok := strings.Cut(line, ":"); ok {
-			switch {
-			case strings.HasPrefix(name, "cmdstat_"):
-				calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-				n, err := strconv.ParseUint(calls, 10, 64)
-				if err != nil {
-					return ServerStats{}, fmt.Errorf("info commandstats: %q: %w", line, err)
-				}
-				s.Calls[strings.TrimPrefix(name, "cmdstat_")] = n
-			case name == "used_cpu_user" || name == "used_cpu_sys":
-				f, err := strconv.ParseFloat(rest, 64)
-				if err != nil {
-					return ServerStats{}, fmt.Errorf("info cpu: %q: %w", line, err)
-				}
-				cpu += f
+	for name, rest := range redisproc.InfoFields(text) {
+		switch {
+		case strings.HasPrefix(name, "cmdstat_"):
+			calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+			n, err := strconv.ParseUint(calls, 10, 64)
+			if err != nil {
+				return ServerStats{}, fmt.Errorf("info commandstats: %s:%s: %w", name, rest, err)
 			}
+			s.Calls[strings.TrimPrefix(name, "cmdstat_")] = n
+		case name == "used_cpu_user" || name == "used_cpu_sys":
+			f, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				return ServerStats{}, fmt.Errorf("info cpu: %s:%s: %w", name, rest, err)
+			}
+			cpu += f
 		}
 	}
 	s.CPU = time.Duration(cpu * float64(time.Second))

@@ -510,3 +510,15 @@ func (t *tailBuffer) String() string {
 	defer t.mu.Unlock()
 	return t.buf.String()
 }
+
+// InfoFields parses the "key:value" lines of an INFO-style reply (INFO,
+// CLUSTER INFO); section headers and blank lines are skipped.
+func InfoFields(info string) map[string]string {
+	fields := map[string]string{}
+	for line := range strings.Lines(info) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/warden-go/warden/internal/redisproc"
 )
 
 const (
@@ -260,7 +261,7 @@ func (c *Cluster) agreed() (bool, string) {
 		if err != nil {
 			return false, fmt.Sprintf("node %d: CLUSTER INFO: %v", i, err)
 		}
-		fields := infoFields(info)
+		fields := redisproc.InfoFields(info)
 		if fields["cluster_state"] != "ok" || fields["cluster_known_nodes"] != strconv.Itoa(len(c.nodes)) {
 			return false, fmt.Sprintf("node %d (%s): cluster_state:%s cluster_known_nodes:%s cluster_slots_assigned:%s",
 				i, c.nodes[i].Addr(), fields["cluster_state"], fields["cluster_known_nodes"], fields["cluster_slots_assigned"])
@@ -347,15 +348,4 @@ func (c *Cluster) slotOwners(ctx context.Context, a *redis.Client) (slotMap, err
 		merged = append(merged, r)
 	}
 	return merged, nil
-}
-
-// infoFields parses "key:value" lines of an INFO-style reply.
-func infoFields(info string) map[string]string {
-	fields := map[string]string{}
-	for line := range strings.Lines(info) {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
-	return fields
 }
