@@ -42,9 +42,18 @@ type Client struct {
 	mbPID   *actor.PID
 	lostMu  sync.Mutex
 	lost    map[holdingKey]lostChans // handles sharing an owner share a holding
-	// early remembers lost holdings for a minute, for handles that bind to
-	// the holding after its LockLost arrived (a reply and the loss crossed).
-	early map[holdingKey]time.Time
+	// early remembers lost holdings for a minute (on the client's clock),
+	// for handles that bind to the holding after its LockLost arrived (a
+	// reply and the loss crossed); earlyOrder lists them oldest first, so
+	// forgetting the old ones does not scan them all on every loss.
+	early      map[holdingKey]time.Time
+	earlyOrder []earlyLoss
+}
+
+// earlyLoss is one entry of Client.early, in the order they came.
+type earlyLoss struct {
+	k  holdingKey
+	at time.Time
 }
 
 // lostChans are the channels to close when one holding is lost: usually
@@ -275,12 +284,18 @@ func (c *Client) onLockLost(m *messages.LockLost) {
 		}
 	}
 	delete(c.lost, k)
-	now := time.Now()
-	for old, at := range c.early {
-		if now.Sub(at) > time.Minute {
-			delete(c.early, old)
+	now := c.opts.clock.Now()
+	n := 0
+	for _, e := range c.earlyOrder {
+		if now.Sub(e.at) <= time.Minute {
+			break
 		}
+		if at, ok := c.early[e.k]; ok && at.Equal(e.at) {
+			delete(c.early, e.k)
+		}
+		n++
 	}
+	c.earlyOrder = append(c.earlyOrder[n:], earlyLoss{k, now})
 	c.early[k] = now
 }
 
