@@ -77,7 +77,9 @@ type waiter struct {
 	// channel from then on, and a fair waiter has a place in Redis's queue
 	// to give up when it leaves.
 	refused bool
-	// cancelled marks a waiter already answered because of Cancel.
+	// cancelled marks a waiter already answered: because of Cancel, or by
+	// its latch's zero message while its read was in flight. The answer
+	// of a request in flight for it is then dropped.
 	cancelled bool
 	// gone marks a waiter that left the queue (for the deadlines heap).
 	gone bool
