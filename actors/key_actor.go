@@ -29,16 +29,43 @@ type holding struct {
 	// from before the Redis call that set it, so never later than Redis's
 	// own expiry. Zero in watchdog mode.
 	expiresAt time.Time
-	// ends, for a read lock held with explicit leases, is when each of
-	// the owner's read holds ends, oldest first (a read unlock drops the
-	// newest).
-	ends []time.Time
+	// reads, for a read lock, are the owner's read holds, oldest first (a
+	// read unlock drops the newest). The holding is renewed (lease 0, no
+	// expiresAt) while any of them is in watchdog mode, else it ends with
+	// the longest.
+	reads []readHold
 	// uncertain marks a holding a request of whose failed without an
 	// answer: Redis may or may not have set its lease anew, so expiresAt
 	// is the earlier end, and when it comes the holds Redis may still
-	// keep are given back.
+	// keep are given back. It also marks a read holding left with only
+	// explicit-lease holds that the renewer kept alive with a watchdog
+	// hold: Redis may keep them past their ends.
 	uncertain bool
 	watchers  []*actor.PID
+}
+
+// readHold is one read hold of an owner's: its lease (0: watchdog mode)
+// and, with an explicit lease, when it ends (counted as leaseEnd does).
+type readHold struct {
+	lease time.Duration
+	end   time.Time
+}
+
+// settleReads sets a read holding's lease and end from its read holds: in
+// watchdog mode while any hold is (the renewer keeps every hold of the
+// owner's alive), else the newest hold's lease, ending with the longest.
+func (h *holding) settleReads() {
+	h.lease, h.expiresAt = 0, time.Time{}
+	for _, r := range h.reads {
+		if r.lease == 0 {
+			h.lease, h.expiresAt = 0, time.Time{}
+			return
+		}
+		h.lease = r.lease
+		if r.end.After(h.expiresAt) {
+			h.expiresAt = r.end
+		}
+	}
 }
 
 // watch adds pid to the holding's watchers, once.
@@ -356,7 +383,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		if h != nil && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
 			// Until its answer comes the reentry may have set the lease
 			// (even a watchdog holding's, to the reentry's explicit one).
-			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.ends)
+			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
 		}
 		if o.w.req.Lease == 0 {
 			// Register before the round trip: a holding must never be
@@ -373,7 +400,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			}
 			if h.count > 1 {
 				// Until its answer comes the unlock may have set the lease.
-				h.expiresAt = a.rio.endInFlight(h.expiresAt, true, lease, o.started, h.ends)
+				h.expiresAt = a.rio.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
 			}
 			if h.count <= 1 {
 				// Cancel renewal before the unlock round trip, so renewal
@@ -562,14 +589,17 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			h = &holding{id: a.cfg.holdings.Add(1)}
 			a.holdings[owner] = h
 		}
-		h.count, h.uncertain = d.acquire.HoldCount, false
-		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
-		h.lease = w.req.Lease
-		if a.rio.shared() && h.lease > 0 {
-			h.ends = append(h.ends, d.op.started.Add(h.lease-ttlGrain))
-			h.ends = h.ends[max(0, len(h.ends)-h.count):]
+		h.count = d.acquire.HoldCount
+		if a.rio.shared() {
+			// A read acquire adds a hold and leaves the others as they are,
+			// with whatever a failed request may have done to them.
+			h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
+			h.reads = h.reads[max(0, len(h.reads)-h.count):]
+			h.settleReads()
 		} else {
-			h.ends = nil
+			h.uncertain = false
+			h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
+			h.lease = w.req.Lease
 		}
 		a.waiters.remove(w)
 		if a.rio.shared() {
@@ -659,10 +689,18 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			case h.lease > 0 && a.rio.unlockRefreshesLease():
 				h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, o.started) // the unlock refreshed the lease
 				h.uncertain = false
-			case len(h.ends) > 0:
-				// A read unlock dropped the newest read hold.
-				h.ends = h.ends[:min(len(h.ends), h.count)]
-				h.expiresAt = slices.MaxFunc(h.ends, time.Time.Compare)
+			case len(h.reads) > 0:
+				// A read unlock dropped the newest read hold. Should the
+				// holds left all have explicit leases where some had the
+				// watchdog, the renewals have kept them longer than their
+				// leases: at their end they are given back, not left to
+				// the watchdog's TTL.
+				renewed := h.lease == 0
+				h.reads = h.reads[:min(len(h.reads), h.count)]
+				h.settleReads()
+				if renewed && h.lease > 0 {
+					h.uncertain = true
+				}
 			}
 		}
 		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -85,19 +84,25 @@ func (l lockIO) leaseEnd(before time.Time, lease time.Duration, started time.Tim
 // with lease, or the watchdog) sets the reentrant, fair or fenced lock's
 // TTL to its lease, and an unlock of one of several holds sets it back to
 // the holding's lease, from when Redis runs it; a read unlock drops the
-// owner's newest read hold (ends lists its read holds' ends, oldest
-// first), and the hash lives as long as the longest survivor. A write
-// reentry adds to the time left and a read acquire never shortens it. A
-// zero end (watchdog mode) stays zero but for the reentry of the
-// reentrant, fair or fenced lock, which the caller asks about only when
-// it has an explicit lease.
-func (l lockIO) endInFlight(end time.Time, release bool, lease time.Duration, started time.Time, ends []time.Time) time.Time {
+// owner's newest read hold (reads lists its read holds, oldest first),
+// and the hash lives as long as the longest survivor, renewed while one
+// of them is in watchdog mode. A write reentry adds to the time left and
+// a read acquire never shortens it. A zero end (watchdog mode) stays zero
+// but for the reentry of the reentrant, fair or fenced lock, which the
+// caller asks about only when it has an explicit lease, and for the read
+// unlock that leaves only explicit-lease holds.
+func (l lockIO) endInFlight(end time.Time, release bool, lease time.Duration, started time.Time, reads []readHold) time.Time {
 	switch {
 	case l.kind == messages.KindReadLock && release:
-		if len(ends) < 2 {
+		if len(reads) < 2 {
 			return end
 		}
-		return minTime(end, slices.MaxFunc(ends[:len(ends)-1], time.Time.Compare))
+		left := holding{reads: reads[:len(reads)-1]}
+		left.settleReads()
+		if end.IsZero() || left.expiresAt.IsZero() {
+			return left.expiresAt
+		}
+		return minTime(end, left.expiresAt)
 	case l.kind == messages.KindReadLock, l.kind == messages.KindWriteLock && !release:
 		return end
 	case end.IsZero() && release:

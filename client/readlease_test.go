@@ -1,0 +1,87 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// One owner's read lock held both in watchdog mode and with an explicit
+// lease: the renewer keeps the owner's holds alive as long as one of them
+// is in watchdog mode, whichever was taken last. Unlocking the newer,
+// explicit hold leaves the watchdog hold held (renewed) in Redis, not a
+// hold whose timeout key stopped being renewed when the explicit hold
+// came (Redis would then drop the lock at the unlock, while its owner
+// believes it holds the lock until the explicit lease ends).
+func TestReadLockWatchdogHoldOutlivesAnExplicitReentry(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	const name = "read-mixed-watchdog"
+	read := e.newClient(t).ReadWriteLock(name).ReadLock()
+	require.NoError(t, read.Lock(ctx))                      // watchdog mode (1 s)
+	require.NoError(t, read.LockLease(ctx, 10*time.Second)) // reentry with an explicit lease
+	lost := read.Lost()
+	time.Sleep(2 * watchdog) // past the watchdog hold's first TTL
+	require.NoError(t, read.Unlock(ctx))
+
+	writer := e.newClient(t).ReadWriteLock(name).WriteLock()
+	for range 3 {
+		require.EqualValues(t, 1, get(t, read.HoldCount), "the watchdog hold is still held")
+		ok, err := writer.TryLockWait(ctx, 0, time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "another process cannot write while the read is held")
+		pttl := e.rdb.PTTL(ctx, name).Val()
+		assert.Greater(t, pttl, time.Duration(0), "the lock hash has a TTL")
+		assert.LessOrEqual(t, pttl, watchdog, "the lock lives by the watchdog now, not the explicit lease")
+		select {
+		case <-lost:
+			t.Fatal("the owner was told it lost a read lock it holds")
+		default:
+		}
+		time.Sleep(watchdog) // renewals keep it
+	}
+	require.NoError(t, read.Unlock(ctx))
+	assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "the last read unlock frees the lock")
+}
+
+// The other way round: an explicit-lease read hold, then a watchdog-mode
+// reentry. While the watchdog hold is held the renewer keeps both alive,
+// the explicit one past its lease; once the watchdog hold is unlocked the
+// owner holds the explicit one until its lease ends, is told then, and
+// the hold Redis kept longer is given back rather than left to its TTL.
+func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	const (
+		name  = "read-mixed-explicit"
+		lease = 2500 * time.Millisecond
+	)
+	read := e.newClient(t).ReadWriteLock(name).ReadLock()
+	start := time.Now()
+	require.NoError(t, read.LockLease(ctx, lease))
+	require.NoError(t, read.Lock(ctx)) // watchdog mode (1 s): renewals every 333 ms
+	lost := read.Lost()
+	time.Sleep(lease - 700*time.Millisecond)
+	require.NoError(t, read.Unlock(ctx)) // the watchdog hold goes; the renewals stop
+	// The explicit hold's timeout key was renewed to the watchdog's TTL by
+	// the last renewal: it would outlive the lease by up to a second.
+	select {
+	case <-lost:
+		t.Fatal("told before the explicit lease ended")
+	default:
+	}
+	select {
+	case <-time.After(time.Until(start.Add(lease + 2*time.Second))):
+		t.Fatal("not told when the explicit lease ended")
+	case <-lost:
+	}
+	told := time.Since(start)
+	assert.GreaterOrEqual(t, told, lease-50*time.Millisecond, "told at the lease's end")
+	eventually(t, time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
+		"the hold Redis kept longer is given back")
+	t.Logf("told %v after the acquire (lease %v); lock gone %v after it", told.Round(time.Millisecond), lease,
+		time.Since(start).Round(time.Millisecond))
+}
