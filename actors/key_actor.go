@@ -583,6 +583,19 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
 				messages.ErrLockLost, a.key.Name, owner))
 		}
+	case d.acquire.Acquired && d.op.holding == 0 && w.req.Lease > 0 &&
+		!a.cfg.Clock.Now().Before(a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
+		// A lease shorter than the acquire's round trip: it ran out before
+		// the answer came, and another process may hold the lock by now.
+		// The owner is not handed a lock it never held at a moment it
+		// could know of; Redis ran the acquire after it was sent, so the
+		// hold may still be there: it is given back.
+		a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+		a.waiters.remove(w)
+		if !w.cancelled {
+			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
+				messages.ErrLockLost, a.key.Name, w.req.Lease))
+		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
 		if h == nil {

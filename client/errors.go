@@ -12,7 +12,9 @@ var (
 	ErrNotObtained = messages.ErrNotObtained
 	// ErrNotLocked: RemainTTL on an absent lock.
 	ErrNotLocked = messages.ErrNotLocked
-	// ErrLockLost: a held lock vanished or changed owner while held.
+	// ErrLockLost: a held lock vanished or changed owner while held; also
+	// an acquire whose fixed lease ran out before its answer came (a lease
+	// shorter than the round trip), which leaves nothing held.
 	ErrLockLost = messages.ErrLockLost
 	// ErrClosed: the Client was closed.
 	ErrClosed = messages.ErrClosed

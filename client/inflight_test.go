@@ -125,3 +125,47 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 	require.NoError(t, l.Unlock(ctx))
 	assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "free after one unlock")
 }
+
+// A lease shorter than the acquire's round trip runs out before the
+// answer comes: another process may hold the lock by then, so the owner
+// is not handed it. The acquire fails with ErrLockLost, the owner holds
+// nothing, and the hold Redis took is given back.
+func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
+	e := realEnv(t)
+	p := faultproxy.New(t, e.srv.Addr())
+	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = slow.Close() })
+	c := (&env{name: "slow", rdb: slow, srv: e.srv, clk: e.clk}).newClient(t)
+	ctx := context.Background()
+	const (
+		name    = "lease-under-round-trip"
+		lease   = 300 * time.Millisecond
+		latency = 200 * time.Millisecond // each way
+	)
+	warm := c.Lock(name + ":warm")
+	require.NoError(t, warm.LockLease(ctx, lease))
+	require.NoError(t, warm.Unlock(ctx))
+	p.SetLatency(latency)
+
+	l := c.Lock(name)
+	start := time.Now()
+	err := l.LockLease(ctx, lease)
+	took := time.Since(start)
+	require.ErrorIs(t, err, client.ErrLockLost, "the lease ran out before the answer came")
+	assert.Less(t, took, 2*time.Second, "answered after one round trip, not retried")
+	ok, err := l.TryLockWait(ctx, 0, lease)
+	require.ErrorIs(t, err, client.ErrLockLost, "a try alike")
+	assert.False(t, ok)
+	p.SetLatency(0)
+	assert.Zero(t, get(t, l.HoldCount), "the owner holds nothing")
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 }, "the lock is free again")
+
+	other := e.newClient(t).Lock(name)
+	ok, err = other.TryLockWait(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "another client takes the lock")
+	require.NoError(t, other.Unlock(ctx))
+	require.NoError(t, l.LockLease(ctx, lease), "with the latency gone, the same lease is enough")
+	require.NoError(t, l.Unlock(ctx))
+	t.Logf("the acquire answered ErrLockLost %v after it was sent (lease %v, %v each way)", took.Round(time.Millisecond), lease, latency)
+}

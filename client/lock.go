@@ -84,7 +84,9 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 // LockLease acquires the lock with a fixed lease and no renewal, waiting
-// until it is free or ctx ends.
+// until it is free or ctx ends. A lease that runs out before the acquire's
+// answer comes (shorter than the round trip) fails with ErrLockLost and
+// leaves nothing held.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
 	if err := validateLease(lease, false); err != nil {
 		return err
