@@ -132,9 +132,11 @@ func (l lockIO) unlockRefreshesLease() bool { return l.kind != messages.KindRead
 func (l lockIO) held(owner string) redisio.Held {
 	switch l.kind {
 	case messages.KindWriteLock:
-		return redisio.Held{Name: l.name, Field: redisio.WriteField(owner)}
+		// The write holder may also read: its renewal must not cut a read
+		// hold's longer lease.
+		return redisio.Held{Name: l.name, Field: redisio.WriteField(owner), Shared: true}
 	case messages.KindReadLock:
-		return redisio.Held{Name: l.name, Field: owner, ReadPrefix: redisio.ReadTimeoutPrefix(l.name, owner)}
+		return redisio.Held{Name: l.name, Field: owner, Shared: true}
 	default:
 		return redisio.Held{Name: l.name, Field: owner}
 	}

@@ -129,14 +129,15 @@ func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 // WriteUnlock releases one of owner's write holds, followed by WAIT for
 // rs.Replicas. It returns the remaining write hold count, and held=false
 // when the lock is not write-held by owner (also when it is gone, where
-// Redisson reports success). A still-held lock's TTL is set to lease. At 0
-// the lock becomes read mode when owner still holds reads, else it is
-// deleted and RWReadUnlockMessage published. A repeated reqID returns the
-// first result.
+// Redisson reports success). A still-held lock's TTL is set to lease, but
+// never below its longest read hold (owner may also read, each read hold
+// with its own lease). At 0 the lock becomes read mode when owner still
+// holds reads, else it is deleted and RWReadUnlockMessage published. A
+// repeated reqID returns the first result.
 func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	field := WriteField(owner)
 	c, n, err := runSynced(ctx, r, rs, rwWriteUnlockScript,
-		[]string{name, RWChannel(name), UnlockLatchKey(name, field+":"+reqID), AcquireLatchKey(name, field)},
+		[]string{name, RWChannel(name), UnlockLatchKey(name, field+":"+reqID), AcquireLatchKey(name, field), rwKeyPrefix(name)},
 		RWReadUnlockMessage, Millis(lease), field, s.publish, Millis(LatchTTL))
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("write unlock %s: %w", name, err)

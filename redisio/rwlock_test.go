@@ -74,6 +74,13 @@ func (f *rwFixture) assertPTTL(key string, want time.Duration, msg string) {
 	assert.Greater(f.t, d, want-250*time.Millisecond, msg)
 }
 
+func (f *rwFixture) rwReadHolds(name, owner string) int {
+	f.t.Helper()
+	n, err := ReadHoldCount(f.ctx, f.rdb, name, owner)
+	require.NoError(f.t, err)
+	return n
+}
+
 func (f *rwFixture) mode(name string) string {
 	return f.rdb.HGet(f.ctx, name, "mode").Val()
 }
@@ -359,6 +366,54 @@ func TestRWReadUnlockKeepsWriteLease(t *testing.T) {
 		assert.True(t, held)
 		assert.Equal(t, 1, n)
 		f.assertPTTL("rw", 30*time.Second, "the 30s hold survives")
+	})
+}
+
+// A write unlock that leaves write holds sets the TTL to the lease, but
+// never below the longest read hold: the write holder's own reads
+// (downgrade) each have a lease, which the unlock must not cut.
+func TestRWWriteUnlockKeepsLongerReadHolds(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		f := newRWFixture(t, rdb)
+		readKey := func(k int) string { return ReadTimeoutPrefix("rw", "w") + ":" + strconv.Itoa(k) }
+		f.write("rw", "w", 10*time.Second)
+		f.write("rw", "w", 10*time.Second)
+		f.write("rw", "w", 10*time.Second)
+		f.read("rw", "w", 2*time.Second)
+		f.read("rw", "w", 40*time.Second)
+		f.assertPTTL("rw", 40*time.Second, "the long read hold raised the lock")
+
+		n, held := f.writeUnlock("rw", "w", time.Second)
+		assert.True(t, held)
+		assert.Equal(t, 2, n)
+		lock := f.pttl("rw")
+		assert.GreaterOrEqual(t, lock, f.pttl(readKey(2)), "the longest read hold survives the unlock")
+		assert.Greater(t, lock, 39*time.Second)
+		f.assertPTTL(readKey(1), 2*time.Second, "the unlock leaves the read holds' own leases")
+		f.assertPTTL(readKey(2), 40*time.Second, "the unlock leaves the read holds' own leases")
+
+		f.readUnlock("rw", "w")
+		f.assertPTTL("rw", 40*time.Second, "a read unlock in write mode never cuts the lock")
+		n, held = f.writeUnlock("rw", "w", 5*time.Second)
+		assert.True(t, held)
+		assert.Equal(t, 1, n)
+		f.assertPTTL("rw", 5*time.Second, "the lease, longer than the surviving read hold")
+		assert.Equal(t, 1, f.rwReadHolds("rw", "w"))
+
+		n, held = f.writeUnlock("rw", "w", time.Minute)
+		assert.True(t, held)
+		assert.Zero(t, n)
+		assert.Equal(t, "read", f.mode("rw"))
+		f.assertPTTL("rw", 5*time.Second, "downgrade keeps the ttl")
+
+		// Without reads the unlock sets the lease, shorter or longer.
+		f.write("plain-rw", "w", 10*time.Second)
+		f.write("plain-rw", "w", 10*time.Second)
+		f.writeUnlock("plain-rw", "w", 3*time.Second)
+		f.assertPTTL("plain-rw", 3*time.Second, "a write hold alone gets the lease")
+		f.write("plain-rw", "w", 10*time.Second)
+		f.writeUnlock("plain-rw", "w", 30*time.Second)
+		f.assertPTTL("plain-rw", 30*time.Second, "a write hold alone gets the lease")
 	})
 }
 
@@ -651,7 +706,7 @@ func TestRWScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		writeAcq := []string{name, AcquireLatchKey(name, "o:write")}
 		readUnl := []string{name, RWChannel(name), UnlockLatchKey(name, "o:u"), AcquireLatchKey(name, "o"),
 			ReadTimeoutPrefix(name, "o"), rwKeyPrefix(name)}
-		writeUnl := []string{name, RWChannel(name), UnlockLatchKey(name, "o:write:u"), AcquireLatchKey(name, "o:write")}
+		writeUnl := []string{name, RWChannel(name), UnlockLatchKey(name, "o:write:u"), AcquireLatchKey(name, "o:write"), rwKeyPrefix(name)}
 		readUndo := []string{name, AcquireLatchKey(name, "o"), RWChannel(name), ReadTimeoutPrefix(name, "o"), rwKeyPrefix(name)}
 		writeUndo := []string{name, AcquireLatchKey(name, "o:write"), RWChannel(name)}
 		force := []string{name, RWChannel(name)}

@@ -154,22 +154,31 @@ func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, 
 
 // Held names one watchdog-mode holding to renew: the lock hash Name and
 // the holder's Field in it (the owner, or "<owner>:write" for a write
-// lock). ReadPrefix is set for a read hold: the owner's read timeout keys
-// "<ReadPrefix>:<k>" are renewed with the hash.
+// lock). Shared is set for a hold of a read/write lock, read or write: its
+// hash is shared by every hold of the lock, each with its own lease.
 type Held struct {
-	Name, Field, ReadPrefix string
+	Name, Field string
+	Shared      bool
 }
 
-// Renew sets the TTL of every lock in batch that its holder still holds.
-// The result has one entry per lock: true renewed, false gone. All names
-// must share a cluster slot when r is a cluster client.
+// Renew renews every lock in batch that its holder still holds. The hash
+// of a lock held by one owner alone gets ttl, even when that is shorter
+// than its TTL. A Shared hash's TTL is only raised to ttl, never cut (the
+// write holder may also read, and a read hold's lease, its own or another
+// reader's, may be longer); a read hold's timeout keys are renewed to ttl
+// with it. The result has one entry per lock: true renewed, false gone.
+// All names must share a cluster slot when r is a cluster client.
 func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
 	keys := make([]string, len(batch))
 	args := make([]any, 0, 2*len(batch)+1)
 	args = append(args, Millis(ttl))
 	for i, h := range batch {
 		keys[i] = h.Name
-		args = append(args, h.Field, h.ReadPrefix)
+		prefix := ""
+		if h.Shared {
+			prefix = ReadTimeoutPrefix(h.Name, h.Field)
+		}
+		args = append(args, h.Field, prefix)
 	}
 	v, err := renewScript.Run(ctx, r, keys, args...).Int64Slice()
 	if err != nil {

@@ -196,6 +196,46 @@ func TestRenewBatchAndForceUnlock(t *testing.T) {
 	assert.False(t, deleted)
 }
 
+// A plain lock's renewal sets its TTL, even shorter; a read/write lock's
+// hash is shared by holds with their own leases, and a renewal of any of
+// them, the write hold included, only raises it.
+func TestRenewSetsAnOwnHashAndRaisesASharedOne(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		f := newRWFixture(t, rdb)
+		_, err := f.s.Acquire(f.ctx, rdb, "plain", "o", "p1", time.Hour)
+		require.NoError(t, err)
+		f.write("rw", "w", time.Second)
+		f.read("rw", "w", 40*time.Second) // a downgrade: the writer also reads
+		f.write("wonly", "w", 500*time.Millisecond)
+		f.read("ronly", "a", 40*time.Second)
+		f.read("ronly", "b", 500*time.Millisecond)
+		f.read("ronly", "b", 500*time.Millisecond)
+
+		ok, err := f.s.Renew(f.ctx, rdb, []Held{
+			{Name: "plain", Field: "o"},
+			{Name: "rw", Field: WriteField("w"), Shared: true},
+			{Name: "wonly", Field: WriteField("w"), Shared: true},
+			{Name: "ronly", Field: "b", Shared: true},
+		}, 3*time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true, true, true, true}, ok)
+
+		f.assertPTTL("plain", 3*time.Second, "a plain lock's renewal sets its TTL, even shorter")
+		readKey := ReadTimeoutPrefix("rw", "w") + ":1"
+		lock := f.pttl("rw")
+		assert.GreaterOrEqual(t, lock, f.pttl(readKey), "the write renewal never cuts the owner's read hold")
+		assert.Greater(t, lock, 39*time.Second)
+		f.assertPTTL(readKey, 40*time.Second, "the write renewal leaves the owner's read holds' leases")
+		f.assertPTTL("wonly", 3*time.Second, "a write renewal raises a shorter TTL")
+		f.assertPTTL("ronly", 40*time.Second, "a read renewal never cuts another reader's lease")
+		f.assertPTTL(ReadTimeoutPrefix("ronly", "b")+":1", 3*time.Second, "a read renewal renews its own holds")
+		f.assertPTTL(ReadTimeoutPrefix("ronly", "b")+":2", 3*time.Second, "a read renewal renews its own holds")
+		f.assertPTTL(ReadTimeoutPrefix("ronly", "a")+":1", 40*time.Second, "and never another reader's")
+		assert.Zero(t, rdb.Exists(f.ctx, ReadTimeoutPrefix("rw", WriteField("w"))+":1").Val(),
+			"a write hold has no timeout key, and its renewal makes none")
+	})
+}
+
 // FuzzAcquireLease runs the acquire script with arbitrary lease strings: it
 // either refuses before writing, or sets exactly that TTL.
 func FuzzAcquireLease(f *testing.F) {

@@ -6,10 +6,16 @@
 -- then two arguments per key, for KEYS[i] ARGV[2i] and ARGV[2i+1]:
 --   field     the holder's field: the owner, or "<owner>:write" for a write
 --             lock
---   prefix    "" for an exclusive hold; for a read hold, the owner's read
---             timeout prefix "{name}:<owner>:rwlock_timeout": the field's
---             count k of holds each has a key "<prefix>:<k>", renewed too
---             (this owner's only, never another reader's)
+--   prefix    "" when the hash is the holder's alone (a plain, fair or
+--             fenced lock): its TTL is set to ARGV[1], even when that is
+--             shorter. For a hold of a read/write lock, read or write, the
+--             field's hold timeout prefix "{name}:<field>:rwlock_timeout":
+--             the hash is shared by holds with their own leases (another
+--             reader's, or the write holder's own reads after a
+--             downgrade, may be longer), so its TTL is only raised to
+--             ARGV[1], never cut; the field's count k of holds each has a
+--             key "<prefix>:<k>", renewed too (this field's only, never
+--             another holder's; a write field has none)
 --
 -- Reply: an array of n integers, 1 when KEYS[i] still held the field and
 -- was renewed, 0 when the lock is gone or held by someone else.
@@ -23,7 +29,7 @@ for i = 1, #KEYS do
   local field, prefix = ARGV[2 * i], ARGV[2 * i + 1]
   local n = tonumber(redis.call('hget', KEYS[i], field))
   if n and n > 0 then
-    -- A read lock is shared: never cut another reader's longer lease.
+    -- A shared hash: never cut another hold's longer lease.
     if prefix == '' or redis.call('pttl', KEYS[i]) < tonumber(ARGV[1]) then
       redis.call('pexpire', KEYS[i], ARGV[1])
     end

@@ -6,7 +6,9 @@
 -- command cmd) when none survives. prefix is the lock's key prefix ({name},
 -- or name when it has a "{"): every owner's read hold k has the timeout
 -- key <prefix>:<field>:rwlock_timeout:<k>. In write mode the write
--- holder's lease lives only in the hash's TTL, which is never cut.
+-- holder's lease lives only in the hash's TTL, which is never cut, only
+-- raised to the longest read hold (a write unlock that leaves write holds
+-- sets the write lease first, then settles).
 local function rw_settle(lock, prefix, cmd, channel, message)
   local mode = redis.call('hget', lock, 'mode')
   if redis.call('hlen', lock) > 1 then

@@ -4,15 +4,19 @@
 -- KEYS[2]  channel redisson_rwlock:{name}
 -- KEYS[3]  unlock latch redisson_unlock_latch:{name}:<owner>:write:<requestID>
 -- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>:write
+-- KEYS[5]  the lock's key prefix: {name}, or name when it has a "{" (every
+--          owner's read timeout keys are <prefix>:<field>:rwlock_timeout:<k>)
 -- ARGV[1]  unlock message ("1": wake all)
 -- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
 -- ARGV[3]  write field ("<owner>:write")
 -- ARGV[4]  publish command: "publish" or "spublish"
 -- ARGV[5]  latch TTL in ms (integer, 1 .. 2^53)
 --
--- At 0 the write field goes; when the owner still holds reads the lock
--- becomes read mode (downgrade, TTL unchanged), else it is deleted and the
--- message published.
+-- While write holds remain, the lock's TTL is set to the lease, but never
+-- below its longest read hold: the write holder may also read (downgrade),
+-- each read hold with its own, maybe longer, lease. At 0 the write field
+-- goes; when the owner still holds reads the lock becomes read mode
+-- (downgrade, TTL unchanged), else it is deleted and the message published.
 --
 -- Reply: the owner's remaining write hold count (0 = write released), or -1
 -- when the lock is not in write mode or the owner does not hold the write.
@@ -31,6 +35,7 @@ end
 local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if n > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
+  rw_settle(KEYS[1], KEYS[5], ARGV[4], KEYS[2], ARGV[1])
 else
   n = 0
   redis.call('del', KEYS[4])
