@@ -39,10 +39,11 @@ import (
 // its linearization point, a refused one (OK false) must be refused there.
 //
 // Holds the engine ended without a release make the lock free at some moment
-// nobody saw: a synthetic drop of all the owner's holds on that lock is
-// linearized somewhere in [Hold.From, Hold.To] for EndLost and in
-// [Hold.From, end of the run] for EndCrashed (the lease runs out after the
-// crash). An operation that never returned (Return < 0) may or may not have
+// nobody saw: a synthetic drop of all the owner's holds on that lock (on
+// its side of a read/write lock: an owner that downgrades holds both, and
+// each side's lease runs out, and is told, on its own) is linearized
+// somewhere in [Hold.From, Hold.To] for EndLost and in [Hold.From, end of
+// the run] for EndCrashed (the lease runs out after the crash). An operation that never returned (Return < 0) may or may not have
 // taken effect: it is given the end of the run as its return and accepts
 // either answer; if its client crashed after the call, its effect may also
 // have expired (a drop between its call and the end of the run), and what
@@ -129,7 +130,7 @@ type linAct uint8
 const (
 	linAcquire linAct = iota // acquire or try
 	linRelease
-	linDrop // synthetic: the owner's holds vanish (lost, or the lease ran out)
+	linDrop // synthetic: the owner's holds (on its side) vanish (lost, or the lease ran out)
 )
 
 // linInput is a porcupine operation's input.
@@ -137,7 +138,7 @@ type linInput struct {
 	key   linKey
 	act   linAct
 	owner string
-	read  bool // the read side of a read/write lock
+	read  bool // the read side of a read/write lock (of a drop too)
 	// freeRelease: a release of the lock while nobody holds it succeeds
 	// (Redisson's fair lock: an unlock after the lease ran out does not
 	// fail, it wakes the head waiter).
@@ -236,12 +237,13 @@ func (s linState) release(in linInput) linState {
 	return linState{holder: s.holder, count: s.count, readers: readers}
 }
 
-func (s linState) drop(owner string) linState {
+// drop ends the holds of in's owner on in's side.
+func (s linState) drop(in linInput) linState {
 	next := s
-	if s.holder == owner {
+	if !in.read && s.holder == in.owner {
 		next.holder, next.count = "", 0
 	}
-	if i, ok := s.readerIndex(owner); ok {
+	if i, ok := s.readerIndex(in.owner); ok && in.read {
 		next.readers = slices.Delete(slices.Clone(s.readers), i, i+1)
 		if len(next.readers) == 0 {
 			next.readers = nil
@@ -254,7 +256,7 @@ func (s linState) drop(owner string) linState {
 func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	switch in.act {
 	case linDrop:
-		return true, s.drop(in.owner)
+		return true, s.drop(in)
 	case linAcquire:
 		granted := s.grants(in)
 		switch {
@@ -334,7 +336,7 @@ func linDescribeOp(in linInput, out linOutput) string {
 	case linRelease:
 		what = side + "release"
 	default:
-		return fmt.Sprintf("drop(%q)", in.owner)
+		return fmt.Sprintf("%sdrop(%q)", side, in.owner)
 	}
 	res := map[linOutput]string{linOK: "ok", linRefused: "refused", linUnknown: "?"}[out]
 	return fmt.Sprintf("%s(%q) -> %s", what, in.owner, res)
@@ -395,11 +397,11 @@ func linOperations(h *History) []porcupine.Operation {
 	}
 
 	var ops, drops []porcupine.Operation
-	drop := func(owner string, key linKey, client int, from, to time.Duration) {
+	drop := func(owner string, kind messages.Kind, name string, client int, from, to time.Duration) {
 		meta := linMeta{op: -1, client: client, call: from, ret: to}
 		drops = append(drops, porcupine.Operation{
 			ClientId: max(client, 0),
-			Input:    linInput{key: key, act: linDrop, owner: owner},
+			Input:    linInput{key: linKeyOf(name, kind), act: linDrop, owner: owner, read: kind == messages.KindReadLock},
 			Output:   linOK,
 			Call:     int64(from),
 			Return:   int64(max(to, from)),
@@ -434,9 +436,9 @@ func linOperations(h *History) []porcupine.Operation {
 			// mode the engine renews it until the call times out, after
 			// the run).
 			if at, ok := crashed[op.Client]; ok && at >= op.Call {
-				drop(op.Owner, in.key, op.Client, op.Call, end)
+				drop(op.Owner, op.Kind, op.Name, op.Client, op.Call, end)
 			} else if from := op.Call + op.Lease - time.Millisecond; in.act == linAcquire && op.Lease > 0 && from < end {
-				drop(op.Owner, in.key, op.Client, from, end)
+				drop(op.Owner, op.Kind, op.Name, op.Client, from, end)
 			}
 		}
 		ops = append(ops, porcupine.Operation{
@@ -453,14 +455,13 @@ func linOperations(h *History) []porcupine.Operation {
 		if !hd.Kind.Held() {
 			continue
 		}
-		key := linKeyOf(hd.Name, hd.Kind)
 		switch hd.End {
 		case EndLost, EndUnknown:
 			// EndUnknown: an operation answered with an error may have left
 			// the lock held until its lease ran out (To).
-			drop(hd.Owner, key, hd.Client, hd.From, hd.To)
+			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, hd.To)
 		case EndCrashed:
-			drop(hd.Owner, key, hd.Client, hd.From, end)
+			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, end)
 		}
 	}
 	return append(ops, drops...)

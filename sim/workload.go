@@ -47,9 +47,12 @@ func (r *recorder) answer(i int, ok, failed bool, token int64) {
 
 // owner is one simulated worker: it takes a lock, holds it a while (now
 // and then taking it again, reentrantly), releases it, thinks, and again.
-// On a permit-expirable semaphore it takes a permit with a lease (now and
-// then holding it past the lease) and releases it by its ID; on a latch
-// it counts down, or awaits the latch's zero.
+// A read lock's reentry may switch lease mode (watchdog or explicit); an
+// owner holding a write lock may downgrade it: take the read side too,
+// release the write holds and hold the read on. On a permit-expirable
+// semaphore it takes a permit with a lease (now and then holding it past
+// the lease) and releases it by its ID; on a latch it counts down, or
+// awaits the latch's zero.
 type owner struct {
 	i    int // its index in workload.owners
 	cl   *client
@@ -68,7 +71,31 @@ type owner struct {
 	// granted, the holds the owner believes it has but for one whose
 	// release is in flight.
 	releases int
-	pending  int // index of the op awaiting an answer
+	// mixed marks a read lock the owner took in both lease modes: it holds
+	// on a while between its releases.
+	mixed   bool
+	pending int // index of the op awaiting an answer
+	// kept is the other side of a read/write lock the owner is
+	// downgrading: the write lock while it takes and holds the read side,
+	// then the read lock while it releases the write holds. nil otherwise.
+	kept *side
+}
+
+// side is what an owner holds of one target: the fields of owner a
+// downgrade keeps aside while the owner acts on the other side.
+type side struct {
+	tgt      target
+	hold     int
+	lease    time.Duration
+	releases int
+	mixed    bool
+}
+
+// swap makes o act on the side it kept, keeping aside the one it acted on.
+func (o *owner) swap() {
+	other := *o.kept
+	*o.kept = side{tgt: o.tgt, hold: o.hold, lease: o.lease, releases: o.releases, mixed: o.mixed}
+	o.tgt, o.hold, o.lease, o.releases, o.mixed = other.tgt, other.hold, other.lease, other.releases, other.mixed
 }
 
 // step is a workload timer's message: owner i has something to do.
@@ -134,10 +161,18 @@ func (wl *workload) Receive(ctx actor.Context) {
 		wl.rec.answer(o.pending, m.err == nil, m.err != nil, m.count)
 		wl.endCycle(o)
 	case *messages.LockLost:
-		o := wl.byID(m.Owner)
-		if o.hold >= 0 && m.Name == o.tgt.name && m.Kind == o.tgt.kind {
-			wl.endHold(o, EndLost)
-		}
+		wl.onLost(m)
+	}
+}
+
+// onLost ends the hold the engine told its owner it lost: the one the
+// owner acts on, or the side of a downgrade it kept.
+func (wl *workload) onLost(m *messages.LockLost) {
+	o := wl.byID(m.Owner)
+	if o.hold >= 0 && m.Name == o.tgt.name && m.Kind == o.tgt.kind {
+		wl.endHold(o, &o.hold, EndLost)
+	} else if k := o.kept; k != nil && k.hold >= 0 && m.Name == k.tgt.name && m.Kind == k.tgt.kind {
+		wl.endHold(o, &k.hold, EndLost)
 	}
 }
 
@@ -173,12 +208,15 @@ func (wl *workload) act(ctx actor.Context, o *owner) {
 		return
 	}
 	if o.releases > 0 {
+		if o.kept != nil && o.kept.tgt.kind == messages.KindWriteLock {
+			o.swap() // a downgrade releases the write holds first, the read kept
+		}
 		wl.release(ctx, o)
 		return
 	}
 	w := wl.w
 	o.tgt = wl.targets[w.rng.IntN(len(wl.targets))]
-	o.lease = 0
+	o.lease, o.mixed = 0, false
 	switch o.tgt.kind {
 	case messages.KindCountDownLatch:
 		phase := min(int(w.now*latchPhases/wl.o.Length), latchPhases-1)
@@ -271,16 +309,62 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 		o.hold = len(wl.rec.holds) - 1
 	}
 	o.releases++
+	if o.tgt.kind == messages.KindWriteLock && o.kept == nil && w.chance(0.25) {
+		wl.downgrade(ctx, o)
+		return
+	}
 	reentrant := o.tgt.kind.Held() && o.releases < 3
 	if reentrant && w.chance(0.15) {
+		if o.tgt.kind == messages.KindReadLock && w.chance(0.5) {
+			// The reentry takes the read lock in the other lease mode.
+			if o.lease > 0 {
+				o.lease = 0
+			} else {
+				o.lease = wl.readLease(1)
+			}
+			o.mixed = true
+		}
 		wl.acquire(ctx, o, true)
 		return
 	}
 	hold := w.jitter(time.Millisecond, wl.o.Watchdog/4)
-	if o.lease > 0 && w.chance(0.1) {
+	// Not while downgrading: a side whose lease ran out while the owner
+	// held the other would leave the lock held in Redis past the news.
+	if o.lease > 0 && o.kept == nil && w.chance(0.1) {
 		hold = o.lease + w.jitter(0, o.lease) // outlives its lease: the engine tells it
 	}
 	wl.later(o, hold)
+}
+
+// readLease draws a read hold's lease: from the watchdog (0, when from is
+// 0), the explicit lease, or a long one that outlives the watchdog's
+// lease.
+func (wl *workload) readLease(from int) time.Duration {
+	switch wl.w.rng.IntN(3-from) + from {
+	case 0:
+		return 0
+	case 1:
+		return wl.o.Lease
+	default:
+		return wl.o.Watchdog + wl.o.Lease
+	}
+}
+
+// downgrade has o, which holds the write lock, take the read side of the
+// same name too, the write holding kept aside.
+func (wl *workload) downgrade(ctx actor.Context, o *owner) {
+	o.kept = &side{tgt: target{name: o.tgt.name, kind: messages.KindReadLock}, hold: -1, lease: wl.readLease(0)}
+	o.swap()
+	wl.acquire(ctx, o, wl.w.chance(0.5))
+}
+
+// holdOn is how long an owner holds on to what it still holds after a
+// release: now and then longer than the watchdog's lease.
+func (wl *workload) holdOn() time.Duration {
+	if wl.w.chance(0.3) {
+		return wl.w.jitter(wl.o.Watchdog/2, 2*wl.o.Watchdog)
+	}
+	return wl.w.jitter(time.Millisecond, wl.o.Watchdog/4)
 }
 
 // release sends one release of o's holds; the last one ends the hold.
@@ -289,7 +373,7 @@ func (wl *workload) release(ctx actor.Context, o *owner) {
 	o.releases--
 	last := o.releases == 0
 	if last && o.hold >= 0 {
-		wl.endHold(o, EndReleased)
+		wl.endHold(o, &o.hold, EndReleased)
 	}
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: ActRelease,
 		Permits: 1})
@@ -346,20 +430,32 @@ func (wl *workload) ghost(o *owner) {
 		Permits: 1, Asked: from, From: from, To: to, End: EndUnknown})
 }
 
-func (wl *workload) endHold(o *owner, end HoldEnd) {
-	h := &wl.rec.holds[o.hold]
+// endHold ends o's hold at index *hold (o's, or the side it kept) how
+// end says.
+func (wl *workload) endHold(o *owner, hold *int, end HoldEnd) {
+	h := &wl.rec.holds[*hold]
 	h.end(wl.w.now, end)
-	o.hold = -1
-	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s", wl.cl.id, o.id, o.tgt.name, h.End)
+	*hold = -1
+	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s %s", wl.cl.id, o.id, h.Name, h.Kind, h.End)
 }
 
-// endCycle sends o's next release at once, or lets it think a while
-// before its next acquire.
+// endCycle sends o's next release at once (after holding on a while for a
+// read lock taken in both lease modes), goes on to the other side of a
+// downgrade, or lets o think a while before its next acquire.
 func (wl *workload) endCycle(o *owner) {
 	o.busy = false
-	if o.releases > 0 {
+	switch {
+	case o.releases > 0 && o.mixed:
+		wl.later(o, wl.holdOn())
+	case o.releases > 0:
 		wl.later(o, 0)
-		return
+	case o.kept != nil:
+		// The write holds are released (the read is held on), or the read
+		// side was refused (the write is released next).
+		o.swap()
+		o.kept = nil
+		wl.later(o, wl.holdOn())
+	default:
+		wl.later(o, wl.w.jitter(0, 200*time.Millisecond))
 	}
-	wl.later(o, wl.w.jitter(0, 200*time.Millisecond))
 }
