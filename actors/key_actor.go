@@ -863,8 +863,12 @@ func (a *keyActor) onTick(ctx actor.Context) {
 	slices.Sort(ended)
 	for _, owner := range ended {
 		h := a.holdings[owner]
-		if h.uncertain {
+		if h.uncertain || a.rio.shared() {
 			// A failed request may have left the lease longer than counted.
+			// A read holding's holds end, but the shared hash may live on
+			// (raised by the owner's write hold before a downgrade, or kept
+			// by other readers) with the owner's field in it, which would
+			// keep writers out until the hash's TTL: give them back too.
 			a.giveBack(owner, fmt.Sprintf("%s:%d", owner, h.id), h.count, h.lease)
 		}
 		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))

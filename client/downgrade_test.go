@@ -82,3 +82,36 @@ func TestDowngradeWriteRenewalKeepsTheLongerReadHold(t *testing.T) {
 	require.NoError(t, rw.WriteLock().Unlock(ctx))
 	assertReadHoldSurvives(t, e, rw)
 }
+
+// Readers waiting while a writer holds the lock are woken when the writer,
+// which also reads, releases its write: the lock is then in read mode and
+// they share it, rather than waiting for the writer's read unlock or the
+// lock's TTL (a downgrade publishes the write unlock's wake-all message).
+func TestDowngradeWakesWaitingReaders(t *testing.T) {
+	e, rw := downgraded(t, "downgrade-wakes-readers")
+	ctx := context.Background()
+	const readers = 3
+	acquired := make(chan time.Time, readers)
+	for range readers {
+		r := e.newClient(t).ReadWriteLock(rw.ReadLock().Name()).ReadLock()
+		go func() {
+			if err := r.Lock(ctx); err == nil {
+				acquired <- time.Now()
+				_ = r.Unlock(ctx)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the readers are refused and wait
+	require.Len(t, acquired, 0, "no reader while the write is held")
+	released := time.Now()
+	require.NoError(t, rw.WriteLock().Unlock(ctx))
+	for range readers {
+		select {
+		case at := <-acquired:
+			assert.Less(t, at.Sub(released), 500*time.Millisecond, "woken by the downgrade, not by a TTL or a later unlock")
+		case <-time.After(5 * time.Second):
+			t.Fatal("a reader was not woken by the downgrade")
+		}
+	}
+	require.NoError(t, rw.ReadLock().Unlock(ctx))
+}

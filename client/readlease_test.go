@@ -85,3 +85,28 @@ func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) 
 	t.Logf("told %v after the acquire (lease %v); lock gone %v after it", told.Round(time.Millisecond), lease,
 		time.Since(start).Round(time.Millisecond))
 }
+
+// A read hold taken under the owner's own write lock (a downgrade) ends
+// with its lease, but the hash lives as long as the write hold made it:
+// when the owner is told, its read hold is given back, so other writers
+// need not wait for the TTL the write side left.
+func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	const name = "downgrade-read-ends"
+	rw := e.newClient(t).ReadWriteLock(name)
+	require.NoError(t, rw.WriteLock().LockLease(ctx, 10*time.Second))
+	start := time.Now()
+	require.NoError(t, rw.ReadLock().LockLease(ctx, time.Second))
+	lost := rw.ReadLock().Lost()
+	require.NoError(t, rw.WriteLock().Unlock(ctx)) // read mode now; the hash keeps the write's 10 s TTL
+	<-lost
+	told := time.Since(start)
+	eventually(t, time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
+		"the read hold is given back when its owner is told, not left to the write's TTL")
+	t.Logf("told %v after the read acquire (lease 1s); lock gone %v after it", told.Round(time.Millisecond),
+		time.Since(start).Round(time.Millisecond))
+	ok, err := e.newClient(t).ReadWriteLock(name).WriteLock().TryLockWait(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok, "another process writes")
+}

@@ -132,7 +132,8 @@ func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 // Redisson reports success). A still-held lock's TTL is set to lease, but
 // never below its longest read hold (owner may also read, each read hold
 // with its own lease). At 0 the lock becomes read mode when owner still
-// holds reads, else it is deleted and RWReadUnlockMessage published. A
+// holds reads, else it is deleted; either way RWReadUnlockMessage is
+// published (after a downgrade, waiting readers may share the lock). A
 // repeated reqID returns the first result.
 func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	field := WriteField(owner)
@@ -167,7 +168,7 @@ func (s *Scripts) ReadUndoAcquire(ctx context.Context, r Redis, name, owner, req
 // WriteUndoAcquire reverses the write acquire with request ID reqID if, and
 // only if, Redis applied it and it is owner's last applied write acquire:
 // it removes that write hold (at 0 downgrading to read mode or freeing the
-// lock and publishing, as WriteUnlock would). It reports whether it undid
+// lock, and publishing, as WriteUnlock would). It reports whether it undid
 // anything.
 func (s *Scripts) WriteUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
 	field := WriteField(owner)

@@ -210,15 +210,20 @@ func TestRenewSetsAnOwnHashAndRaisesASharedOne(t *testing.T) {
 		f.read("ronly", "a", 40*time.Second)
 		f.read("ronly", "b", 500*time.Millisecond)
 		f.read("ronly", "b", 500*time.Millisecond)
+		f.read("mixed", "m", 40*time.Second) // an explicit hold, then a watchdog one
+		f.read("mixed", "m", time.Second)
 
 		ok, err := f.s.Renew(f.ctx, rdb, []Held{
 			{Name: "plain", Field: "o"},
 			{Name: "rw", Field: WriteField("w"), Shared: true},
 			{Name: "wonly", Field: WriteField("w"), Shared: true},
 			{Name: "ronly", Field: "b", Shared: true},
+			{Name: "mixed", Field: "m", Shared: true},
 		}, 3*time.Second)
 		require.NoError(t, err)
-		assert.Equal(t, []bool{true, true, true, true}, ok)
+		assert.Equal(t, []bool{true, true, true, true, true}, ok)
+		f.assertPTTL(ReadTimeoutPrefix("mixed", "m")+":1", 40*time.Second, "a renewal never cuts its owner's longer explicit hold")
+		f.assertPTTL(ReadTimeoutPrefix("mixed", "m")+":2", 3*time.Second, "and raises the watchdog hold")
 
 		f.assertPTTL("plain", 3*time.Second, "a plain lock's renewal sets its TTL, even shorter")
 		readKey := ReadTimeoutPrefix("rw", "w") + ":1"

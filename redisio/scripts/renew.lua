@@ -14,8 +14,9 @@
 --             reader's, or the write holder's own reads after a
 --             downgrade, may be longer), so its TTL is only raised to
 --             ARGV[1], never cut; the field's count k of holds each has a
---             key "<prefix>:<k>", renewed too (this field's only, never
---             another holder's; a write field has none)
+--             key "<prefix>:<k>", renewed too, raised to ARGV[1] but never
+--             cut (this field's only, never another holder's; a write
+--             field has none)
 --
 -- Reply: an array of n integers, 1 when KEYS[i] still held the field and
 -- was renewed, 0 when the lock is gone or held by someone else.
@@ -34,8 +35,14 @@ for i = 1, #KEYS do
       redis.call('pexpire', KEYS[i], ARGV[1])
     end
     if prefix ~= '' then
+      -- Each hold's own lease too is only raised: an explicit hold
+      -- longer than the watchdog keeps its end.
       for k = 1, n do
-        redis.call('pexpire', prefix .. ':' .. k, ARGV[1])
+        local key = prefix .. ':' .. k
+        local left = redis.call('pttl', key)
+        if left ~= -2 and left < tonumber(ARGV[1]) then
+          redis.call('pexpire', key, ARGV[1])
+        end
       end
     end
     out[i] = 1

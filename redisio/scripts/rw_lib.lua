@@ -39,14 +39,16 @@ end
 
 -- rw_write_released ends a write holding whose count reached 0: the write
 -- field goes; when the owner still holds reads the lock becomes read mode
--- (downgrade, TTL unchanged), else it is deleted and message published on
--- channel (with the publish command cmd).
+-- (downgrade, TTL unchanged), else it is deleted. Either way message is
+-- published on channel (with the publish command cmd): after a downgrade
+-- the waiting readers may share the lock (Redisson publishes nothing
+-- then, and its readers wait for the holder's read unlock or the TTL).
 local function rw_write_released(lock, field, cmd, channel, message)
   redis.call('hdel', lock, field)
   if redis.call('hlen', lock) <= 1 then
     redis.call('del', lock)
-    redis.call(cmd, channel, message)
   else
     redis.call('hset', lock, 'mode', 'read')
   end
+  redis.call(cmd, channel, message)
 end

@@ -2,7 +2,7 @@
 -- only if it was applied: the owner's write acquire latch holds its request
 -- ID. It removes one write hold (the TTL a reentry added stays); at 0 the
 -- lock downgrades to read mode when the owner still reads, else it is
--- deleted and the message published.
+-- deleted; either way the message is published.
 --
 -- KEYS[1]  lock hash (the lock's name)
 -- KEYS[2]  acquire latch warden_acquire_latch:{name}:<owner>:write

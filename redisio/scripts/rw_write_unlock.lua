@@ -16,7 +16,8 @@
 -- below its longest read hold: the write holder may also read (downgrade),
 -- each read hold with its own, maybe longer, lease. At 0 the write field
 -- goes; when the owner still holds reads the lock becomes read mode
--- (downgrade, TTL unchanged), else it is deleted and the message published.
+-- (downgrade, TTL unchanged), else it is deleted; either way the message is
+-- published (readers may now share it).
 --
 -- Reply: the owner's remaining write hold count (0 = write released), or -1
 -- when the lock is not in write mode or the owner does not hold the write.
