@@ -9,7 +9,7 @@ import (
 	"github.com/warden-go/warden/messages"
 )
 
-// Limits names, for each fault that can break a guarantee, the checks it
+// limits names, for each fault that can break a guarantee, the checks it
 // breaks. warden cannot do better there; a violation of one of these checks
 // in a run with such a fault is reported as excused, naming the fault.
 // Every other violation fails the run.
@@ -43,7 +43,7 @@ import (
 // holding whose lease ends while a request of its owner is in flight is
 // reported at the lease's end, and the holds a late answer shows Redis
 // kept are given back.
-var Limits = map[FaultKind][]string{
+var limits = map[FaultKind][]string{
 	FaultRestart:     {checkExclusion, checkToldBefore, checkFencing, checkStarvation, checkLinearizable, checkPermitCount, checkLatch},
 	FaultPause:       {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
 	FaultClockJump:   {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable, checkPermitCount},
@@ -52,6 +52,10 @@ var Limits = map[FaultKind][]string{
 	FaultLostRequest: {checkStarvation, checkLinearizable},
 	FaultCrash:       {checkStarvation},
 }
+
+// Limits returns the checks fault k can break, as documented at limits;
+// nil for a fault that breaks none (a new slice on each call).
+func Limits(k FaultKind) []string { return slices.Clone(limits[k]) }
 
 const (
 	checkExclusion    = "mutual exclusion"
@@ -78,12 +82,12 @@ func check(h *History, o *Options) (vs []Violation, unknown []string) {
 	return vs, unknown
 }
 
-// excuse returns the first fault that Limits says can
+// excuse returns the first fault that limits says can
 // break check and that hit client (any client when -1, and Redis always)
 // between from and to; "" when none did.
 func excuse(h *History, check string, client int, from, to time.Duration) FaultKind {
 	for _, f := range h.Faults {
-		breaks := slices.Contains(Limits[f.Kind], check)
+		breaks := slices.Contains(limits[f.Kind], check)
 		if !breaks || f.To < from || f.From > to {
 			continue
 		}

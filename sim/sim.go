@@ -25,7 +25,7 @@ type Options struct {
 	// Length is the run's simulated length (default 20s).
 	Length time.Duration
 	// Faults are the kinds of fault the seed may inject (none by default;
-	// AllFaults lists every kind).
+	// AllFaults() lists every kind).
 	Faults []FaultKind
 	// Kinds are the primitives the workload uses (default: reentrant,
 	// fenced, fair, read and write locks, a semaphore, a permit-expirable
@@ -60,9 +60,14 @@ type Options struct {
 	doubleCountDown bool
 }
 
-// AllFaults is every fault the simulation can inject.
-var AllFaults = []FaultKind{FaultLatency, FaultLostReply, FaultLostRequest, FaultLostMessage, FaultPartition,
+// allFaults is every fault the simulation can inject, in the order
+// AllFaults lists them.
+var allFaults = []FaultKind{FaultLatency, FaultLostReply, FaultLostRequest, FaultLostMessage, FaultPartition,
 	FaultCrash, FaultPause, FaultRestart, FaultClockJump}
+
+// AllFaults returns every fault the simulation can inject (a new slice on
+// each call).
+func AllFaults() []FaultKind { return slices.Clone(allFaults) }
 
 // ParseFaults reads a comma-separated list of fault kinds; "all" is every
 // kind, "" none.
@@ -71,13 +76,13 @@ func ParseFaults(s string) ([]FaultKind, error) {
 		return nil, nil
 	}
 	if s == "all" {
-		return slices.Clone(AllFaults), nil
+		return AllFaults(), nil
 	}
 	var out []FaultKind
 	for _, f := range strings.Split(s, ",") {
 		k := FaultKind(strings.TrimSpace(f))
-		if !slices.Contains(AllFaults, k) {
-			return nil, fmt.Errorf("sim: unknown fault %q (known: %v)", k, AllFaults)
+		if !slices.Contains(allFaults, k) {
+			return nil, fmt.Errorf("sim: unknown fault %q (known: %v)", k, allFaults)
 		}
 		out = append(out, k)
 	}

@@ -24,7 +24,7 @@ func runSeeds(t *testing.T, o Options, first int64, n int) []*Result {
 // TestSameSeedSameTrace runs 100 seeds with every fault twice: each trace
 // must hash the same both times, and differ between seeds.
 func TestSameSeedSameTrace(t *testing.T) {
-	o := Options{Faults: AllFaults, Length: 5 * time.Second}
+	o := Options{Faults: AllFaults(), Length: 5 * time.Second}
 	a := runSeeds(t, o, 1, 100)
 	b := runSeeds(t, o, 1, 100)
 	seen := map[string]int64{}
@@ -52,7 +52,7 @@ func TestFaultFreeRunsBreakNothing(t *testing.T) {
 // found must be one Limits documents for a fault that hit the run.
 func TestFaultRunsBreakOnlyWhatFaultsExcuse(t *testing.T) {
 	excused := 0
-	for _, res := range runSeeds(t, Options{Faults: AllFaults, Length: 10 * time.Second}, 2000, 30) {
+	for _, res := range runSeeds(t, Options{Faults: AllFaults(), Length: 10 * time.Second}, 2000, 30) {
 		for _, v := range res.Failed() {
 			t.Errorf("seed %d: %s at %v on %s: %s", res.Seed, v.Check, v.At, v.Name, v.What)
 		}
@@ -82,7 +82,7 @@ func TestOptionsAreChecked(t *testing.T) {
 	require.Error(t, err)
 	f, err := ParseFaults("all")
 	require.NoError(t, err)
-	require.Equal(t, AllFaults, f)
+	require.Equal(t, AllFaults(), f)
 }
 
 // lockKinds were the workload's kinds before it used the permit-expirable
@@ -137,9 +137,9 @@ func TestSeedsThatOnceFailed(t *testing.T) {
 		seed   int64
 		faults []FaultKind
 		kinds  []messages.Kind
-	}{{5079, nil, lockKinds}, {1630, AllFaults, lockKinds}, {1904, AllFaults, lockKinds}, {5548, AllFaults, lockKinds},
-		{622, AllFaults, lockKinds}, {2400, AllFaults, lockKinds}, {3779, AllFaults, lockKinds}, {202, AllFaults, nil},
-		{26, nil, nil}, {69, nil, nil}, {83, AllFaults, nil}, {551, AllFaults, nil}, {144, nil, nil}, {569, nil, nil}, {1923, nil, nil}} {
+	}{{5079, nil, lockKinds}, {1630, AllFaults(), lockKinds}, {1904, AllFaults(), lockKinds}, {5548, AllFaults(), lockKinds},
+		{622, AllFaults(), lockKinds}, {2400, AllFaults(), lockKinds}, {3779, AllFaults(), lockKinds}, {202, AllFaults(), nil},
+		{26, nil, nil}, {69, nil, nil}, {83, AllFaults(), nil}, {551, AllFaults(), nil}, {144, nil, nil}, {569, nil, nil}, {1923, nil, nil}} {
 		res, err := Run(Options{Seed: c.seed, Faults: c.faults, Length: 10 * time.Second, Kinds: c.kinds})
 		require.NoError(t, err)
 		for _, v := range res.Failed() {

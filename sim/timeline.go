@@ -533,7 +533,7 @@ func (t *tlChart) render(b *bytes.Buffer) {
 		p("</g></svg>%s</span>", tlEsc(string(e)))
 	}
 	p("</div>\n<div class=\"legend\">")
-	for _, k := range AllFaults {
+	for _, k := range allFaults {
 		p("<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", tlFaultColor(k), tlEsc(string(k)))
 	}
 	p("<span><i class=\"sw\" style=\"background:#e00000\"></i>violation</span>")

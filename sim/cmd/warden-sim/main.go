@@ -22,7 +22,7 @@ func main() {
 	runs := flag.Int("runs", 1, "how many seeds to run, from -seed on")
 	clients := flag.Int("clients", 3, "simulated engines per run")
 	owners := flag.Int("owners", 2, "workers per engine")
-	faults := flag.String("faults", "all", `faults to inject: "all", "none" or a comma-separated list of `+fmt.Sprint(sim.AllFaults))
+	faults := flag.String("faults", "all", `faults to inject: "all", "none" or a comma-separated list of `+fmt.Sprint(sim.AllFaults()))
 	length := flag.Duration("length", 10*time.Second, "simulated length of each run")
 	timeline := flag.String("timeline", "", "write the timeline of the first seed to this HTML file")
 	trace := flag.Bool("trace", false, "print the trace of every run")
