@@ -167,7 +167,12 @@ type History struct {
 	Seed    int64
 	Clients int
 	Length  time.Duration
-	Ops     []Op
-	Holds   []Hold
-	Faults  []Fault
+	// Trip is the longest a request of the run takes to reach Redis. An
+	// owner is told its lease ended counting from when it sent the
+	// acquire, a Redis clock grain (1 ms) early: Redis may keep the lock
+	// up to Trip plus that grain after the owner was told.
+	Trip   time.Duration
+	Ops    []Op
+	Holds  []Hold
+	Faults []Fault
 }

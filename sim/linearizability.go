@@ -42,8 +42,10 @@ import (
 // nobody saw: a synthetic drop of all the owner's holds on that lock (on
 // its side of a read/write lock: an owner that downgrades holds both, and
 // each side's lease runs out, and is told, on its own) is linearized
-// somewhere in [Hold.From, Hold.To] for EndLost and in [Hold.From, end of
-// the run] for EndCrashed (the lease runs out after the crash). An operation that never returned (Return < 0) may or may not have
+// somewhere in [Hold.From, Hold.To + History.Trip + 1 ms] for EndLost (an
+// owner is told its lease ended no later than Redis lets the lock go, up
+// to a trip and Redis's clock grain before) and in [Hold.From, end of the
+// run] for EndCrashed (the lease runs out after the crash). An operation that never returned (Return < 0) may or may not have
 // taken effect: it is given the end of the run as its return and accepts
 // either answer; if its client crashed after the call, its effect may also
 // have expired (a drop between its call and the end of the run), and what
@@ -456,9 +458,11 @@ func linOperations(h *History) []porcupine.Operation {
 			continue
 		}
 		switch hd.End {
-		case EndLost, EndUnknown:
-			// EndUnknown: an operation answered with an error may have left
-			// the lock held until its lease ran out (To).
+		case EndLost:
+			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, hd.To+h.Trip+time.Millisecond)
+		case EndUnknown:
+			// An operation answered with an error may have left the lock
+			// held until its lease ran out (To).
 			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, hd.To)
 		case EndCrashed:
 			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, end)

@@ -91,6 +91,14 @@ func ParseFaults(s string) ([]FaultKind, error) {
 
 func (o *Options) has(k FaultKind) bool { return slices.Contains(o.Faults, k) }
 
+// trip is the longest one network trip takes in a run with o.
+func (o *Options) trip() time.Duration {
+	if o.has(FaultLatency) {
+		return o.MaxLatency
+	}
+	return o.Latency
+}
+
 // rate is the chance of a loss of kind k.
 func (o *Options) rate(k FaultKind) float64 {
 	if o.has(k) {
@@ -229,8 +237,8 @@ func Run(o Options) (*Result, error) {
 		}
 	}
 	res := &Result{
-		History: History{Seed: o.Seed, Clients: o.Clients, Length: o.Length, Ops: rec.ops, Holds: rec.holds,
-			Faults: r.faults},
+		History: History{Seed: o.Seed, Clients: o.Clients, Length: o.Length, Trip: o.trip(), Ops: rec.ops,
+			Holds: rec.holds, Faults: r.faults},
 		Trace: tr.sum(),
 		Lines: tr.lines,
 		Steps: w.steps,

@@ -131,7 +131,11 @@ var lockKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, mess
 //     while nobody held the lock (fixed: the read holds are given back);
 //   - 1923: a downgrade published nothing (as in Redisson), so a reader
 //     waiting on the write slept until the hash's TTL while it could share
-//     the lock (fixed: a downgrade publishes the wake-all message).
+//     the lock (fixed: a downgrade publishes the wake-all message);
+//   - 1144, a checker defect: a try landed in the millisecond between an
+//     owner being told its 2 s lease ended and Redis letting the lock go,
+//     and was refused; the linearizability model dropped the hold no later
+//     than the telling (now: up to a trip and Redis's clock grain after).
 func TestSeedsThatOnceFailed(t *testing.T) {
 	for _, c := range []struct {
 		seed   int64
@@ -139,7 +143,7 @@ func TestSeedsThatOnceFailed(t *testing.T) {
 		kinds  []messages.Kind
 	}{{5079, nil, lockKinds}, {1630, AllFaults(), lockKinds}, {1904, AllFaults(), lockKinds}, {5548, AllFaults(), lockKinds},
 		{622, AllFaults(), lockKinds}, {2400, AllFaults(), lockKinds}, {3779, AllFaults(), lockKinds}, {202, AllFaults(), nil},
-		{26, nil, nil}, {69, nil, nil}, {83, AllFaults(), nil}, {551, AllFaults(), nil}, {144, nil, nil}, {569, nil, nil}, {1923, nil, nil}} {
+		{26, nil, nil}, {69, nil, nil}, {83, AllFaults(), nil}, {551, AllFaults(), nil}, {144, nil, nil}, {569, nil, nil}, {1923, nil, nil}, {1144, nil, nil}} {
 		res, err := Run(Options{Seed: c.seed, Faults: c.faults, Length: 10 * time.Second, Kinds: c.kinds})
 		require.NoError(t, err)
 		for _, v := range res.Failed() {
