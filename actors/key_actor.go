@@ -37,9 +37,8 @@ type holding struct {
 	// uncertain marks a holding a request of whose failed without an
 	// answer: Redis may or may not have set its lease anew, so expiresAt
 	// is the earlier end, and when it comes the holds Redis may still
-	// keep are given back. It also marks a read holding left with only
-	// explicit-lease holds that the renewer kept alive with a watchdog
-	// hold: Redis may keep them past their ends.
+	// keep are given back (a read/write lock's holdings are given back at
+	// their end anyway).
 	uncertain bool
 	watchers  []*actor.PID
 }
@@ -141,6 +140,9 @@ type op struct {
 	// lease, on an internal release of a holding already ended here, is
 	// the lease its unlock refreshes (0: the watchdog).
 	lease time.Duration
+	// givingBack marks such a release (giveBack): it belongs to no
+	// current holding of its owner's.
+	givingBack bool
 	// count and holdLease are the owner's holding's count and lease when
 	// an opAttempt or opRelease started (what to give back should the
 	// holding end meanwhile).
@@ -371,7 +373,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	name := a.key.Name
 	lease := a.cfg.Watchdog
 	h := a.holdings[o.owner]
-	if h != nil && (o.kind == opAttempt || o.kind == opRelease) {
+	if h != nil && (o.kind == opAttempt || o.kind == opRelease && !o.givingBack) {
 		o.holding, o.count, o.holdLease = h.id, h.count, h.lease
 	}
 	switch o.kind {
@@ -583,10 +585,12 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
 				messages.ErrLockLost, a.key.Name, owner))
 		}
-	case d.acquire.Acquired && d.op.holding == 0 && w.req.Lease > 0 &&
+	case d.acquire.Acquired && a.holdings[owner] == nil && w.req.Lease > 0 &&
 		!a.cfg.Clock.Now().Before(a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
-		// A lease shorter than the acquire's round trip: it ran out before
-		// the answer came, and another process may hold the lock by now.
+		// A first acquire (or a reentry whose holding ended while it was
+		// in flight, which Redis ran as a first acquire) with a lease
+		// shorter than its round trip: it ran out before the answer came,
+		// and another process may hold the lock by now.
 		// The owner is not handed a lock it never held at a moment it
 		// could know of; Redis ran the acquire after it was sent, so the
 		// hold may still be there: it is given back.
@@ -653,6 +657,21 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 	o := d.op
 	h := a.holdings[o.owner]
+	if o.givingBack {
+		// Give-backs run before any later request of their owner's, so
+		// the owner has no holding yet; should it have one, that holding's
+		// holds in Redis were just counted down: tell it.
+		if h != nil && d.err == nil && d.held {
+			a.lose(ctx, o.owner, h, fmt.Errorf("%w: a give-back of an ended holding of %s released a hold of %s's next",
+				messages.ErrLockLost, a.key.Name, o.owner))
+		}
+		if d.err == nil && d.held && d.remaining == 0 {
+			a.waiters.wakeHead()
+		}
+		a.respondRelease(ctx, o, nil, d.err, 0)
+		a.syncRenewal(ctx, o.owner)
+		return
+	}
 	var id uint64
 	if h != nil {
 		id = h.id
@@ -705,15 +724,11 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			case len(h.reads) > 0:
 				// A read unlock dropped the newest read hold. Should the
 				// holds left all have explicit leases where some had the
-				// watchdog, the renewals have kept them longer than their
-				// leases: at their end they are given back, not left to
-				// the watchdog's TTL.
-				renewed := h.lease == 0
+				// watchdog, the renewals may have kept them past their
+				// leases: at their end they are given back (onTick), as
+				// every read holding's are.
 				h.reads = h.reads[:min(len(h.reads), h.count)]
 				h.settleReads()
-				if renewed && h.lease > 0 {
-					h.uncertain = true
-				}
 			}
 		}
 		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
@@ -750,8 +765,16 @@ func (a *keyActor) endedInFlight(o *op) bool {
 // watchdog): the holds expire within it should a release fail.
 func (a *keyActor) giveBack(owner, reqID string, n int, lease time.Duration) {
 	for i := range n {
-		a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: fmt.Sprintf("%s:lost%d", reqID, i), lease: lease})
+		a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: fmt.Sprintf("%s:lost%d", reqID, i), lease: lease,
+			givingBack: true})
 	}
+}
+
+// inFlightFor tells that the request in flight is one of owner's that
+// started while it had holding id.
+func (a *keyActor) inFlightFor(owner string, id uint64) bool {
+	o := a.inflight
+	return o != nil && o.owner == owner && o.holding == id
 }
 
 // sleep is how long a refused waiter waits for a message before it tries
@@ -863,12 +886,15 @@ func (a *keyActor) onTick(ctx actor.Context) {
 	slices.Sort(ended)
 	for _, owner := range ended {
 		h := a.holdings[owner]
-		if h.uncertain || a.rio.shared() {
+		if (h.uncertain || a.rio.sharesHash()) && !a.inFlightFor(owner, h.id) {
 			// A failed request may have left the lease longer than counted.
-			// A read holding's holds end, but the shared hash may live on
-			// (raised by the owner's write hold before a downgrade, or kept
-			// by other readers) with the owner's field in it, which would
-			// keep writers out until the hash's TTL: give them back too.
+			// A read/write lock's hash is shared: it may live on (raised by
+			// the owner's other side, or kept by other readers) with the
+			// owner's field in it, which would keep others out until the
+			// hash's TTL. Give the holds back. A request of the holding in
+			// flight gives them back itself once its answer shows what
+			// Redis kept (a give-back queued now could run after it and
+			// release the holds of the holding it may start).
 			a.giveBack(owner, fmt.Sprintf("%s:%d", owner, h.id), h.count, h.lease)
 		}
 		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))

@@ -46,6 +46,13 @@ func (l lockIO) perWaiter() bool { return l.kind == messages.KindFairLock }
 // acquire lets the next local waiter try at once.
 func (l lockIO) shared() bool { return l.kind == messages.KindReadLock }
 
+// sharesHash tells that the lock's hash is shared by both sides of a
+// read/write lock, each hold with its own lease: a holding's end need not
+// be the hash's.
+func (l lockIO) sharesHash() bool {
+	return l.kind == messages.KindReadLock || l.kind == messages.KindWriteLock
+}
+
 // wakesAll tells whether a message on the channel wakes every local waiter
 // rather than the head (a write unlock on a read/write lock).
 func (l lockIO) wakesAll(payload string) bool {

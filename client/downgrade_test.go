@@ -101,7 +101,9 @@ func TestDowngradeWakesWaitingReaders(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // the readers are refused and wait
+	channel := redisio.RWChannel(rw.ReadLock().Name())
+	eventually(t, 5*time.Second, func() bool { return e.rdb.PubSubNumSub(ctx, channel).Val()[channel] >= readers },
+		"every reader was refused and listens for the unlock")
 	require.Len(t, acquired, 0, "no reader while the write is held")
 	released := time.Now()
 	require.NoError(t, rw.WriteLock().Unlock(ctx))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/faultproxy"
+	"github.com/warden-go/warden/redisio"
 )
 
 // A lock held with an explicit lease whose owner takes it again while the
@@ -168,4 +169,107 @@ func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
 	require.NoError(t, l.LockLease(ctx, lease), "with the latency gone, the same lease is enough")
 	require.NoError(t, l.Unlock(ctx))
 	t.Logf("the acquire answered ErrLockLost %v after it was sent (lease %v, %v each way)", took.Round(time.Millisecond), lease, latency)
+}
+
+// slowClient returns a client whose every connection goes through a fault
+// proxy (to set latency on), warmed up so its calls take one round trip.
+func slowClient(t *testing.T, e *env) (*client.Client, *faultproxy.Proxy) {
+	t.Helper()
+	p := faultproxy.New(t, e.srv.Addr())
+	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = slow.Close() })
+	c := (&env{name: "slow", rdb: slow, srv: e.srv, clk: e.clk}).newClient(t)
+	warm := c.ReadWriteLock("warm")
+	require.NoError(t, warm.ReadLock().LockLease(context.Background(), time.Second))
+	require.NoError(t, warm.ReadLock().Unlock(context.Background()))
+	require.NoError(t, warm.WriteLock().LockLease(context.Background(), time.Second))
+	require.NoError(t, warm.WriteLock().Unlock(context.Background()))
+	return c, p
+}
+
+// A read reentry sent just before its holding's lease ends reaches Redis
+// after the lock expired, where it is a first acquire. Its owner was told
+// the old holding ended; the answer is a new holding, and nothing the
+// engine gives back for the old one may release it.
+func TestReentryRunAfterItsHoldingEndedIsANewHolding(t *testing.T) {
+	e := realEnv(t)
+	c, p := slowClient(t, e)
+	ctx := context.Background()
+	const name = "reentry-after-end"
+	read := c.ReadWriteLock(name).ReadLock()
+	start := time.Now()
+	require.NoError(t, read.LockLease(ctx, time.Second))
+	first := read.Lost()
+	time.Sleep(time.Until(start.Add(850 * time.Millisecond)))
+	p.SetLatency(300 * time.Millisecond) // reaches Redis at about 1,150 ms, after the lock expired
+	require.NoError(t, read.LockLease(ctx, 10*time.Second), "a first acquire in Redis's eyes")
+	select {
+	case <-first:
+	default:
+		t.Fatal("the first holding's end was not told")
+	}
+	p.SetLatency(0)
+	lost := read.Lost()
+	time.Sleep(1500 * time.Millisecond) // anything queued for the old holding has run
+	assert.EqualValues(t, 1, get(t, read.HoldCount), "the new holding is held")
+	select {
+	case <-lost:
+		t.Fatal("the new holding was reported lost")
+	default:
+	}
+	ok, err := e.newClient(t).ReadWriteLock(name).WriteLock().TryLockWait(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "another process cannot write while the new read holding lives")
+	require.NoError(t, read.Unlock(ctx))
+}
+
+// A reentry whose holding ended while it was in flight, run by Redis as a
+// first acquire with a lease shorter than what is left of the round trip:
+// that lease too ran out before the answer came, so it fails with
+// ErrLockLost rather than answer "acquired".
+func TestReentryRunAfterItsHoldingEndedWithALeaseUnderTheRoundTrip(t *testing.T) {
+	e := realEnv(t)
+	c, p := slowClient(t, e)
+	ctx := context.Background()
+	const name = "reentry-after-end-short"
+	l := c.Lock(name)
+	start := time.Now()
+	require.NoError(t, l.LockLease(ctx, time.Second))
+	time.Sleep(time.Until(start.Add(850 * time.Millisecond)))
+	p.SetLatency(300 * time.Millisecond)
+	err := l.LockLease(ctx, 200*time.Millisecond) // reaches Redis at about 1,150 ms, answered at about 1,450
+	require.ErrorIs(t, err, client.ErrLockLost)
+	p.SetLatency(0)
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 }, "nothing is held")
+}
+
+// A write hold whose lease ends under its owner's longer read hold (a
+// downgrade): the owner is told, and the write hold is given back, so the
+// lock goes to read mode and other readers share it, instead of staying
+// write-held as long as the read hold keeps the hash.
+func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
+	e := realEnv(t)
+	ctx := context.Background()
+	const name = "write-ends-under-read"
+	rw := e.newClient(t).ReadWriteLock(name)
+	require.NoError(t, rw.WriteLock().LockLease(ctx, 2*time.Second))
+	require.NoError(t, rw.WriteLock().LockLease(ctx, 2*time.Second))
+	require.NoError(t, rw.ReadLock().LockLease(ctx, 10*time.Second))
+	lost := rw.WriteLock().Lost()
+	require.NoError(t, rw.WriteLock().Unlock(ctx)) // one write hold left, its lease 2 s from now
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write hold's end was not told")
+	}
+	eventually(t, time.Second, func() bool { return e.rdb.HGet(ctx, name, "mode").Val() == "read" },
+		"the write hold is given back: read mode")
+	assert.False(t, e.rdb.HExists(ctx, name, redisio.WriteField(rw.WriteLock().Owner())).Val(), "no write field left")
+	other := e.newClient(t).ReadWriteLock(name).ReadLock()
+	ok, err := other.TryLockWait(ctx, 0, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok, "another process reads")
+	require.NoError(t, other.Unlock(ctx))
+	require.NoError(t, rw.ReadLock().Unlock(ctx))
+	assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "free after the read unlocks")
 }

@@ -101,7 +101,9 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 }
 
 // TryLockWait waits up to wait for the lock and holds it for lease (0:
-// watchdog mode). It returns false, with a nil error, when wait runs out.
+// watchdog mode). It returns false, with a nil error, when wait runs out,
+// and ErrLockLost when a lease shorter than the round trip ran out before
+// the answer came (nothing is held then).
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	r, err := l.tryAcquire(ctx, wait, lease)
 	return r != nil, err

@@ -100,7 +100,11 @@ func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 	require.NoError(t, rw.ReadLock().LockLease(ctx, time.Second))
 	lost := rw.ReadLock().Lost()
 	require.NoError(t, rw.WriteLock().Unlock(ctx)) // read mode now; the hash keeps the write's 10 s TTL
-	<-lost
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read hold's end was not told")
+	}
 	told := time.Since(start)
 	eventually(t, time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
 		"the read hold is given back when its owner is told, not left to the write's TTL")

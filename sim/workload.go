@@ -328,9 +328,9 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 		return
 	}
 	hold := w.jitter(time.Millisecond, wl.o.Watchdog/4)
-	// Not while downgrading: a side whose lease ran out while the owner
-	// held the other would leave the lock held in Redis past the news.
-	if o.lease > 0 && o.kept == nil && w.chance(0.1) {
+	// Also while downgrading: the side whose lease ran out is given back
+	// while the owner holds the other.
+	if o.lease > 0 && w.chance(0.1) {
 		hold = o.lease + w.jitter(0, o.lease) // outlives its lease: the engine tells it
 	}
 	wl.later(o, hold)
