@@ -746,6 +746,8 @@ func TestRWScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "read", "", "publish").Err(), "empty message")
 		require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "", "0", "publish").Err(), "empty mode")
 		require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "all", "0", "publish").Err(), "unknown mode")
+		require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl[:5], "0", "o", "publish", "1000").Err(), "a key missing")
+		require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl[:4], "1", "1000", "o:write", "publish", "1000").Err(), "a key missing")
 		assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
 
 		ok, err := rwWriteAcquireScript.Run(ctx, rdb, writeAcq, "o:write", "9007199254740992", "r", "1000").Int64Slice()

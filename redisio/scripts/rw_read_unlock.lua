@@ -20,6 +20,7 @@
 -- Reply: the owner's remaining read hold count (0 = the owner holds no read
 -- any more), or -1 when the owner holds no read. A repeated request ID
 -- returns the first result.
+if #KEYS ~= 6 then return redis.error_reply('ERR warden: 6 keys expected') end
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty message') end
 if not text(ARGV[2]) or ARGV[2] == 'mode' then return redis.error_reply('ERR warden: invalid owner') end
 if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end

@@ -22,6 +22,7 @@
 -- Reply: the owner's remaining write hold count (0 = write released), or -1
 -- when the lock is not in write mode or the owner does not hold the write.
 -- A repeated request ID returns the first result.
+if #KEYS ~= 5 then return redis.error_reply('ERR warden: 5 keys expected') end
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty message') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
 if not text(ARGV[3]) or ARGV[3] == 'mode' then return redis.error_reply('ERR warden: invalid write field') end
