@@ -23,21 +23,13 @@ import (
 // the refreshed lease.
 func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	e := realEnv(t)
-	p := faultproxy.New(t, e.srv.Addr())
-	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	t.Cleanup(func() { _ = slow.Close() })
-	c := (&env{name: "slow", rdb: slow, srv: e.srv, clk: e.clk}).newClient(t)
+	c, p := slowClient(t, e)
 	ctx := context.Background()
 	const (
 		name    = "inflight-reentry"
 		lease   = time.Second
 		latency = 200 * time.Millisecond // each way
 	)
-	// Warm the client up (its connection, the scripts), so the acquire
-	// below takes one round trip.
-	warm := c.Lock(name + ":warm")
-	require.NoError(t, warm.LockLease(ctx, lease))
-	require.NoError(t, warm.Unlock(ctx))
 	p.SetLatency(latency)
 
 	l := c.Lock(name)
@@ -133,19 +125,13 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 // nothing, and the hold Redis took is given back.
 func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
 	e := realEnv(t)
-	p := faultproxy.New(t, e.srv.Addr())
-	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	t.Cleanup(func() { _ = slow.Close() })
-	c := (&env{name: "slow", rdb: slow, srv: e.srv, clk: e.clk}).newClient(t)
+	c, p := slowClient(t, e)
 	ctx := context.Background()
 	const (
 		name    = "lease-under-round-trip"
 		lease   = 300 * time.Millisecond
 		latency = 200 * time.Millisecond // each way
 	)
-	warm := c.Lock(name + ":warm")
-	require.NoError(t, warm.LockLease(ctx, lease))
-	require.NoError(t, warm.Unlock(ctx))
 	p.SetLatency(latency)
 
 	l := c.Lock(name)
@@ -172,13 +158,17 @@ func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
 }
 
 // slowClient returns a client whose every connection goes through a fault
-// proxy (to set latency on), warmed up so its calls take one round trip.
+// proxy (to set latency on), warmed up (its connection, the lock and
+// read/write lock scripts) so that each of its calls takes one round trip.
 func slowClient(t *testing.T, e *env) (*client.Client, *faultproxy.Proxy) {
 	t.Helper()
 	p := faultproxy.New(t, e.srv.Addr())
 	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	t.Cleanup(func() { _ = slow.Close() })
 	c := (&env{name: "slow", rdb: slow, srv: e.srv, clk: e.clk}).newClient(t)
+	lock := c.Lock("warm-lock")
+	require.NoError(t, lock.LockLease(context.Background(), time.Second))
+	require.NoError(t, lock.Unlock(context.Background()))
 	warm := c.ReadWriteLock("warm")
 	require.NoError(t, warm.ReadLock().LockLease(context.Background(), time.Second))
 	require.NoError(t, warm.ReadLock().Unlock(context.Background()))
