@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -108,12 +109,8 @@ func TestDowngradeWakesWaitingReaders(t *testing.T) {
 	released := time.Now()
 	require.NoError(t, rw.WriteLock().Unlock(ctx))
 	for range readers {
-		select {
-		case at := <-acquired:
-			assert.Less(t, at.Sub(released), 500*time.Millisecond, "woken by the downgrade, not by a TTL or a later unlock")
-		case <-time.After(5 * time.Second):
-			t.Fatal("a reader was not woken by the downgrade")
-		}
+		at := await.Value(t, acquired, 5*time.Second, "a reader woken by the downgrade")
+		assert.Less(t, at.Sub(released), 500*time.Millisecond, "woken by the downgrade, not by a TTL or a later unlock")
 	}
 	require.NoError(t, rw.ReadLock().Unlock(ctx))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/faultproxy"
 	"github.com/warden-go/warden/redisio"
 )
@@ -247,11 +248,7 @@ func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
 	require.NoError(t, rw.ReadLock().LockLease(ctx, 10*time.Second))
 	lost := rw.WriteLock().Lost()
 	require.NoError(t, rw.WriteLock().Unlock(ctx)) // one write hold left, its lease 2 s from now
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the write hold's end was not told")
-	}
+	await.Value(t, lost, 5*time.Second, "the write hold's end told")
 	eventually(t, time.Second, func() bool { return e.rdb.HGet(ctx, name, "mode").Val() == "read" },
 		"the write hold is given back: read mode")
 	assert.False(t, e.rdb.HExists(ctx, name, redisio.WriteField(rw.WriteLock().Owner())).Val(), "no write field left")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/warden-go/warden/internal/await"
 )
 
 // One owner's read lock held both in watchdog mode and with an explicit
@@ -73,11 +74,7 @@ func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) 
 		t.Fatal("told before the explicit lease ended")
 	default:
 	}
-	select {
-	case <-time.After(time.Until(start.Add(lease + 2*time.Second))):
-		t.Fatal("not told when the explicit lease ended")
-	case <-lost:
-	}
+	await.Value(t, lost, time.Until(start.Add(lease+2*time.Second)), "told when the explicit lease ended")
 	told := time.Since(start)
 	assert.GreaterOrEqual(t, told, lease-50*time.Millisecond, "told at the lease's end")
 	eventually(t, time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
@@ -100,11 +97,7 @@ func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 	require.NoError(t, rw.ReadLock().LockLease(ctx, time.Second))
 	lost := rw.ReadLock().Lost()
 	require.NoError(t, rw.WriteLock().Unlock(ctx)) // read mode now; the hash keeps the write's 10 s TTL
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the read hold's end was not told")
-	}
+	await.Value(t, lost, 5*time.Second, "the read hold's end told")
 	told := time.Since(start)
 	eventually(t, time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
 		"the read hold is given back when its owner is told, not left to the write's TTL")
