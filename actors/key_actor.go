@@ -331,7 +331,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 	if len(a.ops) > 0 {
 		o := a.ops[0]
 		a.ops = a.ops[1:]
-		if o.kind == opRelease {
+		if o.kind == opRelease && !o.givingBack {
 			o.next, o.even = a.handoffTo(o)
 		}
 		a.start(ctx, o)
@@ -373,7 +373,10 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	name := a.key.Name
 	lease := a.cfg.Watchdog
 	h := a.holdings[o.owner]
-	if h != nil && (o.kind == opAttempt || o.kind == opRelease && !o.givingBack) {
+	if o.givingBack {
+		h = nil // it belongs to no current holding: leave that one's lease and renewal alone
+	}
+	if h != nil && (o.kind == opAttempt || o.kind == opRelease) {
 		o.holding, o.count, o.holdLease = h.id, h.count, h.lease
 	}
 	switch o.kind {
@@ -417,6 +420,10 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			}
 		}
 	}
+	// Closing: a fair waiter's place or an uncertain acquire left behind
+	// would hold the lock's other waiters up, so its clean-up still runs,
+	// within the bound the closing give-ups have.
+	o.closing = (o.kind == opGiveUp || o.kind == opUndo) && a.cfg.IO.Err() != nil
 	// The call below reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
 	cfg, rio, sys, self := a.cfg, a.rio, ctx.ActorSystem(), ctx.Self()
@@ -424,13 +431,9 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
 		c, cancel := cfg.ioContext()
-		if (o.kind == opGiveUp || o.kind == opUndo) && cfg.IO.Err() != nil {
-			// Closing: a fair waiter's place or an uncertain acquire left
-			// behind would hold the lock's other waiters up, so its clean-up
-			// still runs, within the bound the closing give-ups have.
+		if o.closing {
 			cancel()
 			c, cancel = cfg.detachedContext(closingUndoTimeout)
-			o.closing = true
 		}
 		defer cancel()
 		d := &opDone{op: o}
