@@ -84,7 +84,7 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 // first result.
 func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease time.Duration, now time.Time) (remaining int, held bool, acks int, err error) {
-	keys := append(fairKeys(name), UnlockLatchKey(name, owner+":"+reqID), AcquireLatchKey(name, owner))
+	keys := append(fairKeys(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner))
 	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
 		owner, Millis(lease), unixMillis(now), s.publish, Millis(LatchTTL))
 	if err != nil {
