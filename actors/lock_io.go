@@ -143,7 +143,7 @@ func (l lockIO) held(owner string) redisio.Held {
 		// hold's longer lease.
 		return redisio.Held{Name: l.name, Field: redisio.WriteField(owner), Shared: true}
 	case messages.KindReadLock:
-		return redisio.Held{Name: l.name, Field: owner, Shared: true}
+		return redisio.Held{Name: l.name, Field: owner, ReadPrefix: redisio.ReadTimeoutPrefix(l.name, owner), Shared: true}
 	default:
 		return redisio.Held{Name: l.name, Field: owner}
 	}

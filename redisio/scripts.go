@@ -156,10 +156,17 @@ func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, 
 // the holder's Field in it (the owner, or "<owner>:write" for a write
 // lock). Shared is set for a hold of a read/write lock, read or write: its
 // hash is shared by every hold of the lock, each with its own lease.
+// ReadPrefix is set for a read hold: the owner's read timeout prefix
+// (ReadTimeoutPrefix), whose keys "<ReadPrefix>:<k>" are renewed too.
 type Held struct {
-	Name, Field string
-	Shared      bool
+	Name, Field, ReadPrefix string
+	Shared                  bool
 }
+
+// renewRaiseOnly is the renewal script's prefix argument for a shared hash
+// whose hold has no timeout keys (a write hold): raise its TTL, nothing
+// more.
+const renewRaiseOnly = "+"
 
 // Renew renews every lock in batch that its holder still holds. The hash
 // of a lock held by one owner alone gets ttl, even when that is shorter
@@ -174,9 +181,9 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 	args = append(args, Millis(ttl))
 	for i, h := range batch {
 		keys[i] = h.Name
-		prefix := ""
-		if h.Shared {
-			prefix = ReadTimeoutPrefix(h.Name, h.Field)
+		prefix := h.ReadPrefix
+		if prefix == "" && h.Shared {
+			prefix = renewRaiseOnly
 		}
 		args = append(args, h.Field, prefix)
 	}

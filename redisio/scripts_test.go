@@ -217,8 +217,8 @@ func TestRenewSetsAnOwnHashAndRaisesASharedOne(t *testing.T) {
 			{Name: "plain", Field: "o"},
 			{Name: "rw", Field: WriteField("w"), Shared: true},
 			{Name: "wonly", Field: WriteField("w"), Shared: true},
-			{Name: "ronly", Field: "b", Shared: true},
-			{Name: "mixed", Field: "m", Shared: true},
+			{Name: "ronly", Field: "b", ReadPrefix: ReadTimeoutPrefix("ronly", "b"), Shared: true},
+			{Name: "mixed", Field: "m", ReadPrefix: ReadTimeoutPrefix("mixed", "m"), Shared: true},
 		}, 3*time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, []bool{true, true, true, true, true}, ok)

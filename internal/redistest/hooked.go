@@ -24,14 +24,14 @@ func (c ScriptCall) Acquires() bool {
 }
 
 // Renews reports whether the call is warden's batched renewal (after the
-// TTL, a field and a read-timeout prefix per key, the prefix empty or
-// naming rwlock_timeout keys).
+// TTL, a field and a read-timeout prefix per key, the prefix empty, "+"
+// or naming rwlock_timeout keys).
 func (c ScriptCall) Renews() bool {
 	if len(c.Keys) == 0 || len(c.Args) != 2*len(c.Keys)+1 || c.Acquires() {
 		return false
 	}
 	prefix, ok := c.Args[2].(string)
-	return ok && (prefix == "" || strings.HasSuffix(prefix, ":rwlock_timeout"))
+	return ok && (prefix == "" || prefix == "+" || strings.HasSuffix(prefix, ":rwlock_timeout"))
 }
 
 // Hooked wraps a Redis client so a test can step into every script call,

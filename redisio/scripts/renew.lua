@@ -8,15 +8,15 @@
 --             lock
 --   prefix    "" when the hash is the holder's alone (a plain, fair or
 --             fenced lock): its TTL is set to ARGV[1], even when that is
---             shorter. For a hold of a read/write lock, read or write, the
---             field's hold timeout prefix "{name}:<field>:rwlock_timeout":
---             the hash is shared by holds with their own leases (another
---             reader's, or the write holder's own reads after a
---             downgrade, may be longer), so its TTL is only raised to
---             ARGV[1], never cut; the field's count k of holds each has a
---             key "<prefix>:<k>", renewed too, raised to ARGV[1] but never
---             cut (this field's only, never another holder's; a write
---             field has none)
+--             shorter. Otherwise the hash is a read/write lock's, shared by
+--             holds with their own leases (another reader's, or the write
+--             holder's own reads after a downgrade, may be longer), so its
+--             TTL is only raised to ARGV[1], never cut: "+" for a write
+--             hold, which has no timeout keys; for a read hold, the
+--             owner's timeout prefix "{name}:<owner>:rwlock_timeout", whose
+--             count k of holds each has a key "<prefix>:<k>", raised to
+--             ARGV[1] too but never cut (this owner's only, never another
+--             holder's)
 --
 -- Reply: an array of n integers, 1 when KEYS[i] still held the field and
 -- was renewed, 0 when the lock is gone or held by someone else.
@@ -34,7 +34,7 @@ for i = 1, #KEYS do
     if prefix == '' or redis.call('pttl', KEYS[i]) < tonumber(ARGV[1]) then
       redis.call('pexpire', KEYS[i], ARGV[1])
     end
-    if prefix ~= '' then
+    if prefix ~= '' and prefix ~= '+' then
       -- Each hold's own lease too is only raised: an explicit hold
       -- longer than the watchdog keeps its end.
       for k = 1, n do
