@@ -668,6 +668,11 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: a give-back of an ended holding of %s released a hold of %s's next",
 				messages.ErrLockLost, a.key.Name, o.owner))
 		}
+		if d.err == nil && !d.held {
+			// Redis has none of the owner's holds left: the owner's other
+			// give-backs queued behind this one would find none either.
+			a.ops = slices.DeleteFunc(a.ops, func(q *op) bool { return q.givingBack && q.owner == o.owner })
+		}
 		if d.err == nil && d.held && d.remaining == 0 {
 			a.waiters.wakeHead()
 		}
