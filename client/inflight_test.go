@@ -70,9 +70,7 @@ func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	assert.Less(t, freed, 750*time.Millisecond+latency+lease, "freed before the refreshed lease ran out")
 
 	other := e.newClient(t).Lock(name)
-	ok, err := other.TryLockWait(ctx, 0, time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok, "another client takes the lock")
+	require.True(t, tryLock(t, other), "another client takes the lock")
 	require.NoError(t, other.Unlock(ctx))
 }
 
@@ -104,7 +102,7 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 	default:
 	}
 	assert.Equal(t, int64(1), e.rdb.Exists(ctx, name).Val(), "Redis still has the first hold (20 s lease)")
-	<-lost
+	await.Value(t, lost, 3*time.Second, "told at the shorter lease's end")
 	told := time.Since(start)
 	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 },
 		"the hold the owner was told it lost is given back")
@@ -149,9 +147,7 @@ func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
 	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 }, "the lock is free again")
 
 	other := e.newClient(t).Lock(name)
-	ok, err = other.TryLockWait(ctx, 0, time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok, "another client takes the lock")
+	require.True(t, tryLock(t, other), "another client takes the lock")
 	require.NoError(t, other.Unlock(ctx))
 	require.NoError(t, l.LockLease(ctx, lease), "with the latency gone, the same lease is enough")
 	require.NoError(t, l.Unlock(ctx))
@@ -208,9 +204,7 @@ func TestReentryRunAfterItsHoldingEndedIsANewHolding(t *testing.T) {
 		t.Fatal("the new holding was reported lost")
 	default:
 	}
-	ok, err := e.newClient(t).ReadWriteLock(name).WriteLock().TryLockWait(ctx, 0, time.Minute)
-	require.NoError(t, err)
-	assert.False(t, ok, "another process cannot write while the new read holding lives")
+	assert.False(t, tryLock(t, e.newClient(t).ReadWriteLock(name).WriteLock()), "another process cannot write while the new read holding lives")
 	require.NoError(t, read.Unlock(ctx))
 }
 
@@ -253,9 +247,7 @@ func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
 		"the write hold is given back: read mode")
 	assert.False(t, e.rdb.HExists(ctx, name, redisio.WriteField(rw.WriteLock().Owner())).Val(), "no write field left")
 	other := e.newClient(t).ReadWriteLock(name).ReadLock()
-	ok, err := other.TryLockWait(ctx, 0, time.Minute)
-	require.NoError(t, err)
-	assert.True(t, ok, "another process reads")
+	assert.True(t, tryLock(t, other), "another process reads")
 	require.NoError(t, other.Unlock(ctx))
 	require.NoError(t, rw.ReadLock().Unlock(ctx))
 	assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "free after the read unlocks")

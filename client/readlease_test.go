@@ -31,9 +31,7 @@ func TestReadLockWatchdogHoldOutlivesAnExplicitReentry(t *testing.T) {
 	writer := e.newClient(t).ReadWriteLock(name).WriteLock()
 	for range 3 {
 		require.EqualValues(t, 1, get(t, read.HoldCount), "the watchdog hold is still held")
-		ok, err := writer.TryLockWait(ctx, 0, time.Minute)
-		require.NoError(t, err)
-		require.False(t, ok, "another process cannot write while the read is held")
+		require.False(t, tryLock(t, writer), "another process cannot write while the read is held")
 		pttl := e.rdb.PTTL(ctx, name).Val()
 		assert.Greater(t, pttl, time.Duration(0), "the lock hash has a TTL")
 		assert.LessOrEqual(t, pttl, watchdog, "the lock lives by the watchdog now, not the explicit lease")
@@ -103,7 +101,5 @@ func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 		"the read hold is given back when its owner is told, not left to the write's TTL")
 	t.Logf("told %v after the read acquire (lease 1s); lock gone %v after it", told.Round(time.Millisecond),
 		time.Since(start).Round(time.Millisecond))
-	ok, err := e.newClient(t).ReadWriteLock(name).WriteLock().TryLockWait(ctx, 0, time.Minute)
-	require.NoError(t, err)
-	assert.True(t, ok, "another process writes")
+	assert.True(t, tryLock(t, e.newClient(t).ReadWriteLock(name).WriteLock()), "another process writes")
 }
