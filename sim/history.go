@@ -95,10 +95,15 @@ type Hold struct {
 	Lease time.Duration
 }
 
-// permitGrain is how much earlier than Asked+Lease a permit's lease may
-// end: the acquire's script takes its client's time in whole milliseconds
-// (truncated), and the lease ends that many milliseconds later.
-const permitGrain = time.Millisecond
+// redisGrain is Redis's clock grain (1 ms), by which an owner counts a
+// lease as ending early. permitGrain is how much earlier than Asked+Lease
+// a permit's lease may end: the acquire's script takes its client's time
+// in whole milliseconds (truncated), and the lease ends that many
+// milliseconds later.
+const (
+	redisGrain  = time.Millisecond
+	permitGrain = redisGrain
+)
 
 // leaseEnd is when a permit's lease ends at the earliest, as its owner
 // must count it: from when it sent the acquire (the script ran later, with

@@ -439,7 +439,7 @@ func linOperations(h *History) []porcupine.Operation {
 			// the run).
 			if at, ok := crashed[op.Client]; ok && at >= op.Call {
 				drop(op.Owner, op.Kind, op.Name, op.Client, op.Call, end)
-			} else if from := op.Call + op.Lease - time.Millisecond; in.act == linAcquire && op.Lease > 0 && from < end {
+			} else if from := op.Call + op.Lease - redisGrain; in.act == linAcquire && op.Lease > 0 && from < end {
 				drop(op.Owner, op.Kind, op.Name, op.Client, from, end)
 			}
 		}
@@ -459,7 +459,7 @@ func linOperations(h *History) []porcupine.Operation {
 		}
 		switch hd.End {
 		case EndLost:
-			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, hd.To+h.Trip+time.Millisecond)
+			drop(hd.Owner, hd.Kind, hd.Name, hd.Client, hd.From, hd.To+h.Trip+redisGrain)
 		case EndUnknown:
 			// An operation answered with an error may have left the lock
 			// held until its lease ran out (To).

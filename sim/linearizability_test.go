@@ -12,20 +12,18 @@ import (
 
 const linTestTimeout = 10 * time.Second
 
-func linMS(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-
 // lop builds an operation on client 0 with times in milliseconds; ret < 0
 // means it never returned.
 func linOp(owner, name string, kind messages.Kind, act Action, call, ret int, ok bool) Op {
-	r := linMS(ret)
+	r := ms(ret)
 	if ret < 0 {
 		r = -1
 	}
-	return Op{Owner: owner, Name: name, Kind: kind, Action: act, Permits: 1, Call: linMS(call), Return: r, OK: ok}
+	return Op{Owner: owner, Name: name, Kind: kind, Action: act, Permits: 1, Call: ms(call), Return: r, OK: ok}
 }
 
 func linHistory(ops ...Op) *History {
-	return &History{Seed: 1, Clients: 1, Length: linMS(1000), Ops: ops}
+	return &History{Seed: 1, Clients: 1, Length: ms(1000), Ops: ops}
 }
 
 func linCheck(t *testing.T, h *History) []Violation {
@@ -93,7 +91,7 @@ func TestLinearizableOverlappingGrants(t *testing.T) {
 		linOp("a", "x", lLock, lAcq, 0, 1, true),
 		linOp("b", "x", lLock, lAcq, 2, 3, true),
 		linOp("a", "x", lLock, lRel, 4, 5, true),
-	), "x", linMS(2))
+	), "x", ms(2))
 	if !strings.Contains(v.What, `"b"`) {
 		t.Errorf("What %q does not name the owner b", v.What)
 	}
@@ -103,10 +101,10 @@ func TestLinearizableReleaseByNonHolder(t *testing.T) {
 	linWantViolation(t, linHistory(
 		linOp("a", "x", lLock, lAcq, 0, 1, true),
 		linOp("b", "x", lLock, lRel, 2, 3, true),
-	), "x", linMS(2))
+	), "x", ms(2))
 	linWantViolation(t, linHistory(
 		linOp("b", "x", lLock, lRel, 2, 3, true),
-	), "x", linMS(2))
+	), "x", ms(2))
 }
 
 func TestLinearizableRefusedWhileFree(t *testing.T) {
@@ -114,7 +112,7 @@ func TestLinearizableRefusedWhileFree(t *testing.T) {
 		linOp("a", "x", lLock, lAcq, 0, 1, true),
 		linOp("a", "x", lLock, lRel, 2, 3, true),
 		linOp("b", "x", lLock, lTry, 4, 5, false),
-	), "x", linMS(4))
+	), "x", ms(4))
 }
 
 func TestLinearizableReentry(t *testing.T) {
@@ -133,7 +131,7 @@ func TestLinearizableReentry(t *testing.T) {
 		linOp("a", "x", lLock, lAcq, 2, 3, true),
 		linOp("a", "x", lLock, lRel, 6, 7, true),
 		linOp("b", "x", lLock, lAcq, 12, 13, true),
-	), "x", linMS(12))
+	), "x", ms(12))
 }
 
 func TestLinearizableLostHold(t *testing.T) {
@@ -143,9 +141,9 @@ func TestLinearizableLostHold(t *testing.T) {
 		linOp("a", "x", lLock, lRel, 60, 61, false), // told it was lost; release fails
 	}
 	h := linHistory(ops...)
-	linWantViolation(t, h, "x", linMS(20)) // without the loss, b's grant is wrong
+	linWantViolation(t, h, "x", ms(20)) // without the loss, b's grant is wrong
 
-	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: linMS(1), To: linMS(50), End: EndLost}}
+	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: ms(1), To: ms(50), End: EndLost}}
 	linWantOK(t, h)
 
 	// The drop happens within the hold: not before it began.
@@ -153,8 +151,8 @@ func TestLinearizableLostHold(t *testing.T) {
 		linOp("b", "x", lLock, lAcq, 0, 1, true),
 		linOp("a", "x", lLock, lAcq, 2, 3, true),
 	}
-	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: linMS(3), To: linMS(50), End: EndLost}}
-	linWantViolation(t, h, "x", linMS(2))
+	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: ms(3), To: ms(50), End: EndLost}}
+	linWantViolation(t, h, "x", ms(2))
 }
 
 func TestLinearizableCrashedHold(t *testing.T) {
@@ -163,8 +161,8 @@ func TestLinearizableCrashedHold(t *testing.T) {
 		linOp("b", "x", lLock, lTry, 20, 21, false), // the lease still runs
 		linOp("b", "x", lLock, lAcq, 30, 31, true),  // it ran out
 	)
-	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: linMS(1), To: linMS(10), End: EndCrashed}}
-	h.Faults = []Fault{{Kind: FaultCrash, Client: 0, From: linMS(10), To: linMS(10)}}
+	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: ms(1), To: ms(10), End: EndCrashed}}
+	h.Faults = []Fault{{Kind: FaultCrash, Client: 0, From: ms(10), To: ms(10)}}
 	linWantOK(t, h)
 }
 
@@ -173,8 +171,8 @@ func TestLinearizableRunEndHold(t *testing.T) {
 		linOp("a", "x", lLock, lAcq, 0, 1, true),
 		linOp("b", "x", lLock, lAcq, 30, 31, true),
 	)
-	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: linMS(1), To: linMS(1000), End: EndRunEnd}}
-	linWantViolation(t, h, "x", linMS(30))
+	h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lLock, Permits: 1, From: ms(1), To: ms(1000), End: EndRunEnd}}
+	linWantViolation(t, h, "x", ms(30))
 }
 
 func TestLinearizableReadWrite(t *testing.T) {
@@ -193,13 +191,13 @@ func TestLinearizableReadWrite(t *testing.T) {
 		linWantViolation(t, linHistory(
 			linOp("a", "x", lRead, lAcq, 0, 1, true),
 			linOp("b", "x", lWrite, lAcq, 2, 3, true),
-		), "x", linMS(2))
+		), "x", ms(2))
 	})
 	t.Run("reader while writer holds", func(t *testing.T) {
 		linWantViolation(t, linHistory(
 			linOp("a", "x", lWrite, lAcq, 0, 1, true),
 			linOp("b", "x", lRead, lAcq, 2, 3, true),
-		), "x", linMS(2))
+		), "x", ms(2))
 	})
 	t.Run("write reentry", func(t *testing.T) {
 		linWantOK(t, linHistory(
@@ -228,7 +226,7 @@ func TestLinearizableReadWrite(t *testing.T) {
 		linWantViolation(t, linHistory(
 			linOp("a", "x", lRead, lAcq, 0, 1, true),
 			linOp("a", "x", lWrite, lAcq, 2, 3, true),
-		), "x", linMS(2))
+		), "x", ms(2))
 		linWantOK(t, linHistory(
 			linOp("a", "x", lRead, lAcq, 0, 1, true),
 			linOp("a", "x", lWrite, lTry, 2, 3, false),
@@ -238,14 +236,14 @@ func TestLinearizableReadWrite(t *testing.T) {
 		linWantViolation(t, linHistory(
 			linOp("a", "x", lRead, lAcq, 0, 1, true),
 			linOp("a", "x", lWrite, lRel, 2, 3, true),
-		), "x", linMS(2))
+		), "x", ms(2))
 	})
 	t.Run("lost reader", func(t *testing.T) {
 		h := linHistory(
 			linOp("a", "x", lRead, lAcq, 0, 1, true),
 			linOp("b", "x", lWrite, lAcq, 10, 11, true),
 		)
-		h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lRead, Permits: 1, From: linMS(1), To: linMS(20), End: EndLost}}
+		h.Holds = []Hold{{Owner: "a", Name: "x", Kind: lRead, Permits: 1, From: ms(1), To: ms(20), End: EndLost}}
 		linWantOK(t, h)
 	})
 }
@@ -272,24 +270,24 @@ func TestLinearizableNeverReturned(t *testing.T) {
 	linWantViolation(t, linHistory(
 		linOp("c", "x", lLock, lTry, 0, 1, false),
 		linOp("b", "x", lLock, lAcq, 2, -1, false),
-	), "x", linMS(0))
+	), "x", ms(0))
 }
 
 func TestLinearizableNeverReturnedCrash(t *testing.T) {
 	// b's client crashed while its acquire was in flight: it may have
 	// taken the lock (c is refused), whose lease then ran out (d gets it).
-	h := &History{Seed: 1, Clients: 3, Length: linMS(1000), Ops: []Op{
+	h := &History{Seed: 1, Clients: 3, Length: ms(1000), Ops: []Op{
 		linOp("b", "x", lLock, lAcq, 2, -1, false),
 		linOp("c", "x", lLock, lTry, 12, 13, false),
 		linOp("d", "x", lLock, lAcq, 50, 51, true),
 	}}
 	h.Ops[0].Client = 1
 	h.Ops[1].Client = 2
-	linWantViolation(t, h, "x", linMS(50)) // no crash: b still holds it
-	h.Ops[0].Lease = linMS(40)
+	linWantViolation(t, h, "x", ms(50)) // no crash: b still holds it
+	h.Ops[0].Lease = ms(40)
 	linWantOK(t, h) // its explicit lease ran out
 	h.Ops[0].Lease = 0
-	h.Faults = []Fault{{Kind: FaultCrash, Client: 1, From: linMS(10), To: linMS(10)}}
+	h.Faults = []Fault{{Kind: FaultCrash, Client: 1, From: ms(10), To: ms(10)}}
 	linWantOK(t, h)
 }
 
@@ -321,7 +319,7 @@ func TestLinearizableSeparateLocks(t *testing.T) {
 	linWantViolation(t, linHistory(
 		linOp("a", "x", messages.KindLock, lAcq, 0, 1, true),
 		linOp("b", "x", messages.KindFencedLock, lAcq, 2, 3, true),
-	), "x", linMS(2))
+	), "x", ms(2))
 }
 
 func TestLinearizableDeterministic(t *testing.T) {
@@ -347,7 +345,7 @@ func TestLinearizableDeterministic(t *testing.T) {
 	if len(v1) != 2 || v1[0].Name != "n2" || v1[1].Name != "n3" || len(u1) != 0 {
 		t.Fatalf("violations %+v unknown %v", v1, u1)
 	}
-	if v1[0].At != linMS(202) || v1[1].At != linMS(2) {
+	if v1[0].At != ms(202) || v1[1].At != ms(2) {
 		t.Fatalf("violations at %v and %v", v1[0].At, v1[1].At)
 	}
 }

@@ -163,8 +163,8 @@ func TestLinearizableDowngradeLosesOneSide(t *testing.T) {
 			linOp("a", "x", lRead, lTry, 2, 3, true),
 		}, ops...)
 	}
-	readLost := Hold{Owner: "a", Name: "x", Kind: lRead, Permits: 1, From: linMS(3), To: linMS(10), End: EndLost}
-	writeLost := Hold{Owner: "a", Name: "x", Kind: lWrite, Permits: 1, From: linMS(1), To: linMS(10), End: EndLost}
+	readLost := Hold{Owner: "a", Name: "x", Kind: lRead, Permits: 1, From: ms(3), To: ms(10), End: EndLost}
+	writeLost := Hold{Owner: "a", Name: "x", Kind: lWrite, Permits: 1, From: ms(1), To: ms(10), End: EndLost}
 
 	// The read side is lost: a still writes, and releases its write.
 	h := linHistory(downgrade(
@@ -176,7 +176,7 @@ func TestLinearizableDowngradeLosesOneSide(t *testing.T) {
 	linWantOK(t, h)
 	// A writer while a still writes is not.
 	h.Ops = downgrade(linOp("b", "x", lWrite, lAcq, 12, 13, true))
-	linWantViolation(t, h, "x", linMS(12))
+	linWantViolation(t, h, "x", ms(12))
 
 	// The write side is lost: a still reads, others read along, and a
 	// releases its read.
@@ -189,5 +189,5 @@ func TestLinearizableDowngradeLosesOneSide(t *testing.T) {
 	linWantOK(t, h)
 	// A writer while a still reads is not.
 	h.Ops = downgrade(linOp("c", "x", lWrite, lAcq, 12, 13, true))
-	linWantViolation(t, h, "x", linMS(12))
+	linWantViolation(t, h, "x", ms(12))
 }

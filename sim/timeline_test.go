@@ -14,7 +14,6 @@ import (
 )
 
 func tlTestHistory() (*History, []Violation) {
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	h := &History{
 		Seed:    42,
 		Clients: 3,
