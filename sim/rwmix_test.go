@@ -123,7 +123,7 @@ func TestLockLostEndsTheRightSide(t *testing.T) {
 	}
 
 	// Holding both, acting on the read side: the write kept aside is lost.
-	o := &owner{id: "c0-o0", tgt: write, hold: open(messages.KindWriteLock), releases: 1}
+	o := &owner{id: "c0-o0", side: side{tgt: write, hold: open(messages.KindWriteLock), releases: 1}}
 	wl.owners = []*owner{o}
 	o.kept = &side{tgt: read, hold: open(messages.KindReadLock)}
 	o.swap()

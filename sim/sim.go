@@ -214,7 +214,7 @@ func Run(o Options) (*Result, error) {
 	for _, cl := range clients {
 		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, clock: &clientClock{w: w, cl: cl}}
 		for j := range o.Owners {
-			wl.owners = append(wl.owners, &owner{i: j, cl: cl, id: fmt.Sprintf("c%d-o%d", cl.id, j), hold: -1})
+			wl.owners = append(wl.owners, &owner{i: j, cl: cl, id: fmt.Sprintf("c%d-o%d", cl.id, j), side: side{hold: -1}})
 		}
 		cl.workload = cl.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return wl },
 			actor.WithDispatcher(cl.workers)))

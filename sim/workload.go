@@ -58,44 +58,39 @@ type owner struct {
 	cl   *client
 	id   string
 	seq  int
-	tgt  target
 	busy bool
-	// hold is the index of the owner's Hold on tgt in the history (-1 when
-	// it believes it holds none).
-	hold  int
-	lease time.Duration
+	// side is the target the owner acts on and what it holds of it.
+	side
 	// permitID is the permit the owner holds on a permit-expirable
 	// semaphore.
 	permitID string
-	// releases is how many releases are still to be sent: one per hold
-	// granted, the holds the owner believes it has but for one whose
-	// release is in flight.
-	releases int
-	// mixed marks a read lock the owner took in both lease modes: it holds
-	// on a while between its releases.
-	mixed   bool
-	pending int // index of the op awaiting an answer
+	pending  int // index of the op awaiting an answer
 	// kept is the other side of a read/write lock the owner is
 	// downgrading: the write lock while it takes and holds the read side,
 	// then the read lock while it releases the write holds. nil otherwise.
 	kept *side
 }
 
-// side is what an owner holds of one target: the fields of owner a
-// downgrade keeps aside while the owner acts on the other side.
+// side is what an owner holds of one target; a downgrade keeps one side
+// aside while the owner acts on the other.
 type side struct {
-	tgt      target
-	hold     int
-	lease    time.Duration
+	tgt target
+	// hold is the index of the owner's Hold on tgt in the history (-1 when
+	// it believes it holds none).
+	hold  int
+	lease time.Duration
+	// releases is how many releases are still to be sent: one per hold
+	// granted, the holds the owner believes it has but for one whose
+	// release is in flight.
 	releases int
-	mixed    bool
+	// mixed marks a read lock the owner took in both lease modes: it holds
+	// on a while between its releases.
+	mixed bool
 }
 
 // swap makes o act on the side it kept, keeping aside the one it acted on.
 func (o *owner) swap() {
-	other := *o.kept
-	*o.kept = side{tgt: o.tgt, hold: o.hold, lease: o.lease, releases: o.releases, mixed: o.mixed}
-	o.tgt, o.hold, o.lease, o.releases, o.mixed = other.tgt, other.hold, other.lease, other.releases, other.mixed
+	o.side, *o.kept = *o.kept, o.side
 }
 
 // step is a workload timer's message: owner i has something to do.
