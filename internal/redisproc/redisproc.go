@@ -356,17 +356,14 @@ func checkPID(ctx context.Context, c *redis.Client, pid int) error {
 	if err != nil {
 		return fmt.Errorf("INFO server: %w", err)
 	}
-	for line := range strings.Lines(info) {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:")
-		if !ok {
-			continue
-		}
-		if got, err := strconv.Atoi(v); err == nil && got == pid {
-			return nil
-		}
-		return bindError{fmt.Errorf("port answered by another redis-server (process_id %s, want %d)", v, pid)}
+	v, ok := InfoFields(info)["process_id"]
+	if !ok {
+		return fmt.Errorf("INFO server has no process_id field")
 	}
-	return fmt.Errorf("INFO server has no process_id field")
+	if got, err := strconv.Atoi(v); err == nil && got == pid {
+		return nil
+	}
+	return bindError{fmt.Errorf("port answered by another redis-server (process_id %s, want %d)", v, pid)}
 }
 
 // stopLocked sends SIGTERM and waits up to killGrace for the process to
