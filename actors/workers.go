@@ -2,13 +2,19 @@ package actors
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 const (
-	// idleWorkers is how many goroutines wait for work between bursts.
+	// idleWorkers is how many goroutines the pool starts with.
 	idleWorkers = 8
+	// poolWorkers bounds the goroutines the pool keeps: a goroutine started
+	// for work that found no idle worker stays in the pool after it, up to
+	// this many in all, so a burst's next piece of work finds its grown
+	// stack waiting instead of growing a new one.
+	poolWorkers = 64
 	// throughput is how many messages a mailbox handles per turn on a worker.
 	throughput = 300
 )
@@ -17,13 +23,15 @@ const (
 // is their dispatcher) and their Redis calls on goroutines that keep their
 // grown stacks, which a fresh goroutine per mailbox turn or per call would
 // have to grow again every time. Work is handed to an idle worker if one is
-// waiting, else to a new goroutine, so handing off never blocks. The Client
-// owns it: it is stopped once the actors have stopped.
+// waiting, else to a new goroutine, so handing off never blocks; that
+// goroutine then joins the pool while it has fewer than poolWorkers. The
+// Client owns it: it is stopped once the actors have stopped.
 type Workers struct {
 	// schedule, when set, takes every piece of work instead of the pool
 	// (NewWorkersOn).
 	schedule func(fn func())
 	jobs     chan func()
+	pooled   atomic.Int32 // goroutines that stay in the pool
 	mu       sync.RWMutex // guards stopped against a late Schedule racing Stop
 	stopped  bool
 	wg       sync.WaitGroup
@@ -34,16 +42,22 @@ var _ actor.Dispatcher = (*Workers)(nil)
 // NewWorkers starts the pool.
 func NewWorkers() *Workers {
 	w := &Workers{jobs: make(chan func())}
+	w.pooled.Store(idleWorkers)
 	w.wg.Add(idleWorkers)
 	for range idleWorkers {
 		go func() {
 			defer w.wg.Done()
-			for job := range w.jobs {
-				job()
-			}
+			w.work()
 		}()
 	}
 	return w
+}
+
+// work runs the pool's work until Stop.
+func (w *Workers) work() {
+	for job := range w.jobs {
+		job()
+	}
 }
 
 // NewWorkersOn hands every piece of work to schedule instead of a pool of
@@ -54,7 +68,8 @@ func NewWorkersOn(schedule func(fn func())) *Workers {
 	return &Workers{schedule: schedule}
 }
 
-// Schedule runs fn on an idle worker or a new goroutine. After Stop (a
+// Schedule runs fn on an idle worker or a new goroutine (which stays in the
+// pool after fn while the pool is not full). After Stop (a
 // late timer's message to a stopped engine) it runs fn on the caller's
 // goroutine. It implements actor.Dispatcher.
 func (w *Workers) Schedule(fn func()) {
@@ -78,6 +93,11 @@ func (w *Workers) Schedule(fn func()) {
 	go func() {
 		defer w.wg.Done()
 		fn()
+		if w.pooled.Add(1) > poolWorkers {
+			w.pooled.Add(-1)
+			return
+		}
+		w.work()
 	}()
 }
 
