@@ -82,7 +82,8 @@ func (r report) names(has func(string) bool) []string {
 
 func (r report) throughputTable(w byte) table {
 	runs := r.res.throughput[w]
-	t := table{header: []string{"library", "pairs/s", "x/warden", "µs/pair", "cmds/pair", "calls/pair"}}
+	t := table{header: []string{"library", "pairs/s", "x/warden", "µs/pair", "cmds/pair", "calls/pair",
+		"Redis CPU µs/pair", "client CPU µs/pair", "Redis-bound pairs/s"}}
 	if w == 'a' {
 		how := r.cfg.duration.String()
 		if r.cfg.pairs > 0 {
@@ -104,10 +105,21 @@ func (r report) throughputTable(w byte) table {
 			})),
 			fmt.Sprintf("%.2f", median(x, bench.Throughput.SentPerPair)),
 			fmt.Sprintf("%.2f", median(x, bench.Throughput.ServerPerPair)),
+			fmt.Sprintf("%.1f", median(x, bench.Throughput.RedisCPUPerPair)),
+			fmt.Sprintf("%.1f", median(x, bench.Throughput.ClientCPUPerPair)),
+			count(median(x, func(t bench.Throughput) float64 {
+				if us := t.RedisCPUPerPair(); us > 0 {
+					return 1e6 / us
+				}
+				return 0
+			})),
 		})
 	}
 	t.notes = append(t.notes, "µs/pair: mean time of one lock+unlock as one goroutine sees it; "+
-		"cmds/pair and calls/pair include each library's background work meanwhile (warden: renewals, pub/sub)")
+		"cmds/pair and calls/pair include each library's background work meanwhile (warden: renewals, pub/sub)",
+		"Redis CPU: the server's used_cpu_user + used_cpu_sys (INFO cpu) per pair; client CPU: this process's "+
+			"(getrusage), the workload's loop included; Redis-bound pairs/s = 1s / Redis CPU per pair, "+
+			"the most one Redis thread could serve of that library's pairs if the client cost nothing")
 	if floor := runs[bench.Floor]; len(floor) > 0 && len(warden) > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("warden/floor: %.2f (warden reaches this share of the 2xPING floor's speed)",
 			ratioMedian(warden, floor, bench.Throughput.PerSecond)))
@@ -121,7 +133,7 @@ func (r report) contentionTable() table {
 		title: fmt.Sprintf("(c) %d goroutines on one name, %v critical section, %v per library per run",
 			contendedGoroutines, r.cfg.critical, r.cfg.duration),
 		header: []string{"library", "acq/s", "x/warden", "wait p50", "wait p99", "wait max", "re-acquire",
-			"handoff p50", "handoff p99", "violations", "gave up", "cmds/acq", "calls/acq"},
+			"handoff p50", "handoff p99", "violations", "gave up", "cmds/acq", "calls/acq", "Redis CPU µs/acq"},
 		notes: []string{
 			fmt.Sprintf("the critical section spins on time.Now() for %v: time.Sleep(%v) would sleep about 1ms (timer granularity)",
 				r.cfg.critical, r.cfg.critical),
@@ -153,6 +165,7 @@ func (r report) contentionTable() table {
 			strconv.Itoa(violations), strconv.Itoa(gaveUp),
 			fmt.Sprintf("%.2f", median(x, bench.Contention.SentPerAcquisition)),
 			fmt.Sprintf("%.2f", median(x, bench.Contention.ServerPerAcquisition)),
+			fmt.Sprintf("%.1f", median(x, bench.Contention.RedisCPUPerAcquisition)),
 		})
 	}
 	return t

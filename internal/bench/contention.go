@@ -62,6 +62,11 @@ func (c Contention) SentPerAcquisition() float64 { return perOp(c.Cost.Sent.Cmds
 // ServerPerAcquisition is the calls Redis executed per acquisition.
 func (c Contention) ServerPerAcquisition() float64 { return perOp(c.Cost.Server.Calls, c.Acquired) }
 
+// RedisCPUPerAcquisition is Redis's CPU time per acquisition, in µs.
+func (c Contention) RedisCPUPerAcquisition() float64 {
+	return perOp(uint64(c.Cost.Server.CPU.Nanoseconds()), c.Acquired) / 1e3
+}
+
 // MaxWait is the longest wait seen, finished or not.
 func (c Contention) MaxWait() time.Duration { return max(c.Wait.Max, c.LongestUnfinished) }
 

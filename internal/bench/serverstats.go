@@ -79,10 +79,14 @@ func (s ServerStats) Sub(before ServerStats) ServerDelta {
 	return d
 }
 
-// Cost is the Redis cost of a stretch of work by one contender.
+// Cost is the Redis cost of a stretch of work by one contender, and the
+// CPU time its process used meanwhile.
 type Cost struct {
 	Sent   Sent        // commands and round trips its client sent, pub/sub included
 	Server ServerDelta // what Redis executed meanwhile
+	// ClientCPU is the CPU time (user + system) of this whole process: the
+	// contender's client and the workload's goroutines.
+	ClientCPU time.Duration
 }
 
 // meter reads a contender's counter and the server together, so a
@@ -92,6 +96,7 @@ type meter struct {
 	counter *Counter
 	sent    Sent
 	server  ServerStats
+	cpu     time.Duration // ProcessCPU at the start
 }
 
 func startMeter(ctx context.Context, stats redis.UniversalClient, counter *Counter) (*meter, error) {
@@ -99,11 +104,12 @@ func startMeter(ctx context.Context, stats redis.UniversalClient, counter *Count
 	if err != nil {
 		return nil, err
 	}
-	return &meter{stats: stats, counter: counter, sent: counter.Read(), server: s}, nil
+	return &meter{stats: stats, counter: counter, sent: counter.Read(), server: s, cpu: ProcessCPU()}, nil
 }
 
 // stop returns the cost since start.
 func (m *meter) stop(ctx context.Context) (Cost, error) {
+	cpu := ProcessCPU() - m.cpu
 	sent := m.counter.Read().Sub(m.sent)
 	s, err := ReadServerStats(ctx, m.stats)
 	if err != nil {
@@ -112,5 +118,5 @@ func (m *meter) stop(ctx context.Context) (Cost, error) {
 	d := s.Sub(m.server)
 	sent.Cmds += d.PubSub
 	sent.Trips += d.PubSub
-	return Cost{Sent: sent, Server: d}, nil
+	return Cost{Sent: sent, Server: d, ClientCPU: cpu}, nil
 }

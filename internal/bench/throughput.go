@@ -28,6 +28,18 @@ func (t Throughput) SentPerPair() float64 { return perOp(t.Cost.Sent.Cmds, t.Pai
 // ServerPerPair is the calls Redis executed per pair, in scripts included.
 func (t Throughput) ServerPerPair() float64 { return perOp(t.Cost.Server.Calls, t.Pairs) }
 
+// RedisCPUPerPair is Redis's CPU time (user + system) per pair, in µs:
+// one Redis thread can serve at most 1e6 / RedisCPUPerPair pairs a second.
+func (t Throughput) RedisCPUPerPair() float64 {
+	return perOp(uint64(t.Cost.Server.CPU.Nanoseconds()), t.Pairs) / 1e3
+}
+
+// ClientCPUPerPair is the CPU time this process used per pair, in µs: the
+// contender's client and the workload's goroutines.
+func (t Throughput) ClientCPUPerPair() float64 {
+	return perOp(uint64(t.Cost.ClientCPU.Nanoseconds()), t.Pairs) / 1e3
+}
+
 func perOp(n uint64, ops int) float64 {
 	if ops == 0 {
 		return 0
