@@ -45,6 +45,13 @@ type Config struct {
 	// holdings numbers the engine's holdings, unique across its key actors
 	// and their lifetimes. RootProps sets it.
 	holdings *atomic.Uint64
+	// SharedDeadlines, when positive, lets the Redis calls that start
+	// within that long of each other share one context (see ioContext);
+	// zero gives every call its own, whose deadline a simulation reads.
+	// It must stay small against redisio.LatchTTL - redisio.IOTimeout.
+	SharedDeadlines time.Duration
+	// calls hands out the shared call contexts. RootProps sets it.
+	calls *callDeadlines
 	// keyActorMade, when set (by tests), sees every key actor made.
 	keyActorMade func(*keyActor)
 	// IO is the parent context of every Redis call; cancelling it aborts the
@@ -84,13 +91,58 @@ func (c *Config) validate() error {
 		return fmt.Errorf("actors: config needs Clock, Logger, Workers and IO")
 	case c.Watchdog <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("actors: config needs positive Watchdog and IdleTimeout")
+	case c.SharedDeadlines < 0 || c.SharedDeadlines > time.Second:
+		return fmt.Errorf("actors: SharedDeadlines %v is outside 0..1s", c.SharedDeadlines)
 	}
 	return nil
 }
 
-// ioContext bounds one Redis call by redisio.IOTimeout.
+// ioContext bounds one Redis call by redisio.IOTimeout. With a
+// SharedDeadlines window the bound is up to that window longer, and the
+// calls that start within one window share one context, whose deadline
+// ends them all: a call costs no timer of its own. Close cancels them
+// through IO.
 func (c *Config) ioContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.IO, redisio.IOTimeout)
+	if c.calls == nil {
+		return context.WithTimeout(c.IO, redisio.IOTimeout)
+	}
+	return c.calls.get(c.IO), noCancel
+}
+
+func noCancel() {}
+
+// callDeadlines hands out the shared call contexts: each is the IO context
+// with a deadline redisio.IOTimeout after the end of its window, used by
+// every call that starts in that window.
+type callDeadlines struct {
+	window time.Duration
+	cur    atomic.Pointer[callWindow]
+}
+
+type callWindow struct {
+	ctx   context.Context
+	until time.Time // the window's end; later calls need a new window
+	// cancel is kept only so that the context is not lost: the deadline
+	// (or Close, through IO) ends it, never an earlier call, as calls
+	// still running share it.
+	cancel context.CancelFunc
+}
+
+// get returns the context of the current window, opening a new one when it
+// has passed. Windows are on the wall clock, as socket deadlines are.
+func (d *callDeadlines) get(io context.Context) context.Context {
+	now := time.Now()
+	w := d.cur.Load()
+	if w != nil && now.Before(w.until) {
+		return w.ctx
+	}
+	n := &callWindow{until: now.Add(d.window)}
+	n.ctx, n.cancel = context.WithDeadline(io, n.until.Add(redisio.IOTimeout))
+	if d.cur.CompareAndSwap(w, n) {
+		return n.ctx
+	}
+	n.cancel() // another call opened the window first: use it
+	return d.cur.Load().ctx
 }
 
 // detachedContext bounds by d a Redis call that must run even while Close

@@ -34,6 +34,9 @@ func RootProps(cfg Config) (*actor.Props, error) {
 		return nil, err
 	}
 	cfg.holdings = &atomic.Uint64{}
+	if cfg.SharedDeadlines > 0 {
+		cfg.calls = &callDeadlines{window: cfg.SharedDeadlines}
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
 	}, actor.WithDispatcher(cfg.Workers)), nil

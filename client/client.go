@@ -126,6 +126,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Cluster:     isCluster(rdb),
 		Workers:     c.workers,
 		IO:          ioCtx,
+		// Calls starting within 100 ms share one deadline (at most 10.1 s
+		// after the call starts, well within the latches' 15 s).
+		SharedDeadlines: 100 * time.Millisecond,
 	})
 	if err != nil {
 		cancel()
