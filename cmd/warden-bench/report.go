@@ -83,7 +83,7 @@ func (r report) names(has func(string) bool) []string {
 func (r report) throughputTable(w byte) table {
 	runs := r.res.throughput[w]
 	t := table{header: []string{"library", "pairs/s", "x/warden", "µs/pair", "cmds/pair", "calls/pair",
-		"Redis CPU µs/pair", "client CPU µs/pair", "Redis-bound pairs/s"}}
+		"Redis CPU µs/pair", "in scripts", "client CPU µs/pair", "Redis-bound pairs/s"}}
 	if w == 'a' {
 		how := r.cfg.duration.String()
 		if r.cfg.pairs > 0 {
@@ -106,6 +106,7 @@ func (r report) throughputTable(w byte) table {
 			fmt.Sprintf("%.2f", median(x, bench.Throughput.SentPerPair)),
 			fmt.Sprintf("%.2f", median(x, bench.Throughput.ServerPerPair)),
 			fmt.Sprintf("%.1f", median(x, bench.Throughput.RedisCPUPerPair)),
+			fmt.Sprintf("%.1f", median(x, bench.Throughput.ScriptsPerPair)),
 			fmt.Sprintf("%.1f", median(x, bench.Throughput.ClientCPUPerPair)),
 			count(median(x, func(t bench.Throughput) float64 {
 				if us := t.RedisCPUPerPair(); us > 0 {
@@ -117,7 +118,8 @@ func (r report) throughputTable(w byte) table {
 	}
 	t.notes = append(t.notes, "µs/pair: mean time of one lock+unlock as one goroutine sees it; "+
 		"cmds/pair and calls/pair include each library's background work meanwhile (warden: renewals, pub/sub)",
-		"Redis CPU: the server's used_cpu_user + used_cpu_sys (INFO cpu) per pair; client CPU: this process's "+
+		"Redis CPU: the server's used_cpu_user + used_cpu_sys (INFO cpu) per pair; in scripts: the part of it spent "+
+			"running Lua scripts (INFO commandstats usec of EVAL/EVALSHA, the commands they call included); client CPU: this process's "+
 			"(getrusage), the workload's loop included; Redis-bound pairs/s = 1s / Redis CPU per pair, "+
 			"the most one Redis thread could serve of that library's pairs if the client cost nothing")
 	if floor := runs[bench.Floor]; len(floor) > 0 && len(warden) > 0 {

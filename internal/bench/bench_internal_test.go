@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSummarize(t *testing.T) {
@@ -52,12 +53,25 @@ func TestMedian(t *testing.T) {
 }
 
 func TestServerStatsSub(t *testing.T) {
-	before := ServerStats{Calls: map[string]uint64{"evalsha": 10, "get": 5, "info": 3}, CPU: time.Second}
+	before := ServerStats{Calls: map[string]uint64{"evalsha": 10, "get": 5, "info": 3}, CPU: time.Second,
+		Scripts: 40 * time.Microsecond}
 	after := ServerStats{Calls: map[string]uint64{"evalsha": 14, "get": 5, "info": 9, "subscribe": 2, "pexpire": 4},
-		CPU: 1500 * time.Millisecond}
+		CPU: 1500 * time.Millisecond, Scripts: 100 * time.Microsecond}
 	d := after.Sub(before)
 	assert.Equal(t, uint64(10), d.Calls, "info is the reading itself and does not count")
 	assert.Equal(t, uint64(2), d.PubSub)
 	assert.Equal(t, map[string]uint64{"evalsha": 4, "subscribe": 2, "pexpire": 4}, d.ByCommand)
 	assert.Equal(t, 500*time.Millisecond, d.CPU)
+	assert.Equal(t, 60*time.Microsecond, d.Scripts)
+}
+
+func TestCommandStat(t *testing.T) {
+	calls, usec, err := commandStat("calls=3,usec=12,usec_per_call=4.00,rejected_calls=0,failed_calls=0")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), calls)
+	assert.Equal(t, uint64(12), usec)
+	_, _, err = commandStat("usec_per_call=4.00")
+	assert.Error(t, err, "no calls or usec")
+	_, _, err = commandStat("calls=x,usec=1")
+	assert.Error(t, err)
 }

@@ -60,6 +60,18 @@ func TestThroughputCountsCommands(t *testing.T) {
 	assert.GreaterOrEqual(t, r.Cost.Sent.Cmds, 202+dials, "%v", by)
 	assert.LessOrEqual(t, r.Cost.Sent.Cmds, 202+3*dials, "%v", by)
 	assert.Equal(t, 202+dials+by["client|setinfo"], r.Cost.Server.Calls, "%v", by)
+	assert.Zero(t, r.Cost.Server.Scripts, "PINGs run no script")
+	assert.Positive(t, r.Cost.Server.CPU, "Redis used CPU")
+	assert.Positive(t, r.Cost.ClientCPU, "this process used CPU")
+
+	// warden's pairs are two scripts each: their time is counted, and it
+	// is part of Redis's CPU.
+	w, err := bench.RunThroughput(context.Background(), cs[0], srv.Client(t), "test:scripts", 1, 0, 50)
+	require.NoError(t, err)
+	require.Equal(t, bench.Warden, cs[0].Name)
+	assert.Equal(t, uint64(100), w.Cost.Server.ByCommand["evalsha"])
+	assert.Positive(t, w.ScriptsPerPair())
+	assert.Less(t, w.ScriptsPerPair(), w.RedisCPUPerPair()*1.5, "script time is within Redis's CPU (with its clock's grain)")
 }
 
 // TestLibrariesSpeakTheirProtocol checks each peer's unlock refuses a lock

@@ -15,8 +15,15 @@ import (
 // per command, including the calls scripts make) and of its CPU time.
 type ServerStats struct {
 	Calls map[string]uint64
-	CPU   time.Duration // used_cpu_user + used_cpu_sys
+	// Scripts is the time Redis spent running scripts (EVAL, EVALSHA and
+	// their _RO forms, FCALL), the commands they call included.
+	Scripts time.Duration
+	CPU     time.Duration // used_cpu_user + used_cpu_sys
 }
+
+// scriptCommands are the commands whose time is a script's.
+var scriptCommands = map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true,
+	"fcall": true, "fcall_ro": true}
 
 // ReadServerStats reads INFO commandstats and INFO cpu from rdb.
 func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStats, error) {
@@ -29,12 +36,15 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStat
 	for name, rest := range redisproc.InfoFields(text) {
 		switch {
 		case strings.HasPrefix(name, "cmdstat_"):
-			calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-			n, err := strconv.ParseUint(calls, 10, 64)
+			calls, usec, err := commandStat(rest)
 			if err != nil {
 				return ServerStats{}, fmt.Errorf("info commandstats: %s:%s: %w", name, rest, err)
 			}
-			s.Calls[strings.TrimPrefix(name, "cmdstat_")] = n
+			cmd := strings.TrimPrefix(name, "cmdstat_")
+			s.Calls[cmd] = calls
+			if scriptCommands[cmd] {
+				s.Scripts += time.Duration(usec) * time.Microsecond
+			}
 		case name == "used_cpu_user" || name == "used_cpu_sys":
 			f, err := strconv.ParseFloat(rest, 64)
 			if err != nil {
@@ -47,6 +57,30 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStat
 	return s, nil
 }
 
+// commandStat reads the calls and usec fields of one commandstats line
+// ("calls=3,usec=12,usec_per_call=4.00,...").
+func commandStat(rest string) (calls, usec uint64, err error) {
+	var haveCalls, haveUsec bool
+	for field := range strings.SplitSeq(rest, ",") {
+		k, v, _ := strings.Cut(field, "=")
+		switch k {
+		case "calls":
+			calls, err = strconv.ParseUint(v, 10, 64)
+			haveCalls = true
+		case "usec":
+			usec, err = strconv.ParseUint(v, 10, 64)
+			haveUsec = true
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	if !haveCalls || !haveUsec {
+		return 0, 0, fmt.Errorf("no calls or usec field")
+	}
+	return calls, usec, nil
+}
+
 // ServerDelta is what Redis executed between two readings.
 type ServerDelta struct {
 	// Calls counts every command executed, those called inside scripts
@@ -56,12 +90,13 @@ type ServerDelta struct {
 	PubSub uint64
 	// ByCommand is Calls per command name.
 	ByCommand map[string]uint64
+	Scripts   time.Duration
 	CPU       time.Duration
 }
 
 // Sub returns what ran between before and s.
 func (s ServerStats) Sub(before ServerStats) ServerDelta {
-	d := ServerDelta{ByCommand: map[string]uint64{}, CPU: s.CPU - before.CPU}
+	d := ServerDelta{ByCommand: map[string]uint64{}, Scripts: s.Scripts - before.Scripts, CPU: s.CPU - before.CPU}
 	for name, n := range s.Calls {
 		if name == "info" {
 			continue

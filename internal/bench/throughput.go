@@ -34,6 +34,13 @@ func (t Throughput) RedisCPUPerPair() float64 {
 	return perOp(uint64(t.Cost.Server.CPU.Nanoseconds()), t.Pairs) / 1e3
 }
 
+// ScriptsPerPair is the time Redis spent in scripts per pair, in µs: part
+// of RedisCPUPerPair (the rest is reading and writing the connections and
+// the commands sent outside scripts).
+func (t Throughput) ScriptsPerPair() float64 {
+	return perOp(uint64(t.Cost.Server.Scripts.Nanoseconds()), t.Pairs) / 1e3
+}
+
 // ClientCPUPerPair is the CPU time this process used per pair, in µs: the
 // contender's client and the workload's goroutines.
 func (t Throughput) ClientCPUPerPair() float64 {
