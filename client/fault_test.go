@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/faultproxy"
+	"github.com/warden-go/warden/internal/redisproc"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -44,13 +43,11 @@ func proxied(t *testing.T) (*env, *client.Client, *faultproxy.Proxy) {
 func scriptRuns(t *testing.T, rdb *redis.Client) int64 {
 	t.Helper()
 	var n int64
-	for _, line := range strings.Split(rdb.Info(context.Background(), "commandstats").Val(), "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				v, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				require.NoError(t, err)
-				n += v
-			}
+	for name, rest := range redisproc.InfoFields(rdb.Info(context.Background(), "commandstats").Val()) {
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			calls, _, err := redisproc.CommandStat(rest)
+			require.NoError(t, err)
+			n += int64(calls)
 		}
 	}
 	return n

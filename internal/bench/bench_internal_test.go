@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestSummarize(t *testing.T) {
@@ -63,15 +62,4 @@ func TestServerStatsSub(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"evalsha": 4, "subscribe": 2, "pexpire": 4}, d.ByCommand)
 	assert.Equal(t, 500*time.Millisecond, d.CPU)
 	assert.Equal(t, 60*time.Microsecond, d.Scripts)
-}
-
-func TestCommandStat(t *testing.T) {
-	calls, usec, err := commandStat("calls=3,usec=12,usec_per_call=4.00,rejected_calls=0,failed_calls=0")
-	require.NoError(t, err)
-	assert.Equal(t, uint64(3), calls)
-	assert.Equal(t, uint64(12), usec)
-	_, _, err = commandStat("usec_per_call=4.00")
-	assert.Error(t, err, "no calls or usec")
-	_, _, err = commandStat("calls=x,usec=1")
-	assert.Error(t, err)
 }

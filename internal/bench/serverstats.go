@@ -36,7 +36,7 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStat
 	for name, rest := range redisproc.InfoFields(text) {
 		switch {
 		case strings.HasPrefix(name, "cmdstat_"):
-			calls, usec, err := commandStat(rest)
+			calls, usec, err := redisproc.CommandStat(rest)
 			if err != nil {
 				return ServerStats{}, fmt.Errorf("info commandstats: %s:%s: %w", name, rest, err)
 			}
@@ -55,30 +55,6 @@ func ReadServerStats(ctx context.Context, rdb redis.UniversalClient) (ServerStat
 	}
 	s.CPU = time.Duration(cpu * float64(time.Second))
 	return s, nil
-}
-
-// commandStat reads the calls and usec fields of one commandstats line
-// ("calls=3,usec=12,usec_per_call=4.00,...").
-func commandStat(rest string) (calls, usec uint64, err error) {
-	var haveCalls, haveUsec bool
-	for field := range strings.SplitSeq(rest, ",") {
-		k, v, _ := strings.Cut(field, "=")
-		switch k {
-		case "calls":
-			calls, err = strconv.ParseUint(v, 10, 64)
-			haveCalls = true
-		case "usec":
-			usec, err = strconv.ParseUint(v, 10, 64)
-			haveUsec = true
-		}
-		if err != nil {
-			return 0, 0, err
-		}
-	}
-	if !haveCalls || !haveUsec {
-		return 0, 0, fmt.Errorf("no calls or usec field")
-	}
-	return calls, usec, nil
 }
 
 // ServerDelta is what Redis executed between two readings.

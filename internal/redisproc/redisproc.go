@@ -519,3 +519,27 @@ func InfoFields(info string) map[string]string {
 	}
 	return fields
 }
+
+// CommandStat reads the calls and usec fields of one commandstats line
+// ("calls=3,usec=12,usec_per_call=4.00,...").
+func CommandStat(rest string) (calls, usec uint64, err error) {
+	var haveCalls, haveUsec bool
+	for field := range strings.SplitSeq(rest, ",") {
+		k, v, _ := strings.Cut(field, "=")
+		switch k {
+		case "calls":
+			calls, err = strconv.ParseUint(v, 10, 64)
+			haveCalls = true
+		case "usec":
+			usec, err = strconv.ParseUint(v, 10, 64)
+			haveUsec = true
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	if !haveCalls || !haveUsec {
+		return 0, 0, errors.New("redisproc: commandstats line without calls or usec")
+	}
+	return calls, usec, nil
+}

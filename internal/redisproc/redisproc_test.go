@@ -54,3 +54,15 @@ func TestStartFailureShowsOutput(t *testing.T) {
 		t.Fatalf("%d launches for a non-bind failure, want 1: %v", n, err)
 	}
 }
+
+func TestCommandStat(t *testing.T) {
+	calls, usec, err := redisproc.CommandStat("calls=3,usec=12,usec_per_call=4.00,rejected_calls=0,failed_calls=0")
+	if err != nil || calls != 3 || usec != 12 {
+		t.Fatalf("CommandStat = %d, %d, %v; want 3, 12, nil", calls, usec, err)
+	}
+	for _, bad := range []string{"usec_per_call=4.00", "calls=x,usec=1", "calls=1"} {
+		if _, _, err := redisproc.CommandStat(bad); err == nil {
+			t.Errorf("CommandStat(%q) accepted it", bad)
+		}
+	}
+}
