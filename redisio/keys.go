@@ -6,14 +6,22 @@ import "strings"
 // released (Redisson's UNLOCK_MESSAGE).
 const UnlockMessage = "0"
 
-// prefixName builds an auxiliary key or channel for name the way Redisson
-// does: the name goes in a hash tag so every key of one lock lands in one
-// cluster slot, unless the name already carries a hash tag of its own.
-func prefixName(prefix, name string) string {
+// hashTag returns the braces Redisson puts around name in a lock's
+// auxiliary keys and channels, so that every key of one lock lands in one
+// cluster slot: "{" and "}", or none when the name already carries a hash
+// tag of its own. Callers build each key in one concatenation.
+func hashTag(name string) (lb, rb string) {
 	if strings.Contains(name, "{") {
-		return prefix + ":" + name
+		return "", ""
 	}
-	return prefix + ":{" + name + "}"
+	return "{", "}"
+}
+
+// prefixName builds an auxiliary key or channel for name the way Redisson
+// does: prefix:{name}, or prefix:name when name carries a hash tag.
+func prefixName(prefix, name string) string {
+	lb, rb := hashTag(name)
+	return prefix + ":" + lb + name + rb
 }
 
 // LockChannel is the pub/sub channel a lock's unlock is published on:
@@ -33,20 +41,16 @@ func UnlockLatchKey(name, requestID string) string {
 // unlockLatchKey is UnlockLatchKey(name, owner+":"+requestID), made in one
 // piece.
 func unlockLatchKey(name, owner, requestID string) string {
-	if strings.Contains(name, "{") {
-		return "redisson_unlock_latch:" + name + ":" + owner + ":" + requestID
-	}
-	return "redisson_unlock_latch:{" + name + "}:" + owner + ":" + requestID
+	lb, rb := hashTag(name)
+	return "redisson_unlock_latch:" + lb + name + rb + ":" + owner + ":" + requestID
 }
 
 // AcquireLatchKey is the key that remembers an owner's last applied acquire
 // request, so a retried acquire is applied once:
 // warden_acquire_latch:{name}:<owner>.
 func AcquireLatchKey(name, owner string) string {
-	if strings.Contains(name, "{") {
-		return "warden_acquire_latch:" + name + ":" + owner
-	}
-	return "warden_acquire_latch:{" + name + "}:" + owner
+	lb, rb := hashTag(name)
+	return "warden_acquire_latch:" + lb + name + rb + ":" + owner
 }
 
 // GaveUpKey remembers, for the retry window, the request ID of a fair

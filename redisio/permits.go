@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -33,10 +32,8 @@ const permitIDBytes = 16
 // name:timeout when the name already carries a hash tag (Redisson's
 // suffixName). Members are the IDs' 16 raw bytes, as Redisson stores them.
 func PermitTimeoutKey(name string) string {
-	if strings.Contains(name, "{") {
-		return name + ":timeout"
-	}
-	return "{" + name + "}:timeout"
+	lb, rb := hashTag(name)
+	return lb + name + rb + ":timeout"
 }
 
 // PermitSpentKey marks a permit ID released or undone for the retry window,

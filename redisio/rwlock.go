@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,10 +49,8 @@ func WriteField(owner string) string {
 // rwKeyPrefix is what Redisson's suffixName puts in front of a suffix:
 // "{name}", or name itself when it already carries a "{".
 func rwKeyPrefix(name string) string {
-	if strings.Contains(name, "{") {
-		return name
-	}
-	return "{" + name + "}"
+	lb, rb := hashTag(name)
+	return lb + name + rb
 }
 
 // ReadTimeoutPrefix is the prefix of owner's read-hold timeout keys:
