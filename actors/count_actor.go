@@ -55,7 +55,7 @@ type countActor struct {
 	fault      error
 
 	timer clockTimer
-	idle  clockTimer
+	idle  idleTimer
 	io    sync.WaitGroup
 }
 
@@ -74,7 +74,7 @@ func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Pro
 			root:       root,
 			subscriber: subscriber,
 			timer:      clockTimer{clock: cfg.Clock},
-			idle:       clockTimer{clock: cfg.Clock},
+			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
 		}
 	}, actor.WithDispatcher(cfg.Workers))
 }
@@ -118,7 +118,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 			a.onTick(ctx)
 		}
 	case *idleTick:
-		if a.idle.fired(m.Gen) && a.isIdle() {
+		if a.idle.due(ctx, m.Gen, a.isIdle(), a.cfg.IdleTimeout) {
 			ctx.Send(a.root, &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
 		}
 		return
@@ -393,7 +393,7 @@ func (a *countActor) settle(ctx actor.Context) {
 			ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 		}
 	}
-	a.idle.idleAfter(ctx, a.isIdle(), a.cfg.IdleTimeout)
+	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)
 }
 
 func (a *countActor) isIdle() bool {

@@ -235,6 +235,26 @@ func TestIdleKeyActorsArePassivated(t *testing.T) {
 	assert.Equal(t, 1, again.HoldCount, "a passivated name is served by a new key actor")
 }
 
+// The idle timer stays armed through busy spells: a key actor used again
+// before its idle timer fires is passivated IdleTimeout after its latest
+// idle spell began, not its first.
+func TestKeyActorIdleSinceItsLastUse(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	use := func(id string) {
+		e.ask(t, &messages.Acquire{Name: "reused", Owner: "o", RequestID: id, Lease: time.Minute})
+		e.ask(t, &messages.Release{Name: "reused", Owner: "o", RequestID: id + "r"})
+	}
+	use("1") // idle from t0: the timer is armed for t0+1m
+	e.clock.Advance(40 * time.Second)
+	use("2")                          // busy, then idle again from t0+40s
+	e.clock.Advance(30 * time.Second) // t0+70s: the first tick comes early
+	assert.Never(t, func() bool { return e.keyActors(t) == 0 }, 200*time.Millisecond, 10*time.Millisecond,
+		"idle for 30s of its 1m: not passivated")
+	e.clock.Advance(31 * time.Second) // t0+101s: idle for 61s
+	require.Eventually(t, func() bool { return e.keyActors(t) == 0 }, 2*time.Second, 5*time.Millisecond,
+		"passivated once idle for IdleTimeout since its last use")
+}
+
 // Key actors that passivate leave no memory behind: once many names were
 // touched and their key actors passivated, none of those key actors is
 // still reachable. It runs on the real clock: the fake clock keeps its

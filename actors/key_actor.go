@@ -199,7 +199,7 @@ type keyActor struct {
 	fault error
 
 	timer clockTimer
-	idle  clockTimer
+	idle  idleTimer
 	io    sync.WaitGroup
 }
 
@@ -218,7 +218,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			registered: map[string]bool{},
 			subs:       map[string]bool{},
 			timer:      clockTimer{clock: cfg.Clock},
-			idle:       clockTimer{clock: cfg.Clock},
+			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
 		}
 		if cfg.keyActorMade != nil {
 			cfg.keyActorMade(a)
@@ -279,7 +279,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.onTick(ctx)
 		}
 	case *idleTick:
-		if a.idle.fired(m.Gen) && a.isIdle() {
+		if a.idle.due(ctx, m.Gen, a.isIdle(), a.cfg.IdleTimeout) {
 			ctx.Send(a.root, &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
 		}
 		return
@@ -925,7 +925,7 @@ func (a *keyActor) settle(ctx actor.Context) {
 	}
 	a.timer.set(ctx, next)
 	a.syncSubscriptions(ctx)
-	a.idle.idleAfter(ctx, a.isIdle(), a.cfg.IdleTimeout)
+	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)
 }
 
 // syncSubscriptions keeps the key actor subscribed to exactly the channels

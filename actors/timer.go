@@ -61,13 +61,47 @@ func (ct *clockTimer) set(ctx actor.Context, at time.Time) {
 	ct.arm(ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &tick{Gen: g} })
 }
 
-// idleAfter keeps an idle timer armed to fire d after the actor became
-// idle, and stopped while it is not.
-func (ct *clockTimer) idleAfter(ctx actor.Context, idle bool, d time.Duration) {
-	switch {
-	case !idle:
-		ct.stop()
-	case ct.t == nil:
-		ct.arm(ctx.ActorSystem(), ctx.Self(), ct.clock.Now().Add(d), func(g uint64) any { return &idleTick{Gen: g} })
+// idleTimer tells its actor when it has been idle for a while. It stays
+// armed through busy spells, so that an actor that turns busy and idle
+// again on every request (a lock taken and released) costs no timer
+// operation: a tick that comes early re-arms it for the rest of the
+// current idle spell, and one that comes while the actor is busy leaves it
+// unarmed until the next idle spell begins.
+type idleTimer struct {
+	clockTimer
+	// since is when the current idle spell began; zero while busy.
+	since time.Time
+}
+
+// track records whether the actor is idle now (after each message it
+// handles), arming the timer to tick d after an idle spell begins unless
+// it is armed already.
+func (it *idleTimer) track(ctx actor.Context, idle bool, d time.Duration) {
+	if !idle {
+		it.since = time.Time{}
+		return
 	}
+	if it.since.IsZero() {
+		it.since = it.clock.Now()
+	}
+	if it.t == nil {
+		it.arm(ctx.ActorSystem(), ctx.Self(), it.since.Add(d), func(g uint64) any { return &idleTick{Gen: g} })
+	}
+}
+
+// due handles an idle tick of generation gen: it reports whether the
+// actor (idle now) has been idle for d, and otherwise re-arms the timer
+// for the rest of the current idle spell, if there is one.
+func (it *idleTimer) due(ctx actor.Context, gen uint64, idle bool, d time.Duration) bool {
+	if !it.fired(gen) {
+		return false
+	}
+	if !idle || it.since.IsZero() {
+		return false
+	}
+	if end := it.since.Add(d); it.clock.Now().Before(end) {
+		it.arm(ctx.ActorSystem(), ctx.Self(), end, func(g uint64) any { return &idleTick{Gen: g} })
+		return false
+	}
+	return true
 }
