@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-go/warden/internal/redisproc"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -24,18 +25,48 @@ func redisCalls(t *testing.T, rdb *redis.Client) map[string]int {
 	require.NoError(t, err)
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 	calls := map[string]int{}
-	for line := range strings.SplitSeq(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		name, isCmd := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isCmd || name == "info" || name == "config|resetstat" {
+	for field, stats := range redisproc.InfoFields(info) {
+		name, isCmd := strings.CutPrefix(field, "cmdstat_")
+		if !isCmd || name == "info" || name == "config|resetstat" {
 			continue
 		}
-		field, _, _ := strings.Cut(stats, ",")
-		n, err := strconv.Atoi(strings.TrimPrefix(field, "calls="))
-		require.NoError(t, err, line)
-		calls[name] = n
+		n, _, err := redisproc.CommandStat(stats)
+		require.NoError(t, err, field)
+		calls[name] = int(n)
 	}
 	return calls
+}
+
+// BenchmarkLuaCallCosts measures, on the machine's Redis, what the pieces
+// of warden's scripts cost inside Redis: each sub-benchmark runs one EVAL
+// whose Lua loop repeats the piece b.N times, so ns/op is the piece alone,
+// without the round trip or the script call around it. It shows where a
+// script's time goes: the argument checks and helper definitions every
+// script starts with, against the calls it makes.
+func BenchmarkLuaCallCosts(b *testing.B) {
+	rdb := redistest.Start(b).Client(b)
+	ctx := context.Background()
+	lib := luaFile("lib") + "\n" + luaFile("hold_lib") + "\n"
+	for _, bc := range []struct{ name, setup, body string }{
+		{"empty loop", "", ""},
+		{"check ms", "", "ms(ARGV[1])"},
+		{"check text", "", "text(ARGV[2])"},
+		{"define helpers", "", "local function a(v) return v end local function b2(v) return v end"},
+		{"PTTL", "", "redis.call('pttl', KEYS[1])"},
+		{"HGET", "redis.call('hset', KEYS[1], 'f', '1')", "redis.call('hget', KEYS[1], 'f')"},
+		{"HINCRBY", "", "redis.call('hincrby', KEYS[1], 'f', 1)"},
+		{"PEXPIRE", "redis.call('hset', KEYS[1], 'f', '1')", "redis.call('pexpire', KEYS[1], ARGV[1])"},
+		{"SET PX", "", "redis.call('set', KEYS[2], ARGV[2], 'px', ARGV[1])"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			src := lib + bc.setup + "\nfor i = 1, tonumber(ARGV[3]) do " + bc.body + " end\nreturn 1"
+			require.NoError(b, rdb.Del(ctx, "{bench}lock", "{bench}latch").Err())
+			b.ResetTimer()
+			err := rdb.Eval(ctx, src, []string{"{bench}lock", "{bench}latch"}, "30000", "owner:1", strconv.Itoa(b.N)).Err()
+			b.StopTimer()
+			require.NoError(b, err)
+		})
+	}
 }
 
 // The plain lock's scripts touch Redis as little as their exactly-once
