@@ -3,6 +3,7 @@ package redisio
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -137,17 +138,37 @@ func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 
 // send runs a batch: a lone call on its caller's context, as a plain call;
 // several as one pipeline, under the first caller's context without its
-// cancellation (the calls of the others must not fail with it; go-redis's
-// read and write timeouts bound the round trip).
+// cancellation (the calls of the others must not fail with it) but with
+// the earliest deadline of the batch's calls, so that go-redis retries the
+// pipeline no later than any of its calls may run (IOTimeout, which keeps
+// every retry within its latch's TTL).
 func (p *AutoPipeline) send(batch []*pipedCall) {
 	if len(batch) == 1 {
 		_ = p.Redis.Process(batch[0].ctx, batch[0].cmd)
 		return
 	}
 	ctx := context.WithoutCancel(batch[0].ctx)
+	if dl, ok := earliestDeadline(batch); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl)
+		defer cancel()
+	}
 	pipe := p.Redis.Pipeline()
 	for _, c := range batch {
 		_ = pipe.Process(ctx, c.cmd)
 	}
 	_, _ = pipe.Exec(ctx)
+}
+
+// earliestDeadline is the earliest deadline of the batch's contexts, if
+// any has one.
+func earliestDeadline(batch []*pipedCall) (time.Time, bool) {
+	var earliest time.Time
+	found := false
+	for _, c := range batch {
+		if dl, ok := c.ctx.Deadline(); ok && (!found || dl.Before(earliest)) {
+			earliest, found = dl, true
+		}
+	}
+	return earliest, found
 }

@@ -42,6 +42,63 @@ func hammer(t *testing.T, r Redis, workers, rounds int) {
 	wg.Wait()
 }
 
+// deadlineHook records the deadline of every pipeline's context.
+type deadlineHook struct {
+	mu        sync.Mutex
+	deadlines []time.Time // zero: none
+}
+
+func (h *deadlineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *deadlineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *deadlineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		dl, _ := ctx.Deadline()
+		h.mu.Lock()
+		h.deadlines = append(h.deadlines, dl)
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// A pipeline of several calls runs with the earliest of their deadlines,
+// so that its retries stay within every call's bound, and without their
+// cancellation.
+func TestAutoPipelineKeepsTheEarliestDeadline(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	h := &deadlineHook{}
+	rdb.AddHook(h)
+	p := NewAutoPipeline(rdb)
+	soon := time.Now().Add(time.Minute)
+	early, cancelEarly := context.WithDeadline(context.Background(), soon)
+	defer cancelEarly()
+	late, cancelLate := context.WithDeadline(context.Background(), soon.Add(time.Hour))
+	defer cancelLate()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	batch := []*pipedCall{
+		{ctx: cancelled, cmd: redis.NewCmd(cancelled, "ping")}, // the first caller gave up: the others still run
+		{ctx: late, cmd: redis.NewCmd(late, "ping")},
+		{ctx: early, cmd: redis.NewCmd(early, "ping")},
+	}
+	p.send(batch)
+	for _, c := range batch {
+		assert.NoError(t, c.cmd.Err())
+	}
+	require.NotEmpty(t, h.deadlines)
+	for _, dl := range h.deadlines {
+		assert.True(t, dl.Equal(soon), "the pipeline's deadline %v is the earliest of its calls', %v", dl, soon)
+	}
+
+	h.deadlines = nil
+	none := []*pipedCall{{ctx: context.Background(), cmd: redis.NewCmd(context.Background(), "ping")},
+		{ctx: context.Background(), cmd: redis.NewCmd(context.Background(), "ping")}}
+	p.send(none)
+	require.NotEmpty(t, h.deadlines)
+	for _, dl := range h.deadlines {
+		assert.True(t, dl.IsZero(), "calls without deadlines give the pipeline none")
+	}
+}
+
 // Concurrent script calls share pipelines and each gets its own result;
 // a lone call is sent as it is.
 func TestAutoPipelineBatchesConcurrentCalls(t *testing.T) {
