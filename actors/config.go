@@ -129,20 +129,24 @@ type callWindow struct {
 }
 
 // get returns the context of the current window, opening a new one when it
-// has passed. Windows are on the wall clock, as socket deadlines are.
+// has passed. Windows are on the wall clock, as socket deadlines are. A
+// caller that loses the race to open a window looks again: the window the
+// winner opened may have begun long before (the winner stalled), and then
+// ends too early for this call.
 func (d *callDeadlines) get(io context.Context) context.Context {
-	now := time.Now()
-	w := d.cur.Load()
-	if w != nil && now.Before(w.until) {
-		return w.ctx
+	for {
+		now := time.Now()
+		w := d.cur.Load()
+		if w != nil && now.Before(w.until) {
+			return w.ctx
+		}
+		n := &callWindow{until: now.Add(d.window)}
+		n.ctx, n.cancel = context.WithDeadline(io, n.until.Add(redisio.IOTimeout))
+		if d.cur.CompareAndSwap(w, n) {
+			return n.ctx
+		}
+		n.cancel() // another call opened a window first: look at it
 	}
-	n := &callWindow{until: now.Add(d.window)}
-	n.ctx, n.cancel = context.WithDeadline(io, n.until.Add(redisio.IOTimeout))
-	if d.cur.CompareAndSwap(w, n) {
-		return n.ctx
-	}
-	n.cancel() // another call opened the window first: use it
-	return d.cur.Load().ctx
 }
 
 // detachedContext bounds by d a Redis call that must run even while Close

@@ -12,8 +12,9 @@ const (
 	idleWorkers = 8
 	// poolWorkers bounds the goroutines the pool keeps: a goroutine started
 	// for work that found no idle worker stays in the pool after it, up to
-	// this many in all, so a burst's next piece of work finds its grown
-	// stack waiting instead of growing a new one.
+	// this many in all, so that under steady load the next piece of work
+	// finds a goroutine waiting with its grown stack (until a garbage
+	// collection shrinks an idle one) instead of growing a new one.
 	poolWorkers = 64
 	// throughput is how many messages a mailbox handles per turn on a worker.
 	throughput = 300

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,7 +390,7 @@ func TestCancelledLockLeavesNothingBehind(t *testing.T) {
 		// counts goroutines, on real Redis only (miniredis serves each
 		// connection on goroutines of its own, in this process).
 		for round := range 2 {
-			before := runtime.NumGoroutine()
+			before := countGoroutines()
 			wctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- waiter.Lock(wctx) }()
@@ -548,4 +549,24 @@ func TestClosedClientsLockExpiresWithinTheWatchdog(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, locked, "gone within the watchdog timeout")
 	})
+}
+
+// The goroutine count the leak checks read leaves out the engine's idle
+// pool workers, and only them: a new client's pool has 8 waiting.
+func TestCountGoroutinesLeavesOutIdlePoolWorkers(t *testing.T) {
+	before := countGoroutines()
+	total := runtime.NumGoroutine()
+	c := realEnv(t).newClient(t)
+	require.NoError(t, c.Lock("count-goroutines").Lock(context.Background()))
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	idle := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if idlePoolWorker(g) {
+			idle++
+		}
+	}
+	assert.GreaterOrEqual(t, idle, 8, "the new client's idle workers are recognised")
+	assert.Greater(t, countGoroutines(), before, "the client's other goroutines still count")
+	assert.Less(t, countGoroutines(), runtime.NumGoroutine(), "idle workers are left out (%d before)", total)
 }

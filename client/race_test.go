@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,7 +92,7 @@ func TestAcquireThatRacedItsCancelIsReleased(t *testing.T) {
 	l := c.Lock("raced")
 	require.NoError(t, l.LockLease(ctx, time.Minute)) // warm up: key actor, pools
 	require.NoError(t, l.Unlock(ctx))
-	before := runtime.NumGoroutine()
+	before := countGoroutines()
 
 	rctx, cancel := context.WithCancel(ctx)
 	var once atomic.Bool
