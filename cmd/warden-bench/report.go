@@ -118,10 +118,11 @@ func (r report) throughputTable(w byte) table {
 	}
 	t.notes = append(t.notes, "µs/pair: mean time of one lock+unlock as one goroutine sees it; "+
 		"cmds/pair and calls/pair include each library's background work meanwhile (warden: renewals, pub/sub)",
-		"Redis CPU: the server's used_cpu_user + used_cpu_sys (INFO cpu) per pair; in scripts: the part of it spent "+
-			"running Lua scripts (INFO commandstats usec of EVAL/EVALSHA, the commands they call included); client CPU: this process's "+
-			"(getrusage), the workload's loop included; Redis-bound pairs/s = 1s / Redis CPU per pair, "+
-			"the most one Redis thread could serve of that library's pairs if the client cost nothing")
+		"Redis CPU: the redis-server process's used_cpu_user + used_cpu_sys (INFO cpu) per pair; in scripts: the time "+
+			"Redis spent running Lua scripts (INFO commandstats usec of EVAL/EVALSHA, the commands they call included), "+
+			"which Redis measures as elapsed time; client CPU: this process's (getrusage), the workload's loop included; "+
+			"Redis-bound pairs/s = 1s / Redis CPU per pair: about the most Redis could serve of that library's pairs "+
+			"at this load if the client cost nothing")
 	if floor := runs[bench.Floor]; len(floor) > 0 && len(warden) > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("warden/floor: %.2f (warden reaches this share of the 2xPING floor's speed)",
 			ratioMedian(warden, floor, bench.Throughput.PerSecond)))

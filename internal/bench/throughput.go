@@ -28,15 +28,17 @@ func (t Throughput) SentPerPair() float64 { return perOp(t.Cost.Sent.Cmds, t.Pai
 // ServerPerPair is the calls Redis executed per pair, in scripts included.
 func (t Throughput) ServerPerPair() float64 { return perOp(t.Cost.Server.Calls, t.Pairs) }
 
-// RedisCPUPerPair is Redis's CPU time (user + system) per pair, in µs:
-// one Redis thread can serve at most 1e6 / RedisCPUPerPair pairs a second.
+// RedisCPUPerPair is the redis-server process's CPU time (user + system)
+// per pair, in µs: at that cost Redis could serve about 1e6 /
+// RedisCPUPerPair pairs a second.
 func (t Throughput) RedisCPUPerPair() float64 {
 	return perOp(uint64(t.Cost.Server.CPU.Nanoseconds()), t.Pairs) / 1e3
 }
 
-// ScriptsPerPair is the time Redis spent in scripts per pair, in µs: part
-// of RedisCPUPerPair (the rest is reading and writing the connections and
-// the commands sent outside scripts).
+// ScriptsPerPair is the time Redis spent in scripts per pair, in µs
+// (elapsed time, as commandstats measures it): most of it is part of
+// RedisCPUPerPair, whose rest is reading and writing the connections and
+// the commands sent outside scripts.
 func (t Throughput) ScriptsPerPair() float64 {
 	return perOp(uint64(t.Cost.Server.Scripts.Nanoseconds()), t.Pairs) / 1e3
 }
