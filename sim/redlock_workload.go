@@ -143,9 +143,12 @@ type rlOwner struct {
 	rids     []string
 	states   []memberState
 	timers   []clockwork.Timer
-	// late are the requests given up on at the per-node timeout: one that
-	// is granted all the same is given back.
-	late map[string]string // request ID -> name
+	// late are the requests given up on at the per-node timeout, by
+	// request ID: one that is granted all the same is given back. As
+	// client.Lock's wait does, an attempt ends only once the engine
+	// answered each one's Cancel (it does at once), so a give-back goes
+	// out before the next attempt's try.
+	late map[string]lateTry
 
 	// The holding: its RedLockHold, the members it holds with each one's
 	// engine holding, and a fixed lease's validity timer.
@@ -252,12 +255,15 @@ func (ow *rlOwner) tryAll() {
 
 // acquireAnswered takes master m's answer to an attempt's try.
 func (ow *rlOwner) acquireAnswered(m int, rid string, a *messages.Acquired, err error) {
-	if name, ok := ow.late[rid]; ok {
+	if lt, ok := ow.late[rid]; ok {
 		delete(ow.late, rid)
 		if a != nil {
-			// Granted after the owner gave up on it: given back, as
-			// client.Lock's wait does; nobody waits for the answer.
-			ow.proc.send(m, &messages.Release{Name: name, Kind: messages.KindLock, Owner: ow.id, RequestID: ow.reqID()})
+			// Granted just before the cancel: given back, as client.Lock's
+			// wait does; nobody waits for the answer.
+			ow.proc.send(m, &messages.Release{Name: lt.name, Kind: messages.KindLock, Owner: ow.id, RequestID: ow.reqID()})
+		}
+		if ow.phase == rlAttempting && lt.attempt == ow.attempt {
+			ow.decide()
 		}
 		return
 	}
@@ -284,9 +290,9 @@ func (ow *rlOwner) nodeTimeout(attempt, m int) {
 	}
 	ow.states[m] = memberFailed
 	if ow.late == nil {
-		ow.late = map[string]string{}
+		ow.late = map[string]lateTry{}
 	}
-	ow.late[ow.rids[m]] = ow.name
+	ow.late[ow.rids[m]] = lateTry{name: ow.name, attempt: ow.attempt}
 	ow.proc.send(m, &messages.Cancel{Name: ow.name, Kind: messages.KindLock, Owner: ow.id, RequestID: ow.rids[m]})
 	ow.decide()
 }
@@ -313,8 +319,20 @@ func (ow *rlOwner) lost(held int) bool {
 	return quorum.Lost(ow.n(), held, time.Time{}, time.Time{})
 }
 
-// decide ends an attempt once every master answered or timed out.
+// lateTry is a try given up on: its name and attempt.
+type lateTry struct {
+	name    string
+	attempt int
+}
+
+// decide ends an attempt once every master answered or timed out and
+// every timed-out try's cancel was answered.
 func (ow *rlOwner) decide() {
+	for _, lt := range ow.late {
+		if lt.attempt == ow.attempt {
+			return
+		}
+	}
 	taken, failed := 0, 0
 	for _, s := range ow.states {
 		switch s {
