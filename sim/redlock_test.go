@@ -21,8 +21,8 @@ func runRedLockSeeds(t *testing.T, o RedLockOptions, first int64, n int) []*RedL
 // trace must hash the same both times, and differ between seeds.
 func TestRedLockSameSeedSameTrace(t *testing.T) {
 	o := RedLockOptions{Faults: AllFaults(), Length: 3 * time.Second}
-	a := runRedLockSeeds(t, o, 1, 12)
-	b := runRedLockSeeds(t, o, 1, 12)
+	a := runRedLockSeeds(t, o, 1, 10)
+	b := runRedLockSeeds(t, o, 1, 10)
 	seen := map[string]int64{}
 	for i := range a {
 		require.Equal(t, a[i].Trace, b[i].Trace, "seed %d replayed differently", a[i].Seed)
@@ -52,7 +52,7 @@ func TestRedLockFaultFreeRunsBreakNothing(t *testing.T) {
 // violation must be one redLockLimits documents for a fault that hit it.
 func TestRedLockFaultRunsBreakOnlyWhatFaultsExcuse(t *testing.T) {
 	holds, excused := 0, 0
-	for _, res := range runRedLockSeeds(t, RedLockOptions{Faults: AllFaults(), Length: 5 * time.Second}, 1, 40) {
+	for _, res := range runRedLockSeeds(t, RedLockOptions{Faults: AllFaults(), Length: 5 * time.Second}, 1, 30) {
 		for _, v := range res.Failed() {
 			t.Errorf("seed %d: %s at %v on %s: %s", res.Seed, v.Check, v.At, v.Name, v.What)
 		}
@@ -60,7 +60,7 @@ func TestRedLockFaultRunsBreakOnlyWhatFaultsExcuse(t *testing.T) {
 		excused += len(res.Violations)
 	}
 	assert.NotZero(t, holds)
-	t.Logf("%d holds, %d excused violations over 40 seeds", holds, excused)
+	t.Logf("%d holds, %d excused violations over 30 seeds", holds, excused)
 }
 
 // TestBrokenRedLockIsCaught: owners that hold with one master granting
