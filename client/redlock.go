@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/warden-go/warden/internal/quorum"
 )
 
 // RedLock is the Redis distlock algorithm over N independent Redis masters
@@ -57,7 +59,7 @@ func NewRedLock(locks ...*Lock) *RedLock {
 	for i, l := range locks {
 		r.locks[i] = l.c.newLock(l.name, l.kind, []LockOption{WithOwner(owner)})
 	}
-	r.quorum = len(locks)/2 + 1
+	r.quorum = quorum.Quorum(len(locks))
 	r.held = make([]bool, len(locks))
 	return r
 }
@@ -187,20 +189,9 @@ func (r *RedLock) lease(lease time.Duration) time.Duration {
 	return r.locks[0].c.opts.watchdog
 }
 
-// nodeTimeout bounds one master's attempt: small against the lease, as
-// the algorithm asks (a 10 s lease gives 100 ms), but never below 50 ms.
-func nodeTimeout(lease time.Duration) time.Duration {
-	return max(lease/100, 50*time.Millisecond)
-}
-
 // errNodeTimeout marks a master that did not answer within the per-node
 // timeout.
 var errNodeTimeout = errors.New("warden: no reply within the per-node timeout")
-
-// drift is the clock drift the validity allows for.
-func drift(lease time.Duration) time.Duration {
-	return lease/100 + 2*time.Millisecond
-}
 
 // acquire takes a majority before deadline (zero: no limit but ctx's,
 // with Lock's error contract; else TryLockWait's).
@@ -209,7 +200,7 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 	full := r.lease(lease)
 	return retry(ctx, clock, deadline, func() (bool, error) {
 		start := clock.Now()
-		ok, errs := r.attempt(ctx, lease, nodeTimeout(full))
+		ok, errs := r.attempt(ctx, lease, quorum.NodeTimeout(full))
 		var held []*Lock
 		var failed []error
 		for i := range r.locks {
@@ -220,13 +211,13 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 				failed = append(failed, errs[i])
 			}
 		}
-		validUntil := start.Add(full - drift(full))
-		if len(held) >= r.quorum && clock.Now().Before(validUntil) {
+		validUntil := quorum.ValidUntil(start, full)
+		if quorum.Holds(len(r.locks), len(held), clock.Now(), validUntil) {
 			r.hold(ok, validUntil, lease > 0)
 			return true, nil
 		}
 		releaseTaken(ctx, held)
-		if ctx.Err() == nil && len(failed) > len(r.locks)-r.quorum {
+		if ctx.Err() == nil && quorum.OutOfReach(len(r.locks), len(failed)) {
 			return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
 				r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
 		}
@@ -318,7 +309,7 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 				return
 			}
 			r.held[i] = false
-			if countTrue(r.held) < r.quorum {
+			if quorum.Lost(len(r.locks), countTrue(r.held), time.Time{}, time.Time{}) {
 				r.loseLocked()
 			}
 		}()

@@ -6,6 +6,7 @@
 //
 //	go run ./sim/cmd/warden-sim -seed 1 -runs 1000 -faults all
 //	go run ./sim/cmd/warden-sim -seed 42 -faults partition,lost-reply -timeline seed42.html
+//	go run ./sim/cmd/warden-sim -redlock -masters 3 -seed 1 -runs 300 -faults all -q
 package main
 
 import (
@@ -27,6 +28,8 @@ func main() {
 	timeline := flag.String("timeline", "", "write the timeline of the first seed to this HTML file")
 	trace := flag.Bool("trace", false, "print the trace of every run")
 	quiet := flag.Bool("q", false, "print only failing runs and the summary")
+	redlock := flag.Bool("redlock", false, "run RedLock mode: -clients processes, each with one engine per master")
+	masters := flag.Int("masters", 3, "independent simulated Redis masters in RedLock mode")
 	flag.Parse()
 	fs, err := sim.ParseFaults(*faults)
 	if err != nil {
@@ -36,6 +39,10 @@ func main() {
 	if *runs < 1 {
 		fmt.Fprintln(os.Stderr, "-runs must be at least 1")
 		os.Exit(2)
+	}
+	if *redlock {
+		os.Exit(runRedLock(sim.RedLockOptions{Masters: *masters, Processes: *clients, Owners: *owners, Faults: fs,
+			Length: *length, KeepTrace: *trace}, *seed, *runs, *faults, *quiet))
 	}
 	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace}
 	start := time.Now()
@@ -97,4 +104,50 @@ func main() {
 	if len(failing) > 0 {
 		os.Exit(1)
 	}
+}
+
+// runRedLock runs RedLock mode's seeds and prints them as main does the
+// single-master runs; it returns the exit code.
+func runRedLock(o sim.RedLockOptions, seed int64, runs int, faults string, quiet bool) int {
+	start := time.Now()
+	results, errs := sim.RunRedLockSeeds(o, seed, runs)
+	var failing []int64
+	ops, holds, excused := 0, 0, 0
+	for i, res := range results {
+		s := seed + int64(i)
+		if errs[i] != nil {
+			fmt.Printf("seed %d: error: %v\n", s, errs[i])
+			failing = append(failing, s)
+			continue
+		}
+		failed := res.Failed()
+		ops += res.Ops
+		holds += len(res.Holds)
+		excused += len(res.Violations) - len(failed)
+		if len(failed) > 0 {
+			failing = append(failing, s)
+		}
+		if !quiet || len(failed) > 0 {
+			fmt.Printf("seed %d: %d ops, %d attempts, %d holds, %d faults, %d violations (%d excused), trace %s\n", s,
+				res.Ops, res.Attempts, len(res.Holds), len(res.Faults), len(res.Violations),
+				len(res.Violations)-len(failed), res.Trace[:16])
+			for _, v := range res.Violations {
+				excuse := "NOT EXCUSED"
+				if v.Excused != "" {
+					excuse = "excused by " + string(v.Excused)
+				}
+				fmt.Printf("  %v %s on %s: %s [%s]\n", v.At, v.Check, v.Name, v.What, excuse)
+			}
+		}
+		for _, l := range res.Lines {
+			fmt.Print("  ", l)
+		}
+	}
+	fmt.Printf("%d redlock runs (%d masters, seeds %d..%d, faults %s) in %v: %d ops, %d holds, %d excused violations, %d failing seeds %v\n",
+		runs, o.Masters, seed, seed+int64(runs)-1, faults, time.Since(start).Round(time.Millisecond), ops, holds, excused,
+		len(failing), failing)
+	if len(failing) > 0 {
+		return 1
+	}
+	return 0
 }
