@@ -27,6 +27,7 @@ func main() {
 	timeline := flag.String("timeline", "", "write the timeline of the first seed to this HTML file")
 	trace := flag.Bool("trace", false, "print the trace of every run")
 	quiet := flag.Bool("q", false, "print only failing runs and the summary")
+	multiLocks := flag.Bool("multilocks", true, "let some owners take MultiLocks (false: the workload before MultiLocks joined)")
 	flag.Parse()
 	fs, err := sim.ParseFaults(*faults)
 	if err != nil {
@@ -37,7 +38,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-runs must be at least 1")
 		os.Exit(2)
 	}
-	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace}
+	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace,
+		NoMultiLocks: !*multiLocks}
 	start := time.Now()
 	results, errs := sim.RunSeeds(base, *seed, *runs)
 
