@@ -35,9 +35,12 @@ func multiBound(o *Options) time.Duration { return starveBound(o) + multi.RetryP
 //
 //   - Held means all held. At an acquire answered held (Return), its owner
 //     holds every member (a hold of its own on that name, From <= Return <
-//     To), and none of those holds ends released before the owner began
-//     releasing the set (Until); one may end lost (its owner was told),
-//     crashed or with the run.
+//     To, or To == Return for a hold told lost at that instant: the owner
+//     handles one message at a time, and a loss handled before the last
+//     member's grant fails the attempt, so one told at the same instant
+//     came after the answer), and none of those holds ends released before
+//     the owner began releasing the set (Until); one may end lost (its
+//     owner was told), crashed or with the run.
 //   - None held after. Once a failed acquire was answered (the members it
 //     took were given back and those give-backs answered before), or once
 //     every release of the set was answered (Done), its owner holds none of
@@ -65,13 +68,15 @@ func checkMultiLocks(h *History, o *Options) []Violation {
 	return vs
 }
 
-// ownerHold is owner's hold on member mm at at (From <= at < To), nil when
-// it held none then.
-func ownerHold(h *History, owner string, mm MultiMember, at time.Duration) *Hold {
+// ownerHold is owner's hold on member mm at at (From <= at < To; with
+// lostThen, also one told lost at at), nil when it held none then.
+func ownerHold(h *History, owner string, mm MultiMember, at time.Duration, lostThen bool) *Hold {
 	for i := range h.Holds {
 		hd := &h.Holds[i]
-		if hd.Owner == owner && hd.Name == mm.Name && hd.Kind == mm.Kind && hd.End != EndUnknown &&
-			hd.From <= at && at < hd.To {
+		if hd.Owner != owner || hd.Name != mm.Name || hd.Kind != mm.Kind || hd.End == EndUnknown || hd.From > at {
+			continue
+		}
+		if at < hd.To || (lostThen && hd.End == EndLost && hd.To == at) {
 			return hd
 		}
 	}
@@ -95,7 +100,7 @@ func checkSetHeld(h *History, m *MultiOp) []Violation {
 	}
 	var vs []Violation
 	for _, mm := range m.Members {
-		hd := ownerHold(h, m.Owner, mm, m.Return)
+		hd := ownerHold(h, m.Owner, mm, m.Return, true)
 		switch {
 		case hd == nil:
 			vs = append(vs, Violation{Check: checkAllOrNone, At: m.Return, Name: mm.Name,
@@ -126,7 +131,7 @@ func checkSetGivenBack(h *History, m *MultiOp) []Violation {
 	}
 	var vs []Violation
 	for _, mm := range m.Members {
-		if hd := ownerHold(h, m.Owner, mm, at); hd != nil {
+		if hd := ownerHold(h, m.Owner, mm, at, false); hd != nil {
 			vs = append(vs, Violation{Check: checkAllOrNone, At: at, Name: mm.Name,
 				What: fmt.Sprintf("%s: %s at %v, but its owner still held %s (%s), since %v", m.describe(), what, at,
 					mm.Name, mm.Kind, hd.From)})

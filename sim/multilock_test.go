@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/messages"
 )
@@ -40,6 +41,13 @@ func TestAllOrNoneCheckWhenHeld(t *testing.T) {
 	// b lost (its owner was told): the set is still the owner's to release.
 	h.Holds[1].End = EndLost
 	assert.Empty(t, failedChecks(t, h))
+	// Even at the instant the set was answered held (the loss came after the
+	// answer), but not before.
+	h.Holds[1].To = ms(100)
+	assert.Empty(t, failedChecks(t, h))
+	h.Holds[1].From, h.Holds[1].To = ms(98), ms(99)
+	assert.Equal(t, []string{checkAllOrNone}, failedChecks(t, h))
+	h.Holds[1].From, h.Holds[1].To = ms(100), ms(200)
 	// A hold of unknown outcome is no owner's belief.
 	h.Holds[1].End = EndUnknown
 	assert.Equal(t, []string{checkAllOrNone}, failedChecks(t, h))
@@ -118,6 +126,28 @@ func TestMultiProgressCheck(t *testing.T) {
 	assert.Equal(t, []string{checkMultiProgress}, failedChecks(t, h))
 	h.Faults = []Fault{{Kind: FaultCrash, Client: 0, From: ms(3000), To: ms(3000)}}
 	assert.Empty(t, failedChecks(t, h))
+}
+
+// TestMultiLockSeedsThatOnceFailed replays seeds whose MultiLocks failed a
+// check, each with the options it failed with (warden-sim's defaults: 10 s
+// runs):
+//   - 1315, every fault, a checker defect: a pause of the owner's client
+//     outlasted its members' watchdog leases while the last member's grant
+//     was on its way; after the pause the grant came first, the set was
+//     answered held, and the three members' losses were told at the same
+//     instant, after it (all or none now accepts a hold told lost at the
+//     instant of the answer).
+func TestMultiLockSeedsThatOnceFailed(t *testing.T) {
+	for _, c := range []struct {
+		seed   int64
+		faults []FaultKind
+	}{{1315, AllFaults()}} {
+		res, err := Run(Options{Seed: c.seed, Faults: c.faults, Length: 10 * time.Second})
+		require.NoError(t, err)
+		for _, v := range res.Failed() {
+			t.Errorf("seed %d: %s at %v on %s: %s", c.seed, v.Check, v.At, v.Name, v.What)
+		}
+	}
 }
 
 // TestBrokenMultiLockIsCaught runs two deliberately broken MultiLocks,
