@@ -1,18 +1,17 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/warden-go/warden/internal/multi"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -27,21 +26,19 @@ import (
 // the Redis server's address), whatever order they were given in, so
 // MultiLocks sharing members always take them in the same order and never
 // hold one each of two members the other wants. The first member waits as
-// long as the budget allows; a later one at most memberWait, after which
-// the members taken are released and the whole set is tried again after a
-// short random pause, within the same wait budget.
+// long as the budget allows; a later one at most 1.5 s, after which the
+// members taken are released and the whole set is tried again after a
+// short random pause (under 50 ms), within the same wait budget. An
+// attempt during which a member it took was lost is given back and tried
+// again too.
+//
+// The decisions (the order, each member's wait, whether an attempt holds
+// the set, the pause) are package internal/multi's, which the simulation
+// (package sim) drives through the engine's messages as well.
 type MultiLock struct {
 	locks []*Lock
 	err   error
 }
-
-// memberWait bounds how long a MultiLock holding some members waits for
-// the next one before it gives them all back and starts again.
-const memberWait = 1500 * time.Millisecond
-
-// retryPause bounds the random pause before a MultiLock or RedLock tries
-// its members again.
-const retryPause = 50 * time.Millisecond
 
 // NewMultiLock returns a MultiLock over locks. At least one member is
 // needed, none may be nil, and none may appear twice; otherwise every call
@@ -50,13 +47,8 @@ func NewMultiLock(locks ...*Lock) *MultiLock {
 	if err := validateMembers(locks); err != nil {
 		return &MultiLock{err: err}
 	}
-	ordered := slices.Clone(locks)
-	server := make(map[*Lock]string, len(locks))
-	for _, l := range locks {
-		server[l] = serverOf(l)
-	}
-	slices.SortStableFunc(ordered, func(a, b *Lock) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(server[a], server[b]))
+	ordered := multi.Sorted(locks, func(l *Lock) multi.Member {
+		return multi.Member{Name: l.name, Server: serverOf(l)}
 	})
 	return &MultiLock{locks: ordered}
 }
@@ -170,65 +162,50 @@ func (m *MultiLock) clock() clockwork.Clock { return m.locks[0].c.opts.clock }
 // ctx's, with Lock's error contract; else TryLockWait's).
 func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (bool, error) {
 	clock := m.clock()
+	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease}
 	return retry(ctx, clock, deadline, func() (bool, error) {
-		start := clock.Now()
-		taken, err := m.attempt(ctx, deadline, lease)
+		a, err := m.attempt(ctx, plan)
 		if err != nil {
 			return false, err
 		}
-		if taken == len(m.locks) && (lease == 0 || clock.Since(start) < lease) {
-			return true, nil
+		held, giveBack := plan.Outcome(a, clock.Now())
+		if !held {
+			releaseTaken(ctx, m.locks[:giveBack])
 		}
-		// Not all taken, or the first member's lease ran out meanwhile.
-		releaseTaken(ctx, m.locks[:taken])
-		return false, nil
+		return held, nil
 	})
 }
 
-// attempt takes the members in order and returns how many it took; it
-// stops at the first member not obtained in time. A Redis error ends the
-// attempt with the members taken given back.
-func (m *MultiLock) attempt(ctx context.Context, deadline time.Time, lease time.Duration) (int, error) {
+// attempt takes the members in order, each with the deadline plan gives
+// it, and reports how many it took and whether one of them was lost
+// meanwhile; it stops at the first member not obtained in time. A Redis
+// error ends the attempt with the members taken given back.
+func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt, error) {
 	clock := m.clock()
+	a := multi.Attempt{Start: clock.Now()}
 	for i, l := range m.locks {
-		// The first member waits for the whole budget (with none, as long
-		// as ctx allows); a later one at most memberWait.
-		var dl time.Time
-		switch {
-		case deadline.IsZero() && i == 0:
-		case deadline.IsZero():
-			dl = clock.Now().Add(memberWait)
-		case i == 0:
-			dl = deadline
-		default:
-			dl = earliest(deadline, clock.Now().Add(memberWait))
-		}
-		var wait time.Duration // a fair member's place in the queue lasts its wait
-		if !dl.IsZero() {
-			wait = max(0, dl.Sub(clock.Now()))
-		}
-		a, err := l.acquire(ctx, lease, dl, false, wait)
-		ok := a != nil
+		dl, wait := plan.Member(i, clock.Now())
+		r, err := l.acquire(ctx, plan.Lease, dl, false, wait)
 		if err != nil && ctx.Err() != nil {
 			err = nil // the caller reports the context's end
 		}
 		if err != nil {
 			releaseTaken(ctx, m.locks[:i])
-			return 0, fmt.Errorf("warden: multilock member %s: %w", l.name, err)
+			return multi.Attempt{}, fmt.Errorf("warden: multilock member %s: %w", l.name, err)
 		}
-		if !ok {
-			return i, nil
+		if r == nil {
+			return a, nil
+		}
+		a.Taken++
+	}
+	for _, l := range m.locks {
+		select {
+		case <-l.Lost(): // told lost since the attempt took it
+			a.Lost = true
+		default:
 		}
 	}
-	return len(m.locks), nil
-}
-
-// earliest returns the earlier of a and b.
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
+	return a, nil
 }
 
 // releaseTaken gives back one hold of each of locks, which were just
@@ -257,11 +234,11 @@ func unlockAll(ctx context.Context, locks []*Lock) []error {
 }
 
 // retry calls try until it takes the set (true) or fails (an error),
-// pausing a random moment between calls. A zero deadline is the blocking
-// calls' (Lock, LockLease): they try until ctx ends, then fail with
-// ErrNotObtained joined with ctx's error. Otherwise it is a Try call's:
-// when deadline passes retry returns false with a nil error, and when ctx
-// ends, ctx's error.
+// pausing a random moment between calls (multi.Again, multi.Pause). A
+// zero deadline is the blocking calls' (Lock, LockLease): they try until
+// ctx ends, then fail with ErrNotObtained joined with ctx's error.
+// Otherwise it is a Try call's: when deadline passes retry returns false
+// with a nil error, and when ctx ends, ctx's error.
 func retry(ctx context.Context, clock clockwork.Clock, deadline time.Time, try func() (bool, error)) (bool, error) {
 	blocking := deadline.IsZero()
 	for {
@@ -271,7 +248,7 @@ func retry(ctx context.Context, clock clockwork.Clock, deadline time.Time, try f
 		if ctx.Err() != nil {
 			return false, waitCtxErr(ctx, blocking)
 		}
-		if !blocking && !clock.Now().Before(deadline) {
+		if !multi.Again(deadline, clock.Now()) {
 			return false, nil
 		}
 		if err := pause(ctx, clock, deadline); err != nil {
@@ -280,14 +257,10 @@ func retry(ctx context.Context, clock clockwork.Clock, deadline time.Time, try f
 	}
 }
 
-// pause sleeps a random time up to retryPause on clock, never past
-// deadline (zero: none); it returns ctx's error if ctx ends first.
+// pause sleeps on clock for multi.Pause, drawn from the global random
+// source; it returns ctx's error if ctx ends first.
 func pause(ctx context.Context, clock clockwork.Clock, deadline time.Time) error {
-	d := time.Duration(rand.Int64N(int64(retryPause))) + time.Millisecond
-	if !deadline.IsZero() {
-		d = min(d, max(0, deadline.Sub(clock.Now())))
-	}
-	t := clock.NewTimer(d)
+	t := clock.NewTimer(multi.Pause(deadline, clock.Now(), rand.Uint64()))
 	defer t.Stop()
 	select {
 	case <-t.Chan():

@@ -37,6 +37,14 @@ import (
 //     may wait while the lock is free, and one whose deadline passes is
 //     answered with a timeout though the lock was free, which the
 //     linearizability check counts as a refusal where none was possible.
+//   - A MultiLock waits for its members as any waiter does: what can keep
+//     a waiter from a free lock (starvation) can keep a MultiLock from a
+//     free set (multilock progress), and for the same reasons.
+//
+// No fault excuses all-or-none: it compares what a MultiLock's owner was
+// told of each member (granted, refused, lost, released) with what the
+// MultiLock answered, and a fault changes what the owner is told, not how
+// the MultiLock must answer it.
 //
 // Lost requests and replies, lost messages, latency and partitions excuse
 // no violation of exclusion, told-before, fencing, permits or latch: a
@@ -44,13 +52,14 @@ import (
 // reported at the lease's end, and the holds a late answer shows Redis
 // kept are given back.
 var limits = map[FaultKind][]string{
-	FaultRestart:     {checkExclusion, checkToldBefore, checkFencing, checkStarvation, checkLinearizable, checkPermitCount, checkLatch},
-	FaultPause:       {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable},
-	FaultClockJump:   {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable, checkPermitCount},
-	FaultPartition:   {checkStarvation, checkLinearizable},
-	FaultLostReply:   {checkStarvation, checkLinearizable},
-	FaultLostRequest: {checkStarvation, checkLinearizable},
-	FaultCrash:       {checkStarvation},
+	FaultRestart: {checkExclusion, checkToldBefore, checkFencing, checkStarvation, checkLinearizable, checkPermitCount, checkLatch,
+		checkMultiProgress},
+	FaultPause:       {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable, checkMultiProgress},
+	FaultClockJump:   {checkExclusion, checkToldBefore, checkStarvation, checkLinearizable, checkPermitCount, checkMultiProgress},
+	FaultPartition:   {checkStarvation, checkLinearizable, checkMultiProgress},
+	FaultLostReply:   {checkStarvation, checkLinearizable, checkMultiProgress},
+	FaultLostRequest: {checkStarvation, checkLinearizable, checkMultiProgress},
+	FaultCrash:       {checkStarvation, checkMultiProgress},
 }
 
 // Limits returns the checks fault k can break, as documented at limits;
@@ -73,6 +82,7 @@ func check(h *History, o *Options) (vs []Violation, unknown []string) {
 	vs = append(vs, checkStarving(h, o)...)
 	vs = append(vs, checkPermitHolds(h, o)...)
 	vs = append(vs, checkLatches(h, o)...)
+	vs = append(vs, checkMultiLocks(h, o)...)
 	lin, unknown := CheckLinearizable(h, 5*time.Second)
 	for _, v := range lin {
 		v.Excused = excuse(h, checkLinearizable, -1, 0, h.Length)
@@ -292,17 +302,34 @@ func checkStarving(h *History, o *Options) []Violation {
 // held until its lease runs out, a permit until its lease ends, or for
 // good; a hold of unknown outcome counts as held), and when it began.
 func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Duration, time.Duration) {
-	type span struct {
-		from, to time.Duration
-		permits  int64
+	busy := busySpans(h, o, op.Name, op.Kind, op.Owner, func(x *Op) bool { return x.Call < op.Call })
+	limit := int64(1)
+	if op.Kind == messages.KindSemaphore || op.Kind == messages.KindPermitSemaphore {
+		limit = o.Permits
 	}
+	return longestGap(busy, limit, op.Call, end)
+}
+
+// span is a stretch in which permits of a lock were taken.
+type span struct {
+	from, to time.Duration
+	permits  int64
+}
+
+// busySpans lists the stretches in which owners other than owner held
+// name, as a waiter for it (of kind) sees them: read holds do not keep a
+// reader out, a crashed or lost owner's lock stays until its lease runs
+// out, a permit until its lease ends, and a fair lock's waiter also waits,
+// rightly, for the waiters ahead of it (the acquires ahead reports true
+// for), until they were answered.
+func busySpans(h *History, o *Options, name string, kind messages.Kind, owner string, ahead func(*Op) bool) []span {
 	var busy []span
 	for i := range h.Holds {
 		hd := &h.Holds[i]
-		if hd.Name != op.Name || hd.Owner == op.Owner {
+		if hd.Name != name || hd.Owner == owner {
 			continue
 		}
-		if op.Kind != messages.KindSemaphore && hd.Kind == messages.KindReadLock && op.Kind == messages.KindReadLock {
+		if kind != messages.KindSemaphore && hd.Kind == messages.KindReadLock && kind == messages.KindReadLock {
 			continue
 		}
 		to := hd.To
@@ -314,11 +341,10 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 		}
 		busy = append(busy, span{hd.From, to, hd.Permits})
 	}
-	if op.Kind == messages.KindFairLock {
-		// A fair waiter also waits, rightly, for the waiters ahead of it.
+	if kind == messages.KindFairLock {
 		for i := range h.Ops {
 			x := &h.Ops[i]
-			if x.Name == op.Name && x.Owner != op.Owner && x.Action == ActAcquire && x.Call < op.Call {
+			if x.Name == name && x.Owner != owner && x.Action == ActAcquire && ahead(x) {
 				to := x.Return
 				if to < 0 {
 					to = h.Length
@@ -327,17 +353,18 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 			}
 		}
 	}
-	limit := int64(1)
-	if op.Kind == messages.KindSemaphore || op.Kind == messages.KindPermitSemaphore {
-		limit = o.Permits
-	}
-	// Sweep the wait window: free while fewer than limit permits are held.
+	return busy
+}
+
+// longestGap is the longest stretch of [from, end] in which the spans in
+// busy held fewer than limit permits, and when it began.
+func longestGap(busy []span, limit int64, from, end time.Duration) (time.Duration, time.Duration) {
 	var edges []edge
 	var held int64
 	for _, s := range busy {
 		switch {
-		case s.to <= op.Call || s.from >= end:
-		case s.from <= op.Call:
+		case s.to <= from || s.from >= end:
+		case s.from <= from:
 			held += s.permits
 			edges = append(edges, edge{s.to, -s.permits})
 		default:
@@ -348,7 +375,7 @@ func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Durati
 	var best, bestAt time.Duration
 	freeSince := time.Duration(-1)
 	if held < limit {
-		freeSince = op.Call
+		freeSince = from
 	}
 	for _, e := range append(edges, edge{end, 0}) {
 		at := min(e.at, end)

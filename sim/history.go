@@ -52,6 +52,44 @@ type Op struct {
 	Err bool
 }
 
+// MultiOp is one MultiLock acquire of a simulated worker (package
+// internal/multi decides, as for client.MultiLock): from the moment it
+// asked for its first member (Call) to its answer (Return: the set held,
+// or not, once the members taken were given back and those give-backs
+// answered). Each member's acquires and releases are ordinary Ops on its
+// name, each member hold an ordinary Hold. Times are the simulation's,
+// -1 for what never came.
+type MultiOp struct {
+	Client int
+	Owner  string
+	// Members are the member locks in the order the worker listed them;
+	// the acquire takes them in the canonical order (by name).
+	Members []MultiMember
+	// Lease is every member's lease (0: watchdog mode). Blocking is a Lock
+	// or LockLease (no deadline); otherwise Wait is a TryLockWait's wait.
+	Lease    time.Duration
+	Blocking bool
+	Wait     time.Duration
+	Call     time.Duration
+	Return   time.Duration
+	// OK: the set was taken; Err: a member was answered with an error,
+	// which ended the acquire (the members taken were given back).
+	OK  bool
+	Err bool
+	// Attempts is how many passes over the members the acquire made.
+	Attempts int
+	// Until is when the worker began releasing a set it took, Done when
+	// every member's release was answered (-1 when that never came).
+	Until time.Duration
+	Done  time.Duration
+}
+
+// MultiMember is one member of a MultiLock.
+type MultiMember struct {
+	Name string
+	Kind messages.Kind
+}
+
 // HoldEnd tells how a hold ended.
 type HoldEnd string
 
@@ -155,7 +193,8 @@ type Fault struct {
 // Violation is a guarantee a run broke.
 type Violation struct {
 	// Check names the checker: "mutual exclusion", "fencing",
-	// "starvation", "told before", "linearizability", "permits", "latch".
+	// "starvation", "told before", "linearizability", "permits", "latch",
+	// "all or none", "multilock progress".
 	Check string
 	At    time.Duration
 	Name  string
@@ -180,4 +219,7 @@ type History struct {
 	Ops    []Op
 	Holds  []Hold
 	Faults []Fault
+	// Multis are the MultiLock acquires; their members' operations and
+	// holds are among Ops and Holds.
+	Multis []MultiOp
 }

@@ -33,6 +33,12 @@ type Options struct {
 	// (default 2).
 	Kinds []messages.Kind
 	Names int
+	// NoMultiLocks keeps MultiLocks out of the workload. Otherwise, when
+	// Kinds has reentrant or fair locks, each owner takes MultiLocks over
+	// them instead of single primitives with a chance of one in three
+	// (drawn from the seed). With NoMultiLocks a seed runs the workload it
+	// ran before MultiLocks joined, byte for byte.
+	NoMultiLocks bool
 	// Permits is each semaphore's permit count, the permit-expirable ones'
 	// too (default 2).
 	Permits int64
@@ -58,6 +64,8 @@ type Options struct {
 	// doubleCountDown (set by tests) makes each count-down of a latch run
 	// twice, under two request IDs: a broken count-down.
 	doubleCountDown bool
+	// brokenMulti (set by tests) breaks the workload's MultiLocks.
+	brokenMulti brokenMultiLock
 }
 
 // allFaults is every fault the simulation can inject, in the order
@@ -211,10 +219,16 @@ func Run(o Options) (*Result, error) {
 		}
 		w.goroutines.Wait()
 	}()
+	members := multiMembers(&o, targets)
 	for _, cl := range clients {
-		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, clock: &clientClock{w: w, cl: cl}}
+		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, members: members,
+			clock: &clientClock{w: w, cl: cl}}
 		for j := range o.Owners {
-			wl.owners = append(wl.owners, &owner{i: j, cl: cl, id: fmt.Sprintf("c%d-o%d", cl.id, j), side: side{hold: -1}})
+			ow := &owner{i: j, cl: cl, id: fmt.Sprintf("c%d-o%d", cl.id, j), side: side{hold: -1}}
+			if len(members) > 0 && w.chance(multiOwnerShare) {
+				ow.multi = newMultiOwner()
+			}
+			wl.owners = append(wl.owners, ow)
 		}
 		cl.workload = cl.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return wl },
 			actor.WithDispatcher(cl.workers)))
@@ -238,7 +252,7 @@ func Run(o Options) (*Result, error) {
 	}
 	res := &Result{
 		History: History{Seed: o.Seed, Clients: o.Clients, Length: o.Length, Trip: o.trip(), Ops: rec.ops,
-			Holds: rec.holds, Faults: r.faults},
+			Holds: rec.holds, Faults: r.faults, Multis: rec.multis},
 		Trace: tr.sum(),
 		Lines: tr.lines,
 		Steps: w.steps,

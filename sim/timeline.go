@@ -26,7 +26,10 @@ import (
 // token and lease in its tooltip; a count-down latch's operations on their
 // owners' rows in its colour (an await a thin bar from its call to its
 // answer, a count-down a small triangle) and its count's sets on the redis
-// row; faults on the rows of the
+// row; a MultiLock's acquire as a thin dark bar under its owner's row from
+// its call to its answer, and the set it held as a dashed frame around its
+// member holds from its answer until its owner began releasing it (each
+// member hold is a bar like any other); faults on the rows of the
 // client they hit (a band for those that last, a vertical marker for
 // instant ones) and Redis-wide faults (Client < 0) on a row of their own
 // and across all rows (latency, which lasts the whole run, only on its row);
@@ -82,6 +85,7 @@ type tlRow struct {
 	holds  []int // indexes into History.Holds, by From
 	lane   []int // lane of each of holds
 	ops    []int // indexes into History.Ops: the owner's latch operations
+	multis []int // indexes into History.Multis: the owner's MultiLocks
 }
 
 type tlGroup struct {
@@ -125,6 +129,9 @@ func tlNew(h *History, violations []Violation) *tlChart {
 	t.span = h.Length
 	for _, op := range h.Ops {
 		t.span = max(t.span, op.Call, op.Return)
+	}
+	for _, m := range h.Multis {
+		t.span = max(t.span, m.Call, m.Return, m.Until, m.Done)
 	}
 	for _, hd := range h.Holds {
 		t.span = max(t.span, hd.From, hd.To)
@@ -204,6 +211,9 @@ func tlNew(h *History, violations []Violation) *tlChart {
 	for _, hd := range h.Holds {
 		addOwner(hd.Client, hd.Owner)
 	}
+	for _, m := range h.Multis {
+		addOwner(m.Client, m.Owner)
+	}
 	for _, f := range h.Faults {
 		addClient(f.Client)
 	}
@@ -247,6 +257,11 @@ func tlNew(h *History, violations []Violation) *tlChart {
 	for i, op := range h.Ops {
 		if r, ok := rowOf[ownerKey{op.Client, op.Owner}]; ok && op.Kind == messages.KindCountDownLatch {
 			t.rows[r].ops = append(t.rows[r].ops, i)
+		}
+	}
+	for i, m := range h.Multis {
+		if r, ok := rowOf[ownerKey{m.Client, m.Owner}]; ok {
+			t.rows[r].multis = append(t.rows[r].multis, i)
 		}
 	}
 	for r := range t.rows {
@@ -466,6 +481,8 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 .end-expired rect{stroke:#555;stroke-width:1;stroke-dasharray:6 2}
 .mark-expired{stroke:#555;stroke-width:2}
 .latch{stroke:rgba(0,0,0,.35);stroke-width:.5}
+.multi-wait{fill:#444}
+.multi-held{fill:none;stroke:#222;stroke-width:1;stroke-dasharray:3 2}
 .fault-band{opacity:.18}
 .fault-wide.fault-band{opacity:.08}
 .fault-line{stroke-width:1.5}
@@ -513,6 +530,13 @@ func (t *tlChart) render(b *bytes.Buffer) {
 	p("<tr><td>run length</td><td>%s</td></tr>\n", tlEsc(tlDur(h.Length)))
 	p("<tr><td>operations</td><td>%d (%d succeeded, %d never answered)</td></tr>\n", len(h.Ops), granted, unanswered)
 	p("<tr><td>holds</td><td>%d on %d locks</td></tr>\n", len(h.Holds), len(t.locks))
+	held := 0
+	for _, m := range h.Multis {
+		if m.OK {
+			held++
+		}
+	}
+	p("<tr><td>MultiLocks</td><td>%d acquires (%d held the set)</td></tr>\n", len(h.Multis), held)
 	p("<tr><td>faults</td><td>%d</td></tr>\n", len(h.Faults))
 	p("<tr><td>violations</td><td>%d (%d excused)</td></tr>\n", len(t.violations), excused)
 	p("</table>\n")
@@ -536,6 +560,8 @@ func (t *tlChart) render(b *bytes.Buffer) {
 	for _, k := range allFaults {
 		p("<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", tlFaultColor(k), tlEsc(string(k)))
 	}
+	p("<span><svg width=\"40\" height=\"14\"><rect class=\"multi-wait\" x=\"1\" y=\"10\" width=\"36\" height=\"3\"/></svg>MultiLock acquire</span>")
+	p("<span><svg width=\"40\" height=\"14\"><rect class=\"multi-held\" x=\"1\" y=\"1\" width=\"36\" height=\"12\"/></svg>MultiLock held</span>")
 	p("<span><i class=\"sw\" style=\"background:#e00000\"></i>violation</span>")
 	p("<span><i class=\"sw\" style=\"background:#f08000\"></i>excused violation</span>")
 	p("</div>\n")
@@ -735,6 +761,13 @@ func (t *tlChart) renderPlot(b *bytes.Buffer) {
 		}
 	}
 
+	// MultiLocks: their acquires and the sets they held.
+	for _, row := range t.rows {
+		for _, i := range row.multis {
+			t.multiLock(b, &h.Multis[i], row)
+		}
+	}
+
 	// Violations, on top.
 	for _, v := range t.violations {
 		x := t.x(v.At)
@@ -795,6 +828,53 @@ func (t *tlChart) latchOp(b *bytes.Buffer, op *Op, y float64, lockColor map[stri
 		fmt.Fprintf(b, "<g class=\"latch\"><title>%s</title><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"4\" fill=\"%s\"/></g>\n",
 			tlEsc(title), tlNum(x), tlNum(mid-2), tlNum(max(t.x(end)-x, 1)), color)
 	}
+}
+
+// multiLock draws a MultiLock's acquire on its owner's row: a thin bar
+// under the row's holds from its call to its answer (to the end of the
+// chart when it never came) and, when it took the set, a dashed frame
+// around the row from its answer until its owner began releasing the set.
+func (t *tlChart) multiLock(b *bytes.Buffer, m *MultiOp, row tlRow) {
+	names := make([]string, len(m.Members))
+	for i, mm := range m.Members {
+		names[i] = mm.Name
+	}
+	how := "blocking"
+	if !m.Blocking {
+		how = "wait " + tlDur(m.Wait)
+	}
+	lease := "watchdog"
+	if m.Lease > 0 {
+		lease = "lease " + tlDur(m.Lease)
+	}
+	answer := "never answered"
+	switch {
+	case m.Return >= 0 && m.Err:
+		answer = "answered with an error at " + tlDur(m.Return)
+	case m.Return >= 0 && m.OK:
+		answer = "held from " + tlDur(m.Return)
+	case m.Return >= 0:
+		answer = "answered not held at " + tlDur(m.Return)
+	}
+	title := fmt.Sprintf("MultiLock of %s over %s (%s, %s) from %s, %d attempts, %s", m.Owner,
+		strings.Join(names, ", "), how, lease, tlDur(m.Call), m.Attempts, answer)
+	end := m.Return
+	if end < 0 {
+		end = t.span
+	}
+	x := t.x(m.Call)
+	fmt.Fprintf(b, "<g class=\"multi\"><title>%s</title><rect class=\"multi-wait\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"3\"/>",
+		tlEsc(title), tlNum(x), tlNum(row.y+row.h-3.5), tlNum(max(t.x(end)-x, 1)))
+	if m.OK && m.Return >= 0 {
+		until := m.Until
+		if until < 0 {
+			until = t.span
+		}
+		x0 := t.x(m.Return)
+		fmt.Fprintf(b, "<rect class=\"multi-held\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\"/>",
+			tlNum(x0), tlNum(row.y+1), tlNum(max(t.x(until)-x0, 1)), tlNum(row.h-5))
+	}
+	b.WriteString("</g>\n")
 }
 
 // faultShape draws f between y0 and y1: a band while it lasts and, for an

@@ -186,3 +186,33 @@ func tlWellFormed(t *testing.T, page string) {
 		}
 	}
 }
+
+func TestTimelineDrawsMultiLocks(t *testing.T) {
+	h := &History{Seed: 3, Clients: 1, Length: ms(2000),
+		Holds: []Hold{
+			{Client: 0, Owner: "m", Name: "a", Kind: messages.KindLock, Permits: 1, From: ms(100), To: ms(900), End: EndReleased},
+			{Client: 0, Owner: "m", Name: "b", Kind: messages.KindFairLock, Permits: 1, From: ms(300), To: ms(900), End: EndReleased},
+		},
+		Multis: []MultiOp{
+			{Client: 0, Owner: "m", Members: []MultiMember{{"b", messages.KindFairLock}, {"a", messages.KindLock}},
+				Wait: ms(1000), Call: ms(90), Return: ms(310), OK: true, Attempts: 2, Until: ms(900), Done: ms(905)},
+			{Client: 0, Owner: "m", Members: []MultiMember{{"a", messages.KindLock}, {"b", messages.KindFairLock}},
+				Blocking: true, Lease: ms(2000), Call: ms(1200), Return: -1, Attempts: 1, Until: -1, Done: -1},
+		},
+	}
+	out := tlRender(t, h, nil)
+	for _, want := range []string{
+		"2 acquires (1 held the set)",
+		"MultiLock of m over b, a (wait 1s, watchdog) from 90ms, 2 attempts, held from 310ms",
+		"MultiLock of m over a, b (blocking, lease 2s) from 1.2s, 1 attempts, never answered",
+		`class="multi-held"`, `class="multi-wait"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, `<rect class="multi-held" x=`); n != 2 { // one set held, and the legend's
+		t.Errorf("%d held frames", n)
+	}
+	tlWellFormed(t, out)
+}

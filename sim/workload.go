@@ -26,9 +26,10 @@ func (t target) latch(phase int) string {
 
 // recorder is the run's history as the workload sees it.
 type recorder struct {
-	w     *world
-	ops   []Op
-	holds []Hold
+	w      *world
+	ops    []Op
+	holds  []Hold
+	multis []MultiOp
 }
 
 func (r *recorder) op(o Op) int {
@@ -69,6 +70,9 @@ type owner struct {
 	// downgrading: the write lock while it takes and holds the read side,
 	// then the read lock while it releases the write holds. nil otherwise.
 	kept *side
+	// multi is the state of an owner that takes MultiLocks (see
+	// multilock.go), nil for one that acts on one primitive at a time.
+	multi *multiOwner
 }
 
 // side is what an owner holds of one target; a downgrade keeps one side
@@ -119,6 +123,8 @@ type workload struct {
 	cl      *client
 	rec     *recorder
 	targets []target
+	// members are the locks MultiLocks are made of.
+	members []target
 	owners  []*owner
 	clock   *clientClock
 	self    *actor.PID
@@ -135,20 +141,40 @@ func (wl *workload) Receive(ctx actor.Context) {
 			wl.later(o, wl.w.jitter(0, 100*time.Millisecond))
 		}
 	case *step:
-		wl.act(ctx, wl.owners[m.i])
+		if o := wl.owners[m.i]; o.multi != nil {
+			wl.multiStep(ctx, o)
+		} else {
+			wl.act(ctx, o)
+		}
 	case *messages.Acquired:
-		wl.onAcquired(ctx, wl.byID(m.Owner), m)
+		if o := wl.byID(m.Owner); o.multi != nil {
+			wl.onMemberAcquired(ctx, o, m)
+		} else {
+			wl.onAcquired(ctx, o, m)
+		}
 	case *messages.AcquireFailed:
 		o := wl.byID(m.Owner)
+		if o.multi != nil {
+			wl.onMemberRefused(ctx, o, m)
+			break
+		}
 		wl.rec.answer(o.pending, false, isFault(m.Err), 0)
 		if isFault(m.Err) {
 			wl.ghost(o)
 		}
 		wl.endCycle(o)
 	case *messages.Released:
-		wl.onReleased(wl.byID(m.Owner), true, nil)
+		if o := wl.byID(m.Owner); o.multi != nil {
+			wl.onMemberReleased(o, m.Name, nil)
+		} else {
+			wl.onReleased(o, true, nil)
+		}
 	case *messages.ReleaseFailed:
-		wl.onReleased(wl.byID(m.Owner), false, m.Err)
+		if o := wl.byID(m.Owner); o.multi != nil {
+			wl.onMemberReleased(o, m.Name, m.Err)
+		} else {
+			wl.onReleased(o, false, m.Err)
+		}
 	case *semReleased:
 		wl.onReleased(wl.byID(m.owner), m.ok, m.err)
 	case *countedDown:
@@ -164,6 +190,10 @@ func (wl *workload) Receive(ctx actor.Context) {
 // owner acts on, or the side of a downgrade it kept.
 func (wl *workload) onLost(m *messages.LockLost) {
 	o := wl.byID(m.Owner)
+	if o.multi != nil {
+		wl.onMemberLost(o, m)
+		return
+	}
 	if o.hold >= 0 && m.Name == o.tgt.name && m.Kind == o.tgt.kind {
 		wl.endHold(o, &o.hold, EndLost)
 	} else if k := o.kept; k != nil && k.hold >= 0 && m.Name == k.tgt.name && m.Kind == k.tgt.kind {
@@ -410,18 +440,24 @@ func (wl *workload) onReleased(o *owner, ok bool, err error) {
 // may stay taken until the run ends (its give-back may be lost too); a
 // latch's await takes nothing.
 func (wl *workload) ghost(o *owner) {
-	if o.tgt.kind == messages.KindCountDownLatch {
+	wl.ghostOf(o, o.tgt, o.lease, o.pending)
+}
+
+// ghostOf records that Redis may hold o's lock t, taken with lease, until
+// a lease after the operation at index op, whose outcome is unknown.
+func (wl *workload) ghostOf(o *owner, t target, lease time.Duration, op int) {
+	if t.kind == messages.KindCountDownLatch {
 		return
 	}
-	from := wl.rec.ops[o.pending].Call
+	from := wl.rec.ops[op].Call
 	to := wl.w.now + wl.o.Watchdog
 	switch {
-	case o.lease > 0:
-		to = wl.w.now + o.lease
-	case o.tgt.kind == messages.KindPermitSemaphore:
+	case lease > 0:
+		to = wl.w.now + lease
+	case t.kind == messages.KindPermitSemaphore:
 		to = wl.o.Length
 	}
-	wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind,
+	wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: t.name, Kind: t.kind,
 		Permits: 1, Asked: from, From: from, To: to, End: EndUnknown})
 }
 

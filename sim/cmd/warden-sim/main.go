@@ -30,6 +30,7 @@ func main() {
 	quiet := flag.Bool("q", false, "print only failing runs and the summary")
 	redlock := flag.Bool("redlock", false, "run RedLock mode: -clients processes, each with one engine per master")
 	masters := flag.Int("masters", 3, "independent simulated Redis masters in RedLock mode")
+	multiLocks := flag.Bool("multilocks", true, "let some owners take MultiLocks (false: the workload before MultiLocks joined)")
 	flag.Parse()
 	fs, err := sim.ParseFaults(*faults)
 	if err != nil {
@@ -44,12 +45,13 @@ func main() {
 		os.Exit(runRedLock(sim.RedLockOptions{Masters: *masters, Processes: *clients, Owners: *owners, Faults: fs,
 			Length: *length, KeepTrace: *trace}, *seed, *runs, *faults, *quiet))
 	}
-	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace}
+	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace,
+		NoMultiLocks: !*multiLocks}
 	start := time.Now()
 	results, errs := sim.RunSeeds(base, *seed, *runs)
 
 	var failing []int64
-	ops, excused, undecided := 0, 0, 0
+	ops, excused, undecided, multis, held := 0, 0, 0, 0, 0
 	for i, res := range results {
 		s := *seed + int64(i)
 		if errs[i] != nil {
@@ -59,14 +61,21 @@ func main() {
 		}
 		failed := res.Failed()
 		ops += len(res.Ops)
+		multis += len(res.Multis)
+		for _, m := range res.Multis {
+			if m.OK {
+				held++
+			}
+		}
 		excused += len(res.Violations) - len(failed)
 		undecided += len(res.Unknown)
 		if len(failed) > 0 {
 			failing = append(failing, s)
 		}
 		if !*quiet || len(failed) > 0 {
-			fmt.Printf("seed %d: %d ops, %d holds, %d faults, %d violations (%d excused), trace %s\n", s, len(res.Ops),
-				len(res.Holds), len(res.Faults), len(res.Violations), len(res.Violations)-len(failed), res.Trace[:16])
+			fmt.Printf("seed %d: %d ops, %d holds, %d MultiLock acquires, %d faults, %d violations (%d excused), trace %s\n",
+				s, len(res.Ops), len(res.Holds), len(res.Multis), len(res.Faults), len(res.Violations),
+				len(res.Violations)-len(failed), res.Trace[:16])
 			for _, v := range res.Violations {
 				excuse := "NOT EXCUSED"
 				if v.Excused != "" {
@@ -98,9 +107,9 @@ func main() {
 		}
 		fmt.Printf("timeline of seed %d written to %s\n", *seed, *timeline)
 	}
-	fmt.Printf("%d runs (seeds %d..%d, faults %s) in %v: %d ops, %d excused violations, %d undecided checks, %d failing seeds %v\n",
-		*runs, *seed, *seed+int64(*runs)-1, *faults, time.Since(start).Round(time.Millisecond), ops, excused,
-		undecided, len(failing), failing)
+	fmt.Printf("%d runs (seeds %d..%d, faults %s) in %v: %d ops (%d MultiLock acquires, %d held the set), %d excused violations, %d undecided checks, %d failing seeds %v\n",
+		*runs, *seed, *seed+int64(*runs)-1, *faults, time.Since(start).Round(time.Millisecond), ops, multis, held,
+		excused, undecided, len(failing), failing)
 	if len(failing) > 0 {
 		os.Exit(1)
 	}
