@@ -32,14 +32,13 @@ import (
 const multiOwnerShare = 1.0 / 3
 
 // brokenMultiLock names a deliberately broken MultiLock, for the tests
-// that check the MultiLock checks catch it.
+// that check the MultiLock checks catch it; 0 is the correct one.
 type brokenMultiLock uint8
 
 const (
-	multiCorrect brokenMultiLock = iota
 	// multiKeepsTaken keeps the members an attempt took when a later one
 	// is refused, instead of giving them back.
-	multiKeepsTaken
+	multiKeepsTaken brokenMultiLock = iota + 1
 	// multiSkipsLast answers held when every member but the last was
 	// taken and the last one was refused.
 	multiSkipsLast
