@@ -32,9 +32,9 @@ import (
 // attempt during which a member it took was lost is given back and tried
 // again too.
 //
-// The decisions (the order, each member's wait, whether an attempt holds
-// the set, the pause) are package internal/multi's, which the simulation
-// (package sim) drives through the engine's messages as well.
+// The simulation (package sim) takes its MultiLocks with the same
+// decisions (the order, each member's wait, whether an attempt holds the
+// set, the pause), through the engine's messages.
 type MultiLock struct {
 	locks []*Lock
 	err   error

@@ -8,4 +8,16 @@
 // count-down latch's zero and linearizability (porcupine). One seed
 // gives one trace, byte for byte. WriteTimeline draws a run as HTML;
 // cmd/warden-sim runs many seeds.
+//
+// The workload's owners talk to the engines by messages, as an actor
+// application does. Some of them take MultiLocks over the run's reentrant
+// and fair locks, with the decisions client.MultiLock makes (package
+// internal/multi): every member's operations and holds are ordinary ones,
+// under every check above, and two checks look at the sets: all or none
+// (an acquire answered held holds every member until its release; a
+// failed one, or a released set, leaves none held) and multilock progress
+// (MultiLocks sharing members neither deadlock nor livelock while their
+// members are free). RunRedLock simulates RedLock over several
+// independent simulated masters, with the decisions client.RedLock makes
+// (package internal/quorum).
 package sim

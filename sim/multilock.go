@@ -32,8 +32,7 @@ import (
 const multiOwnerShare = 1.0 / 3
 
 // brokenMultiLock names a deliberately broken MultiLock, for the tests
-// that check the MultiLock checks catch it; the zero value is the correct
-// one.
+// that check the MultiLock checks catch it; 0 is the correct one.
 type brokenMultiLock uint8
 
 const (

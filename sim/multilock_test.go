@@ -173,7 +173,7 @@ func TestBrokenMultiLockIsCaught(t *testing.T) {
 // checks look at, and break nothing.
 func TestWorkloadTakesMultiLocks(t *testing.T) {
 	seen := map[string]int{}
-	for _, res := range runSeeds(t, Options{Length: 10 * time.Second}, 1, 15) {
+	for _, res := range runSeeds(t, Options{Length: 10 * time.Second}, 1, 10) {
 		assert.Empty(t, res.Violations, "seed %d", res.Seed)
 		owners := map[string]bool{}
 		for _, m := range res.Multis {

@@ -53,7 +53,8 @@ func (r *recorder) answer(i int, ok, failed bool, token int64) {
 // release the write holds and hold the read on. On a permit-expirable
 // semaphore it takes a permit with a lease (now and then holding it past
 // the lease) and releases it by its ID; on a latch it counts down, or
-// awaits the latch's zero.
+// awaits the latch's zero. An owner may take MultiLocks instead, one set
+// after the other (see multilock.go).
 type owner struct {
 	i    int // its index in workload.owners
 	cl   *client
