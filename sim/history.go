@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -203,6 +204,16 @@ type Violation struct {
 	// Excused names the fault that explains it when the guarantee is one
 	// that fault is documented to break (see Limits); empty otherwise.
 	Excused FaultKind
+}
+
+// String renders v on one line: when, which check on which name, what,
+// and the fault that excuses it (or NOT EXCUSED).
+func (v Violation) String() string {
+	excuse := "NOT EXCUSED"
+	if v.Excused != "" {
+		excuse = "excused by " + string(v.Excused)
+	}
+	return fmt.Sprintf("%v %s on %s: %s [%s]", v.At, v.Check, v.Name, v.What, excuse)
 }
 
 // History is everything a run recorded, what the checkers read and the

@@ -3,12 +3,11 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/warden-go/warden/internal/quorum"
 )
 
 // RedLockOptions describe one RedLock run: several independent simulated
@@ -145,15 +144,7 @@ type RedLockResult struct {
 }
 
 // Failed reports the violations no injected fault excuses.
-func (r *RedLockResult) Failed() []Violation {
-	var out []Violation
-	for _, v := range r.Violations {
-		if v.Excused == "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func (r *RedLockResult) Failed() []Violation { return unexcused(r.Violations) }
 
 // RunRedLock runs one RedLock simulation. The same options give the same
 // trace, byte for byte.
@@ -189,25 +180,15 @@ func RunRedLock(o RedLockOptions) (*RedLockResult, error) {
 		}
 		rl.procs = append(rl.procs, pr)
 	}
-	defer func() {
-		w.stop()
-		for _, cl := range all {
-			cl.stop()
-		}
-		w.goroutines.Wait()
-	}()
+	defer w.shutdown(all)
 	for _, pr := range rl.procs {
 		rl.startProcess(pr)
 	}
 	rl.planFaults()
 	rl.probe()
-	const maxSteps = 5_000_000
-	for w.step(o.Length) {
-		if w.steps > maxSteps {
-			return nil, fmt.Errorf("sim: redlock seed %d: more than %d steps by %v", o.Seed, maxSteps, w.now)
-		}
+	if err := w.run(o.Seed, o.Length); err != nil {
+		return nil, err
 	}
-	w.now = o.Length
 	for i := range rl.holds {
 		if h := &rl.holds[i]; h.To < 0 {
 			if pr := rl.procs[h.Process]; pr.crashed {
@@ -227,25 +208,11 @@ func RunRedLock(o RedLockOptions) (*RedLockResult, error) {
 // on as many goroutines as there are CPUs, and returns each seed's result
 // and error, in seed order.
 func RunRedLockSeeds(o RedLockOptions, first int64, n int) ([]*RedLockResult, []error) {
-	results := make([]*RedLockResult, n)
-	errs := make([]error, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				oi := o
-				oi.Seed = first + int64(i)
-				results[i], errs[i] = RunRedLock(oi)
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return results, errs
+	return runEach(first, n, func(seed int64) (*RedLockResult, error) {
+		oi := o
+		oi.Seed = seed
+		return RunRedLock(oi)
+	})
 }
 
 // redLockRun is one RedLock run's state: the masters, the processes and
@@ -412,7 +379,7 @@ func (rl *redLockRun) probe() {
 					held++
 				}
 			}
-			if held >= quorumOf(rl.o) {
+			if held >= quorum.Quorum(rl.o.Masters) { // the true majority, whatever a broken RedLock uses
 				delete(since, h)
 				continue
 			}
@@ -438,7 +405,3 @@ func hashFields(r *redisSim, name string) []string {
 	}
 	return fields
 }
-
-// quorumOf is the majority a holding needs, as the checks count it: the
-// true majority, whatever a broken RedLock's owners use.
-func quorumOf(o *RedLockOptions) int { return o.Masters/2 + 1 }

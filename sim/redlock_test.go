@@ -11,27 +11,22 @@ import (
 func runRedLockSeeds(t *testing.T, o RedLockOptions, first int64, n int) []*RedLockResult {
 	t.Helper()
 	out, errs := RunRedLockSeeds(o, first, n)
-	for i, err := range errs {
-		require.NoError(t, err, "seed %d", first+int64(i))
-	}
-	return out
+	return noErrors(t, first, out, errs)
 }
 
 // TestRedLockSameSeedSameTrace runs seeds with every fault twice: each
 // trace must hash the same both times, and differ between seeds.
 func TestRedLockSameSeedSameTrace(t *testing.T) {
 	o := RedLockOptions{Faults: AllFaults(), Length: 3 * time.Second}
-	a := runRedLockSeeds(t, o, 1, 10)
-	b := runRedLockSeeds(t, o, 1, 10)
-	seen := map[string]int64{}
-	for i := range a {
-		require.Equal(t, a[i].Trace, b[i].Trace, "seed %d replayed differently", a[i].Seed)
-		require.NotZero(t, a[i].Attempts, "seed %d did nothing", a[i].Seed)
-		if s, dup := seen[a[i].Trace]; dup {
-			t.Fatalf("seeds %d and %d gave the same trace", s, a[i].Seed)
+	traces := func() []string {
+		var out []string
+		for _, res := range runRedLockSeeds(t, o, 1, 10) {
+			require.NotZero(t, res.Attempts, "seed %d did nothing", res.Seed)
+			out = append(out, res.Trace)
 		}
-		seen[a[i].Trace] = a[i].Seed
+		return out
 	}
+	sameTraces(t, 1, traces(), traces())
 }
 
 // TestRedLockFaultFreeRunsBreakNothing: without faults no check finds

@@ -172,9 +172,12 @@ type Result struct {
 }
 
 // Failed reports the violations no injected fault excuses.
-func (r *Result) Failed() []Violation {
+func (r *Result) Failed() []Violation { return unexcused(r.Violations) }
+
+// unexcused returns the violations of vs no injected fault excuses.
+func unexcused(vs []Violation) []Violation {
 	var out []Violation
-	for _, v := range r.Violations {
+	for _, v := range vs {
 		if v.Excused == "" {
 			out = append(out, v)
 		}
@@ -212,13 +215,7 @@ func Run(o Options) (*Result, error) {
 		}
 	}
 	r.clients = clients
-	defer func() {
-		w.stop()
-		for _, cl := range clients {
-			cl.stop()
-		}
-		w.goroutines.Wait()
-	}()
+	defer w.shutdown(clients)
 	members := multiMembers(&o, targets)
 	for _, cl := range clients {
 		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, members: members,
@@ -234,13 +231,9 @@ func Run(o Options) (*Result, error) {
 			actor.WithDispatcher(cl.workers)))
 	}
 	planFaults(w, r, &o, clients)
-	const maxSteps = 5_000_000
-	for w.step(o.Length) {
-		if w.steps > maxSteps {
-			return nil, fmt.Errorf("sim: seed %d: more than %d steps by %v", o.Seed, maxSteps, w.now)
-		}
+	if err := w.run(o.Seed, o.Length); err != nil {
+		return nil, err
 	}
-	w.now = o.Length
 	for i := range rec.holds {
 		if h := &rec.holds[i]; h.To < 0 {
 			if clients[h.Client].crashed {
@@ -265,16 +258,24 @@ func Run(o Options) (*Result, error) {
 // many goroutines as there are CPUs, and returns each seed's result and
 // error, in seed order.
 func RunSeeds(o Options, first int64, n int) ([]*Result, []error) {
-	results := make([]*Result, n)
+	return runEach(first, n, func(seed int64) (*Result, error) {
+		oi := o
+		oi.Seed = seed
+		return Run(oi)
+	})
+}
+
+// runEach runs run for n seeds from first on, on as many goroutines as
+// there are CPUs, and returns each seed's result and error, in seed order.
+func runEach[R any](first int64, n int, run func(seed int64) (R, error)) ([]R, []error) {
+	results := make([]R, n)
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for i := range next {
-				oi := o
-				oi.Seed = first + int64(i)
-				results[i], errs[i] = Run(oi)
+				results[i], errs[i] = run(first + int64(i))
 			}
 		})
 	}

@@ -15,27 +15,47 @@ import (
 func runSeeds(t *testing.T, o Options, first int64, n int) []*Result {
 	t.Helper()
 	out, errs := RunSeeds(o, first, n)
+	return noErrors(t, first, out, errs)
+}
+
+// noErrors fails t on any seed's error and returns the results.
+func noErrors[R any](t *testing.T, first int64, out []R, errs []error) []R {
+	t.Helper()
 	for i, err := range errs {
 		require.NoError(t, err, "seed %d", first+int64(i))
 	}
 	return out
 }
 
+// sameTraces checks that two runs of the seeds from first on gave each
+// seed the same trace hash both times, and different seeds different ones.
+func sameTraces(t *testing.T, first int64, a, b []string) {
+	t.Helper()
+	require.Len(t, b, len(a))
+	seen := map[string]int64{}
+	for i := range a {
+		seed := first + int64(i)
+		require.Equal(t, a[i], b[i], "seed %d replayed differently", seed)
+		if s, dup := seen[a[i]]; dup {
+			t.Fatalf("seeds %d and %d gave the same trace", s, seed)
+		}
+		seen[a[i]] = seed
+	}
+}
+
 // TestSameSeedSameTrace runs 100 seeds with every fault twice: each trace
 // must hash the same both times, and differ between seeds.
 func TestSameSeedSameTrace(t *testing.T) {
 	o := Options{Faults: AllFaults(), Length: 5 * time.Second}
-	a := runSeeds(t, o, 1, 100)
-	b := runSeeds(t, o, 1, 100)
-	seen := map[string]int64{}
-	for i := range a {
-		require.Equal(t, a[i].Trace, b[i].Trace, "seed %d replayed differently", a[i].Seed)
-		require.NotEmpty(t, a[i].Ops, "seed %d did nothing", a[i].Seed)
-		if s, dup := seen[a[i].Trace]; dup {
-			t.Fatalf("seeds %d and %d gave the same trace", s, a[i].Seed)
+	traces := func() []string {
+		var out []string
+		for _, res := range runSeeds(t, o, 1, 100) {
+			require.NotEmpty(t, res.Ops, "seed %d did nothing", res.Seed)
+			out = append(out, res.Trace)
 		}
-		seen[a[i].Trace] = a[i].Seed
+		return out
 	}
+	sameTraces(t, 1, traces(), traces())
 }
 
 // TestFaultFreeRunsBreakNothing: without faults no check may find

@@ -791,21 +791,37 @@ func (t *tlChart) renderPlot(b *bytes.Buffer) {
 	p("</svg>\n")
 }
 
+// tlAnswer says how an operation answered at ret (-1: never): with an
+// error, yes (ok) or no, each with its time.
+func tlAnswer(ret time.Duration, failed, ok bool, yes, no string) string {
+	switch {
+	case ret < 0:
+		return "never answered"
+	case failed:
+		return "answered with an error at " + tlDur(ret)
+	case ok:
+		return yes + tlDur(ret)
+	default:
+		return no + tlDur(ret)
+	}
+}
+
+// answered is where something that ended at ret ends on the chart: ret,
+// or the chart's end when it never ended (-1).
+func (t *tlChart) answered(ret time.Duration) time.Duration {
+	if ret < 0 {
+		return t.span
+	}
+	return ret
+}
+
 // latchOp draws a latch's operation on a row whose first lane begins at
 // y: an await as a thin bar from its call to its answer (to the end of the
 // chart when it never came), a count-down as a triangle pointing down, a
 // set as a triangle pointing up, in the latch's colour.
 func (t *tlChart) latchOp(b *bytes.Buffer, op *Op, y float64, lockColor map[string]string) {
 	color := lockColor[op.Name+"\x00"+op.Kind.String()]
-	answer := "never answered"
-	switch {
-	case op.Return >= 0 && op.Err:
-		answer = "answered with an error at " + tlDur(op.Return)
-	case op.Return >= 0 && op.OK:
-		answer = "answered at " + tlDur(op.Return)
-	case op.Return >= 0:
-		answer = "answered no at " + tlDur(op.Return)
-	}
+	answer := tlAnswer(op.Return, op.Err, op.OK, "answered at ", "answered no at ")
 	x, mid := t.x(op.Call), y+(tlLaneH-3)/2
 	switch op.Action {
 	case ActCountDown:
@@ -820,13 +836,9 @@ func (t *tlChart) latchOp(b *bytes.Buffer, op *Op, y float64, lockColor map[stri
 		fmt.Fprintf(b, "<g class=\"latch\"><title>%s</title><path d=\"M%s %sL%s %sL%s %sZ\" fill=\"%s\"/></g>\n",
 			tlEsc(title), tlNum(x-4), tlNum(mid+4), tlNum(x+4), tlNum(mid+4), tlNum(x), tlNum(mid-4), color)
 	default:
-		end := op.Return
-		if end < 0 {
-			end = t.span
-		}
 		title := fmt.Sprintf("%s awaited %s (%s) from %s, %s", op.Owner, op.Name, op.Action, tlDur(op.Call), answer)
 		fmt.Fprintf(b, "<g class=\"latch\"><title>%s</title><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"4\" fill=\"%s\"/></g>\n",
-			tlEsc(title), tlNum(x), tlNum(mid-2), tlNum(max(t.x(end)-x, 1)), color)
+			tlEsc(title), tlNum(x), tlNum(mid-2), tlNum(max(t.x(t.answered(op.Return))-x, 1)), color)
 	}
 }
 
@@ -847,32 +859,17 @@ func (t *tlChart) multiLock(b *bytes.Buffer, m *MultiOp, row tlRow) {
 	if m.Lease > 0 {
 		lease = "lease " + tlDur(m.Lease)
 	}
-	answer := "never answered"
-	switch {
-	case m.Return >= 0 && m.Err:
-		answer = "answered with an error at " + tlDur(m.Return)
-	case m.Return >= 0 && m.OK:
-		answer = "held from " + tlDur(m.Return)
-	case m.Return >= 0:
-		answer = "answered not held at " + tlDur(m.Return)
-	}
+	answer := tlAnswer(m.Return, m.Err, m.OK, "held from ", "answered not held at ")
 	title := fmt.Sprintf("MultiLock of %s over %s (%s, %s) from %s, %d attempts, %s", m.Owner,
 		strings.Join(names, ", "), how, lease, tlDur(m.Call), m.Attempts, answer)
-	end := m.Return
-	if end < 0 {
-		end = t.span
-	}
+	end := t.answered(m.Return)
 	x := t.x(m.Call)
 	fmt.Fprintf(b, "<g class=\"multi\"><title>%s</title><rect class=\"multi-wait\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"3\"/>",
 		tlEsc(title), tlNum(x), tlNum(row.y+row.h-3.5), tlNum(max(t.x(end)-x, 1)))
 	if m.OK && m.Return >= 0 {
-		until := m.Until
-		if until < 0 {
-			until = t.span
-		}
 		x0 := t.x(m.Return)
 		fmt.Fprintf(b, "<rect class=\"multi-held\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\"/>",
-			tlNum(x0), tlNum(row.y+1), tlNum(max(t.x(until)-x0, 1)), tlNum(row.h-5))
+			tlNum(x0), tlNum(row.y+1), tlNum(max(t.x(t.answered(m.Until))-x0, 1)), tlNum(row.h-5))
 	}
 	b.WriteString("</g>\n")
 }

@@ -232,6 +232,32 @@ func (w *world) stop() {
 	w.runnable = nil
 }
 
+// maxSteps bounds the jobs and events of one run: a run that needs more
+// is spinning.
+const maxSteps = 5_000_000
+
+// run steps the world until nothing is left to do before length, then
+// moves time to length. It fails a run that takes more than maxSteps.
+func (w *world) run(seed int64, length time.Duration) error {
+	for w.step(length) {
+		if w.steps > maxSteps {
+			return fmt.Errorf("sim: seed %d: more than %d steps by %v", seed, maxSteps, w.now)
+		}
+	}
+	w.now = length
+	return nil
+}
+
+// shutdown ends the run (stop), stops every engine and waits for every
+// goroutine the world started.
+func (w *world) shutdown(clients []*client) {
+	w.stop()
+	for _, cl := range clients {
+		cl.stop()
+	}
+	w.goroutines.Wait()
+}
+
 // epochNow is the wall-clock reading of simulated time now.
 func (w *world) epochNow() time.Time { return epoch.Add(w.now) }
 

@@ -77,11 +77,7 @@ func main() {
 				s, len(res.Ops), len(res.Holds), len(res.Multis), len(res.Faults), len(res.Violations),
 				len(res.Violations)-len(failed), res.Trace[:16])
 			for _, v := range res.Violations {
-				excuse := "NOT EXCUSED"
-				if v.Excused != "" {
-					excuse = "excused by " + string(v.Excused)
-				}
-				fmt.Printf("  %v %s on %s: %s [%s]\n", v.At, v.Check, v.Name, v.What, excuse)
+				fmt.Printf("  %v\n", v)
 			}
 		}
 		for _, u := range res.Unknown {
@@ -141,11 +137,7 @@ func runRedLock(o sim.RedLockOptions, seed int64, runs int, faults string, quiet
 				res.Ops, res.Attempts, len(res.Holds), len(res.Faults), len(res.Violations),
 				len(res.Violations)-len(failed), res.Trace[:16])
 			for _, v := range res.Violations {
-				excuse := "NOT EXCUSED"
-				if v.Excused != "" {
-					excuse = "excused by " + string(v.Excused)
-				}
-				fmt.Printf("  %v %s on %s: %s [%s]\n", v.At, v.Check, v.Name, v.What, excuse)
+				fmt.Printf("  %v\n", v)
 			}
 		}
 		for _, l := range res.Lines {
