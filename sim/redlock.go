@@ -48,9 +48,6 @@ type RedLockOptions struct {
 
 	// quorum, when set (by tests), replaces the majority: a broken RedLock.
 	quorum int
-	// noValidity (set by tests) skips the validity check: an attempt that
-	// took a majority holds however long it took.
-	noValidity bool
 }
 
 func (o *RedLockOptions) defaults() error {

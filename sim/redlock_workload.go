@@ -300,12 +300,8 @@ func (ow *rlOwner) nodeTimeout(attempt, m int) {
 // holds is client.RedLock's decision, or a broken RedLock's when a test
 // asks for one.
 func (ow *rlOwner) holds(taken int, now, validUntil time.Time) bool {
-	o := ow.run().o
-	switch {
-	case o.quorum > 0:
-		return taken >= o.quorum && (o.noValidity || now.Before(validUntil))
-	case o.noValidity:
-		return taken >= quorum.Quorum(ow.n())
+	if q := ow.run().o.quorum; q > 0 {
+		return taken >= q && now.Before(validUntil)
 	}
 	return quorum.Holds(ow.n(), taken, now, validUntil)
 }
