@@ -155,12 +155,24 @@ func isCluster(rdb redis.UniversalClient) bool {
 	return ok
 }
 
-// ID returns the client's identity, the first part of its owners.
-func (c *Client) ID() string { return c.id }
+// ID returns the client's identity, the first part of its owners ("" for
+// a nil Client).
+func (c *Client) ID() string {
+	if c == nil {
+		return ""
+	}
+	return c.id
+}
 
 // PID returns the engine's root actor. Actor applications send it the
-// requests of package messages and get the replies as messages.
-func (c *Client) PID() *actor.PID { return c.root }
+// requests of package messages and get the replies as messages (nil for a
+// nil Client).
+func (c *Client) PID() *actor.PID {
+	if c == nil {
+		return nil
+	}
+	return c.root
+}
 
 // Close stops renewals and the engine. Locks still held are not released:
 // they expire within their lease (the watchdog timeout for watchdog-mode
@@ -169,6 +181,9 @@ func (c *Client) PID() *actor.PID { return c.root }
 // first, Close returns its error but still waits for the engine to stop,
 // which takes no longer than the Redis calls in flight (they are aborted).
 func (c *Client) Close(ctx context.Context) error {
+	if c == nil {
+		return invalid("client", "nil handle")
+	}
 	first := false
 	c.closeOnce.Do(func() { first = true })
 	if !first {

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +70,95 @@ func TestBadOptionsAreRejected(t *testing.T) {
 	}
 	_, err := client.New(nil)
 	require.ErrorIs(t, err, client.ErrInvalidArgument)
+}
+
+// TestNilHandlesAreRejected calls every exported method of every handle
+// that is nil or was made by a nil *Client: each one that returns an error
+// returns ErrInvalidArgument, none panics, and the handles a nil Client
+// makes are checked the same way. A nil *FencedLock has only its own
+// methods checked: a method promoted from its embedded *Lock cannot run
+// on it.
+func TestNilHandlesAreRejected(t *testing.T) {
+	var nilClient *client.Client
+	rw := nilClient.ReadWriteLock("x")
+	handles := map[string]any{
+		"nil *Client":                      nilClient,
+		"nil *Lock":                        (*client.Lock)(nil),
+		"nil *ReadWriteLock":               (*client.ReadWriteLock)(nil),
+		"nil *Semaphore":                   (*client.Semaphore)(nil),
+		"nil *PermitExpirableSemaphore":    (*client.PermitExpirableSemaphore)(nil),
+		"nil *CountDownLatch":              (*client.CountDownLatch)(nil),
+		"nil *MultiLock":                   (*client.MultiLock)(nil),
+		"nil *RedLock":                     (*client.RedLock)(nil),
+		"nil client's Lock":                nilClient.Lock("x"),
+		"nil client's FairLock":            nilClient.FairLock("x"),
+		"nil client's FencedLock":          nilClient.FencedLock("x"),
+		"nil client's ReadLock":            rw.ReadLock(),
+		"nil client's WriteLock":           rw.WriteLock(),
+		"nil client's Semaphore":           nilClient.Semaphore("x"),
+		"nil client's permit semaphore":    nilClient.PermitExpirableSemaphore("x"),
+		"nil client's CountDownLatch":      nilClient.CountDownLatch("x"),
+		"MultiLock of a nil client's Lock": client.NewMultiLock(nilClient.Lock("x")),
+		"RedLock of a nil client's Lock":   client.NewRedLock(nilClient.Lock("x")),
+	}
+	calls := 0
+	for what, h := range handles {
+		v := reflect.ValueOf(h)
+		for i := range v.NumMethod() {
+			m := v.Type().Method(i)
+			calls++
+			out := callWithPlainArgs(t, what+"."+m.Name, v.Method(i))
+			if n := len(out); n > 0 && out[n-1].Type() == reflect.TypeFor[error]() {
+				err, _ := out[n-1].Interface().(error)
+				assert.ErrorIs(t, err, client.ErrInvalidArgument, "%s.%s", what, m.Name)
+			}
+		}
+	}
+	var f *client.FencedLock
+	_, err := f.LockToken(context.Background())
+	assert.ErrorIs(t, err, client.ErrInvalidArgument, "nil *FencedLock.LockToken")
+	_, _, err = f.TryLockToken(context.Background(), 0, 0)
+	assert.ErrorIs(t, err, client.ErrInvalidArgument, "nil *FencedLock.TryLockToken")
+	_, err = f.Token(context.Background())
+	assert.ErrorIs(t, err, client.ErrInvalidArgument, "nil *FencedLock.Token")
+	assert.Nil(t, (*client.Lock)(nil).Lost(), "a nil handle's Lost never fires")
+	assert.PanicsWithError(t, "warden: invalid argument: lock: nil handle",
+		func() { (*client.Lock)(nil).Locker().Lock() }, "Locker panics with the error, as documented")
+	assert.Greater(t, calls, 100, "every method was called")
+}
+
+// callWithPlainArgs calls m with a background context, 1 s durations, 1
+// for counts, "x" for strings and a no-op function, and fails t if it
+// panics.
+func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflect.Value) {
+	t.Helper()
+	args := make([]reflect.Value, m.Type().NumIn())
+	for i := range args {
+		switch in := m.Type().In(i); {
+		case in == reflect.TypeFor[context.Context]():
+			args[i] = reflect.ValueOf(context.Background())
+		case in == reflect.TypeFor[time.Duration]():
+			args[i] = reflect.ValueOf(time.Second)
+		case in.Kind() == reflect.Int64:
+			args[i] = reflect.ValueOf(int64(1))
+		case in.Kind() == reflect.String:
+			args[i] = reflect.ValueOf("x")
+		case in.Kind() == reflect.Func:
+			args[i] = reflect.MakeFunc(in, func([]reflect.Value) []reflect.Value {
+				return []reflect.Value{reflect.Zero(in.Out(0))}
+			})
+		case in.Kind() == reflect.Slice && m.Type().IsVariadic() && i == len(args)-1:
+			args[i] = reflect.MakeSlice(in, 0, 0)
+		default:
+			t.Fatalf("%s: no plain argument for %v", what, in)
+		}
+	}
+	assert.NotPanics(t, func() {
+		if m.Type().IsVariadic() {
+			out = m.CallSlice(args)
+		} else {
+			out = m.Call(args)
+		}
+	}, what)
+	return out
 }

@@ -24,8 +24,13 @@ func (c *Client) CountDownLatch(name string) *CountDownLatch {
 	return &CountDownLatch{c: c, name: name, err: validateName(name)}
 }
 
-// Name returns the latch's name, its Redis key.
-func (d *CountDownLatch) Name() string { return d.name }
+// Name returns the latch's name, its Redis key ("" for a nil handle).
+func (d *CountDownLatch) Name() string {
+	if d == nil {
+		return ""
+	}
+	return d.name
+}
 
 func (d *CountDownLatch) check() error {
 	if d == nil || d.c == nil {
@@ -78,7 +83,7 @@ func (d *CountDownLatch) Await(ctx context.Context) error {
 // TryAwait waits up to wait for the count to reach zero; it returns false,
 // with a nil error, when wait runs out first.
 func (d *CountDownLatch) TryAwait(ctx context.Context, wait time.Duration) (bool, error) {
-	if err := validateWait(wait); err != nil {
+	if err := errors.Join(d.check(), validateWait(wait)); err != nil {
 		return false, err
 	}
 	return d.await(ctx, d.c.opts.clock.Now().Add(wait), false)

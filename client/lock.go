@@ -53,6 +53,9 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 		}
 	}
 	l := &Lock{c: c, name: name, kind: kind, owner: o.owner}
+	if c == nil {
+		return l // every call on it returns ErrInvalidArgument (check)
+	}
 	if !o.ownerSet {
 		l.owner = c.nextOwner()
 	}
@@ -60,11 +63,21 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 	return l
 }
 
-// Name returns the lock's name, its Redis key.
-func (l *Lock) Name() string { return l.name }
+// Name returns the lock's name, its Redis key ("" for a nil handle).
+func (l *Lock) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
-// Owner returns the handle's owner identity.
-func (l *Lock) Owner() string { return l.owner }
+// Owner returns the handle's owner identity ("" for a nil handle).
+func (l *Lock) Owner() string {
+	if l == nil {
+		return ""
+	}
+	return l.owner
+}
 
 func (l *Lock) check() error {
 	if l == nil || l.c == nil {
@@ -209,8 +222,12 @@ func (l *Lock) endHolding(id uint64) {
 // is lost: the lock expired, was force-unlocked, or vanished in a Redis
 // restart while held. Each holding (from the first acquire to the unlock
 // that frees it) has its own channel; called before an acquire, Lost
-// returns the channel of the next holding.
+// returns the channel of the next holding. A nil handle, which never
+// holds, returns a nil channel.
 func (l *Lock) Lost() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lostCh == nil {

@@ -27,8 +27,13 @@ func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore
 	return &PermitExpirableSemaphore{c: c, name: name, err: validateName(name)}
 }
 
-// Name returns the semaphore's name, its Redis key.
-func (p *PermitExpirableSemaphore) Name() string { return p.name }
+// Name returns the semaphore's name, its Redis key ("" for a nil handle).
+func (p *PermitExpirableSemaphore) Name() string {
+	if p == nil {
+		return ""
+	}
+	return p.name
+}
 
 func (p *PermitExpirableSemaphore) check() error {
 	if p == nil || p.c == nil {
@@ -50,7 +55,7 @@ func (p *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Durat
 // TryAcquire takes one permit for lease (0: it never expires), waiting up
 // to wait. It returns "", false and a nil error when wait runs out.
 func (p *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
-	if err := validateWait(wait); err != nil {
+	if err := errors.Join(p.check(), validateWait(wait)); err != nil {
 		return "", false, err
 	}
 	return p.acquire(ctx, lease, p.c.opts.clock.Now().Add(wait), false)

@@ -25,8 +25,13 @@ func (c *Client) Semaphore(name string) *Semaphore {
 	return &Semaphore{c: c, name: name, err: validateName(name)}
 }
 
-// Name returns the semaphore's name, its Redis key.
-func (s *Semaphore) Name() string { return s.name }
+// Name returns the semaphore's name, its Redis key ("" for a nil handle).
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
 
 func (s *Semaphore) check() error {
 	if s == nil || s.c == nil {
@@ -49,7 +54,7 @@ func (s *Semaphore) Acquire(ctx context.Context, permits int64) error {
 // TryAcquire takes permits permits, waiting up to wait for them. It
 // returns false, with a nil error, when wait runs out.
 func (s *Semaphore) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
-	if err := validateWait(wait); err != nil {
+	if err := errors.Join(s.check(), validateWait(wait)); err != nil {
 		return false, err
 	}
 	return s.acquire(ctx, permits, s.c.opts.clock.Now().Add(wait), false)
