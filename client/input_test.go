@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/hex"
 	"reflect"
 	"strings"
 	"testing"
@@ -161,4 +162,41 @@ func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflec
 		}
 	}, what)
 	return out
+}
+
+// TestLeasesBetweenMillisecondsAreRoundedUp: a lease that is not a whole
+// number of milliseconds (what time.Until gives) is accepted and held for
+// the next whole millisecond, by locks and by permits alike; one under
+// 1ms is still refused.
+func TestLeasesBetweenMillisecondsAreRoundedUp(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		c := e.newClient(t)
+		const lease = 20*time.Second + 300*time.Microsecond
+
+		l := c.Lock("rounded")
+		require.NoError(t, l.LockLease(ctx, lease))
+		pttl := e.rdb.PTTL(ctx, "rounded").Val()
+		assert.Greater(t, pttl, 19*time.Second, "held for the lease")
+		assert.LessOrEqual(t, pttl, 20*time.Second+time.Millisecond, "rounded up to the next millisecond, no further")
+		ok, err := c.FairLock("rounded-fair").TryLockWait(ctx, 0, lease)
+		require.NoError(t, err)
+		assert.True(t, ok)
+
+		p := c.PermitExpirableSemaphore("rounded-permits")
+		set(t, p.TrySetPermits, 1)
+		id, err := p.Acquire(ctx, lease)
+		require.NoError(t, err)
+		raw, err := hex.DecodeString(id)
+		require.NoError(t, err)
+		expiry := e.rdb.ZScore(ctx, "{rounded-permits}:timeout", string(raw)).Val()
+		now := float64(e.clk.Now().UnixMilli())
+		assert.InDelta(t, now+20_001, expiry, 1_000, "the permit's expiry is the rounded lease from now")
+		ok, err = p.UpdateLease(ctx, id, lease)
+		require.NoError(t, err)
+		assert.True(t, ok)
+
+		err = l.LockLease(ctx, 999*time.Microsecond)
+		require.ErrorIs(t, err, client.ErrInvalidArgument, "under 1ms is still refused")
+	})
 }

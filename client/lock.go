@@ -141,7 +141,7 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		return nil, err
 	}
 	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
-		Lease: lease, Deadline: deadline, Watch: true}
+		Lease: wholeMillis(lease), Deadline: deadline, Watch: true}
 	if l.kind == messages.KindFairLock {
 		req.Wait = wait
 	}

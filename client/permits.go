@@ -66,7 +66,7 @@ func (p *PermitExpirableSemaphore) acquire(ctx context.Context, lease time.Durat
 		return "", false, err
 	}
 	req := &messages.Acquire{Name: p.name, Kind: messages.KindPermitSemaphore, Owner: p.c.id,
-		RequestID: p.c.nextRequestID(), Lease: lease, Deadline: deadline}
+		RequestID: p.c.nextRequestID(), Lease: wholeMillis(lease), Deadline: deadline}
 	r, err := p.c.wait(ctx, req, blocking, func(a *messages.Acquired) {
 		// Taken just before the cancel arrived: give the permit back.
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
@@ -106,7 +106,7 @@ func (p *PermitExpirableSemaphore) UpdateLease(ctx context.Context, permitID str
 	if err := errors.Join(p.check(), validatePermitID(permitID), validateLease(lease, true)); err != nil {
 		return false, err
 	}
-	return p.c.scripts.PermitUpdateLease(ctx, p.c.rdb, p.name, permitID, lease, p.c.opts.clock.Now())
+	return p.c.scripts.PermitUpdateLease(ctx, p.c.rdb, p.name, permitID, wholeMillis(lease), p.c.opts.clock.Now())
 }
 
 // TrySetPermits sets the number of permits if the semaphore does not exist

@@ -1,6 +1,11 @@
 package client
 
-import "github.com/warden-go/warden/messages"
+import (
+	"math"
+	"time"
+
+	"github.com/warden-go/warden/messages"
+)
 
 // invalid returns an error matching ErrInvalidArgument that names field.
 func invalid(field, format string, args ...any) error {
@@ -12,6 +17,30 @@ func invalid(field, format string, args ...any) error {
 var (
 	validateName  = messages.ValidateName
 	validateOwner = messages.ValidateOwner
-	validateLease = messages.ValidateLease
 	validateWait  = messages.ValidateWait
 )
+
+// validateLease checks a lease a caller gave: at least 1ms, or 0 when
+// zeroOK (watchdog mode). Unlike the engine's protocol, the client takes a
+// lease between whole milliseconds (time.Until(deadline), say): its calls
+// round it up with wholeMillis, since Redis keeps leases in milliseconds.
+func validateLease(lease time.Duration, zeroOK bool) error {
+	if lease >= time.Millisecond {
+		lease = wholeMillis(lease)
+	}
+	return messages.ValidateLease(lease, zeroOK)
+}
+
+// wholeMillis rounds d up to a whole number of milliseconds: Redis then
+// holds a lease at least as long as asked, never shorter. (A duration
+// within 1ms of the largest one is rounded down instead.)
+func wholeMillis(d time.Duration) time.Duration {
+	r := d % time.Millisecond
+	switch {
+	case r == 0:
+		return d
+	case d > math.MaxInt64-time.Millisecond:
+		return d - r
+	}
+	return d - r + time.Millisecond
+}
