@@ -176,11 +176,30 @@ func (c *Client) PID() *actor.PID {
 
 // Close stops renewals and the engine. Locks still held are not released:
 // they expire within their lease (the watchdog timeout for watchdog-mode
-// locks), as with Redisson's shutdown. Waiting calls return ErrClosed, and
+// locks), as with Redisson's shutdown; CloseAndRelease releases them
+// first. Waiting calls return ErrClosed, and
 // every call afterwards too. The Redis client is left open. If ctx ends
 // first, Close returns its error but still waits for the engine to stop,
 // which takes no longer than the Redis calls in flight (they are aborted).
 func (c *Client) Close(ctx context.Context) error {
+	return c.close(ctx, false)
+}
+
+// CloseAndRelease releases every lock the Client's handles hold, every
+// hold of each (reentries, both sides of a read/write lock), and then
+// closes the Client as Close does. Waiters are woken as by Unlock. It
+// returns the errors of the releases that failed (their locks expire
+// within their lease), joined with Close's. Permits of a
+// PermitExpirableSemaphore are not held by the Client but by whoever has
+// their IDs, and are not released. A lock that a call still running
+// takes while CloseAndRelease runs is given back if its answer comes
+// after the Client closed, and otherwise left to its lease.
+func (c *Client) CloseAndRelease(ctx context.Context) error {
+	return c.close(ctx, true)
+}
+
+// close is Close, and CloseAndRelease when release is set.
+func (c *Client) close(ctx context.Context, release bool) error {
 	if c == nil {
 		return invalid("client", "nil handle")
 	}
@@ -190,6 +209,10 @@ func (c *Client) Close(ctx context.Context) error {
 		return ErrClosed
 	}
 	c.closed.Store(true)
+	var released error
+	if release {
+		released = c.releaseAll(ctx)
+	}
 	c.cancelIO()
 	stopped := make(chan error, 1)
 	go func() { stopped <- c.sys.Root.PoisonFuture(c.root).Wait() }()
@@ -207,9 +230,74 @@ func (c *Client) Close(ctx context.Context) error {
 	c.workers.Stop()
 	close(c.done)
 	if err != nil {
-		return fmt.Errorf("warden: close: %w", err)
+		err = fmt.Errorf("warden: close: %w", err)
 	}
-	return nil
+	return errors.Join(released, err)
+}
+
+// releaseAll releases every hold of every holding the Client's handles
+// watch, the holdings at once, each one hold at a time. A holding already
+// gone (ErrNotHeld) is no error.
+func (c *Client) releaseAll(ctx context.Context) error {
+	type held struct {
+		name  string
+		kind  messages.Kind
+		owner string
+	}
+	c.lostMu.Lock()
+	all := make(map[held]bool, len(c.lost))
+	for k := range c.lost {
+		all[held{k.name, k.kind, k.owner}] = true
+	}
+	c.lostMu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for h := range all {
+		wg.Go(func() {
+			for {
+				remaining, _, err := c.release(ctx, h.name, h.kind, h.owner)
+				if err != nil && !errors.Is(err, ErrNotHeld) {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("warden: close: release %s: %w", h.name, err))
+					mu.Unlock()
+				}
+				if err != nil || remaining == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// release sends one Release of owner's hold on name and waits for the
+// answer: the owner's holds left and the holding it was part of, or the
+// error (ErrNotHeld, a Redis error, ErrClosed, ctx's end).
+func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string) (int, uint64, error) {
+	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID()}
+	ch := c.request(req.RequestID, req)
+	var reply any
+	select {
+	case reply = <-ch:
+		c.mailbox.recycle(ch)
+	case <-c.done:
+		c.mailbox.forget(req.RequestID)
+		return 0, 0, ErrClosed
+	case <-ctx.Done():
+		c.mailbox.forget(req.RequestID)
+		return 0, 0, fmt.Errorf("warden: unlock %s: outcome unknown: %w", name, ctxErr(ctx))
+	}
+	switch r := reply.(type) {
+	case *messages.Released:
+		return r.Remaining, r.Holding, nil
+	case *messages.ReleaseFailed:
+		return 0, r.Holding, r.Err
+	}
+	return 0, 0, fmt.Errorf("warden: unexpected reply %T", reply)
 }
 
 func (c *Client) nextOwner() string {

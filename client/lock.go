@@ -164,32 +164,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return err
 	}
-	req := &messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()}
-	ch := l.c.request(req.RequestID, req)
-	var reply any
-	select {
-	case reply = <-ch:
-		l.c.mailbox.recycle(ch)
-	case <-l.c.done:
-		l.c.mailbox.forget(req.RequestID)
-		return ErrClosed
-	case <-ctx.Done():
-		l.c.mailbox.forget(req.RequestID)
-		return fmt.Errorf("warden: unlock %s: outcome unknown: %w", l.name, ctxErr(ctx))
+	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner)
+	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
+		l.endHolding(holding)
 	}
-	switch r := reply.(type) {
-	case *messages.Released:
-		if r.Remaining == 0 {
-			l.endHolding(r.Holding)
-		}
-		return nil
-	case *messages.ReleaseFailed:
-		if errors.Is(r.Err, ErrNotHeld) {
-			l.endHolding(r.Holding)
-		}
-		return r.Err
-	}
-	return fmt.Errorf("warden: unexpected reply %T", reply)
+	return err
 }
 
 // bindHolding ties the handle's lost channel to the holding the engine
