@@ -177,10 +177,10 @@ func (c *Client) PID() *actor.PID {
 // Close stops renewals and the engine. Locks still held are not released:
 // they expire within their lease (the watchdog timeout for watchdog-mode
 // locks), as with Redisson's shutdown; CloseAndRelease releases them
-// first. Waiting calls return ErrClosed, and
-// every call afterwards too. The Redis client is left open. If ctx ends
-// first, Close returns its error but still waits for the engine to stop,
-// which takes no longer than the Redis calls in flight (they are aborted).
+// first. Waiting calls return ErrClosed, and every call afterwards too.
+// The Redis client is left open. If ctx ends first, Close returns its
+// error but still waits for the engine to stop, which takes no longer
+// than the Redis calls in flight (they are aborted).
 func (c *Client) Close(ctx context.Context) error {
 	return c.close(ctx, false)
 }
