@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,11 +89,16 @@ func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
 	})
 }
 
+// Five Awaits on two clients (Redisson's awaitAsync test) stay blocked at
+// count 1, through a look-again on the fake clock, and are all released by
+// the last CountDown's zero message: their own look-agains are out of
+// reach.
 func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		const name = "latch-wake-all"
-		clients := []*client.Client{e.newClient(t), e.newClient(t)}
+		clients := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
 		set(t, clients[0].CountDownLatch(name).TrySetCount, 5)
 		var wg sync.WaitGroup
 		returned := make(chan error, 5)
@@ -113,11 +120,110 @@ func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 		require.NoError(t, counter.CountDown(ctx))
 		all := make(chan struct{})
 		go func() { wg.Wait(); close(all) }()
-		awaitWhileTime(t, e, all, 3*time.Second, "all five waiters")
+		wokenByMessage(t, all, "all five waiters")
 		for range 5 {
 			require.NoError(t, <-returned)
 		}
 		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
+	})
+}
+
+// N count-downs run at once from goroutines on two clients on a latch set
+// to N, while six Awaits on both clients wait (Redisson's concurrent latch
+// test): the count ends at 0 and the key is gone; every Await returns nil,
+// within messageWakeBound of real time (the zero message wakes them), and
+// sees count 0 when it does. More count-downs, at once, past zero leave
+// the count at 0: the key never holds a value below 0, and the channel
+// carries one zero message in all.
+func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "latch-concurrent"
+		const n, awaiters, extra = 16, 6, 8
+		clients := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
+		set(t, clients[0].CountDownLatch(name).TrySetCount, n)
+
+		returns := make([]<-chan returned, awaiters)
+		for i := range returns {
+			d := clients[i%2].CountDownLatch(name)
+			returns[i] = inBackground(t, func(ctx context.Context) error {
+				if err := d.Await(ctx); err != nil {
+					return err
+				}
+				if count, err := d.Count(ctx); err != nil || count != 0 {
+					return fmt.Errorf("released at count %d (%v)", count, err)
+				}
+				return nil
+			})
+		}
+		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 2)
+		time.Sleep(50 * time.Millisecond) // every Await queued and refused
+
+		// The test listens on the channel too, to count the zero messages.
+		sub := e.rdb.Subscribe(ctx, redisio.LatchChannel(name))
+		defer func() { _ = sub.Close() }()
+		_, err := sub.Receive(ctx)
+		require.NoError(t, err)
+		published := sub.Channel()
+
+		// A reader watches the key for a value below 0 meanwhile.
+		var below atomic.Int64
+		look := func() {
+			if v, err := e.rdb.Get(ctx, name).Int64(); err == nil && v < 0 {
+				below.Store(v)
+			}
+		}
+		stop := make(chan struct{})
+		var reader sync.WaitGroup
+		reader.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				look()
+				time.Sleep(time.Millisecond)
+			}
+		})
+		defer func() { close(stop); reader.Wait() }()
+
+		countDownAtOnce := func(k int) {
+			t.Helper()
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range k {
+				d := clients[i%2].CountDownLatch(name)
+				wg.Go(func() {
+					<-start
+					assert.NoError(t, d.CountDown(ctx))
+				})
+			}
+			close(start)
+			await.Group(t, &wg, 10*time.Second, "the count-downs")
+		}
+
+		countDownAtOnce(n)
+		assert.Zero(t, get(t, clients[0].CountDownLatch(name).Count))
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "deleted at zero")
+		for i, ch := range returns {
+			r := wokenByMessage(t, ch, fmt.Sprintf("Await %d", i))
+			require.NoError(t, r.err, "Await %d", i)
+		}
+
+		countDownAtOnce(extra)
+		look()
+		assert.Zero(t, get(t, clients[1].CountDownLatch(name).Count), "count-downs past zero")
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "no key written past zero")
+		assert.Zero(t, below.Load(), "the key never held a value below 0")
+		m := await.Value(t, published, 2*time.Second, "the zero message")
+		assert.Equal(t, redisio.LatchZeroMessage, m.Payload)
+		time.Sleep(100 * time.Millisecond)
+		select {
+		case m := <-published:
+			t.Errorf("a second message %q: the count reached zero once", m.Payload)
+		default:
+		}
 	})
 }
 

@@ -85,6 +85,12 @@ func TestPermitBadInputWritesNothing(t *testing.T) {
 	})
 }
 
+// A holder's 500 ms lease ends unreleased: a blocked acquirer gets the
+// permit about then (Redisson's testExpire), and the holder's release is
+// refused. Nobody publishes at the expiry: the waiter sleeps until the
+// nearest lease end it learnt when refused. Its client's 30 s watchdog puts
+// its own look-again 10 s away, on either clock, so only that can wake it
+// in time.
 func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
@@ -100,7 +106,7 @@ func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 			err error
 		}
 		got := make(chan result, 1)
-		waiter := e.newClient(t).PermitExpirableSemaphore(name)
+		waiter := e.newClient(t, client.WithWatchdogTimeout(30*time.Second)).PermitExpirableSemaphore(name)
 		go func() { id, err := waiter.Acquire(ctx, 0); got <- result{id, err} }()
 		r, _ := awaitWhileTime(t, e, got, 5*time.Second, "the waiter, after the holder's lease")
 		require.NoError(t, r.err)
@@ -116,6 +122,37 @@ func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 		require.ErrorIs(t, holder.Release(ctx, held), client.ErrNotHeld)
 		assert.Zero(t, get(t, holder.AvailablePermits), "the waiter holds the only permit")
 		require.NoError(t, waiter.Release(ctx, r.id))
+		assert.Equal(t, int64(1), get(t, holder.AvailablePermits))
+	})
+}
+
+// A holder's release, of a permit that never expires, wakes a blocked
+// acquirer by its message: the waiter's own look-again is out of reach.
+func TestPermitReleaseWakesABlockedAcquire(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "permit-wake-release"
+		holder := e.newClient(t).PermitExpirableSemaphore(name)
+		set(t, holder.TrySetPermits, 1)
+		held, err := holder.Acquire(ctx, 0) // no lease end to wake on
+		require.NoError(t, err)
+
+		var id string
+		waiter := messageWaiterClient(t, e).PermitExpirableSemaphore(name)
+		done := inBackground(t, func(ctx context.Context) error {
+			var err error
+			id, err = waiter.Acquire(ctx, 0)
+			return err
+		})
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
+		staysBlocked(t, e, done, 500*time.Millisecond, "Acquire with the only permit held")
+		require.NoError(t, holder.Release(ctx, held))
+		r := wokenByMessage(t, done, "Acquire after the release")
+		require.NoError(t, r.err)
+		assert.Regexp(t, permitIDFormat, id)
+		assert.NotEqual(t, held, id)
+		assert.Zero(t, get(t, holder.AvailablePermits), "the waiter holds the only permit")
+		require.NoError(t, waiter.Release(ctx, id))
 		assert.Equal(t, int64(1), get(t, holder.AvailablePermits))
 	})
 }

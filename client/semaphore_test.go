@@ -24,15 +24,45 @@ func awaitCountSubscribers(t *testing.T, e *env, channel string, n int64) {
 }
 
 // staysBlocked lets d pass on e's clock (past the engine's look-again on
-// the fake clock) and fails the test if anything arrived on ch.
+// the fake clock), waits 50 ms more of real time for an attempt the last
+// step started to come back, and fails the test if anything arrived on ch.
 func staysBlocked[T any](t *testing.T, e *env, ch <-chan T, d time.Duration, what string) {
 	t.Helper()
 	e.advance(d)
+	time.Sleep(50 * time.Millisecond)
 	select {
 	case v := <-ch:
 		t.Fatalf("%s: got %v, want still blocked", what, v)
 	default:
 	}
+}
+
+// messageWakeBound is how long, in real time, a blocked waiter of a
+// messageWaiterClient may take to be woken by a message. On real Redis its
+// own look-again is 10 s away; on the fake clock it never comes while the
+// test does not advance the clock.
+const messageWakeBound = 2 * time.Second
+
+// messageWaiterClient starts a client whose blocked waiters only a message
+// wakes within messageWakeBound. On real Redis its watchdog is 30 s, so a
+// refused waiter looks again (watchdog/3) only 10 s later. On the fake
+// clock it keeps the 1 s watchdog: its look-again fires only when the test
+// advances the clock, so a test can still let one pass (staysBlocked) and
+// see it refused before the message that must wake the waiter.
+func messageWaiterClient(t *testing.T, e *env) *client.Client {
+	t.Helper()
+	if e.fake != nil {
+		return e.newClient(t)
+	}
+	return e.newClient(t, client.WithWatchdogTimeout(30*time.Second))
+}
+
+// wokenByMessage returns what a waiter of a messageWaiterClient sends on
+// ch, waiting for it up to messageWakeBound of real time without moving
+// e's clock: a waiter that needs its look-again fails the test.
+func wokenByMessage[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	return await.Value(t, ch, messageWakeBound, what+", woken by a message before its look-again")
 }
 
 // withoutMessage makes write (a change that publishes nothing) once the
@@ -140,44 +170,49 @@ func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
 	})
 }
 
+// An Acquire(4) with 2 permits available completes only after two single
+// releases (Redisson's testBlockingNAcquire): it is still blocked after the
+// first, through a look-again on the fake clock, and the second release's
+// message wakes it (its own look-again is out of reach).
 func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		c := e.newClient(t)
+		c := messageWaiterClient(t, e)
 		s := c.Semaphore("sem-wake-release")
 		ok, err := s.TrySetPermits(ctx, 2)
 		require.NoError(t, err)
 		require.True(t, ok)
 
-		done := make(chan error, 1)
-		go func() { done <- s.Acquire(ctx, 4) }()
+		done := inBackground(t, func(ctx context.Context) error { return s.Acquire(ctx, 4) })
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-wake-release"), 1)
 		require.NoError(t, e.newClient(t).Semaphore("sem-wake-release").Release(ctx, 1))
 		staysBlocked(t, e, done, 500*time.Millisecond, "Acquire(4) with 3 available")
 		assert.Equal(t, int64(3), get(t, s.AvailablePermits))
 		require.NoError(t, s.Release(ctx, 1))
-		err, _ = awaitWhileTime(t, e, done, 3*time.Second, "Acquire(4) after the second release")
-		require.NoError(t, err)
+		r := wokenByMessage(t, done, "Acquire(4) after the second release")
+		require.NoError(t, r.err)
 		assert.Equal(t, int64(0), get(t, s.AvailablePermits))
 	})
 }
 
+// An Acquire(2) with 1 permit available waits through its look-agains and
+// is woken by AddPermits(1)'s message (Redisson's
+// testAcquireAfterAddPermits).
 func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		s := e.newClient(t).Semaphore("sem-wake-add")
+		s := messageWaiterClient(t, e).Semaphore("sem-wake-add")
 		ok, err := s.TrySetPermits(ctx, 1)
 		require.NoError(t, err)
 		require.True(t, ok)
 
-		done := make(chan error, 1)
-		go func() { done <- s.Acquire(ctx, 2) }()
+		done := inBackground(t, func(ctx context.Context) error { return s.Acquire(ctx, 2) })
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel("sem-wake-add"), 1)
-		staysBlocked(t, e, done, 700*time.Millisecond, "Acquire(2) with 1 available, after two look-agains")
+		staysBlocked(t, e, done, 700*time.Millisecond, "Acquire(2) with 1 available, after two look-agains on the fake clock")
 		assert.Equal(t, int64(1), get(t, s.AvailablePermits), "a refused acquire takes nothing")
 		require.NoError(t, s.AddPermits(ctx, 1))
-		err, _ = awaitWhileTime(t, e, done, 3*time.Second, "Acquire(2) after AddPermits(1)")
-		require.NoError(t, err)
+		r := wokenByMessage(t, done, "Acquire(2) after AddPermits(1)")
+		require.NoError(t, r.err)
 		assert.Equal(t, int64(0), get(t, s.AvailablePermits))
 	})
 }
@@ -308,10 +343,14 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 	})
 }
 
+// Five waiters of one client, one permit each: Release(3)'s message lets
+// three through and the fourth stays blocked; Release(2)'s lets the last
+// two through. Their own look-agains are out of reach.
 func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		c := e.newClient(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c := messageWaiterClient(t, e)
 		const name = "sem-wake-n"
 		done := make(chan error, 5)
 		for range 5 {
@@ -323,37 +362,45 @@ func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 
 		require.NoError(t, c.Semaphore(name).Release(ctx, 3))
 		for i := range 3 {
-			err, _ := awaitWhileTime(t, e, done, 3*time.Second, "a waiter woken by Release(3)")
-			require.NoError(t, err, "waiter %d", i)
+			require.NoError(t, wokenByMessage(t, done, "a waiter after Release(3)"), "waiter %d", i)
 		}
 		staysBlocked(t, e, done, 700*time.Millisecond, "a fourth waiter after Release(3)")
 		assert.Zero(t, get(t, c.Semaphore(name).AvailablePermits))
 
 		require.NoError(t, e.newClient(t).Semaphore(name).Release(ctx, 2))
 		for i := range 2 {
-			err, _ := awaitWhileTime(t, e, done, 3*time.Second, "a waiter woken by Release(2)")
-			require.NoError(t, err, "waiter %d", i)
+			require.NoError(t, wokenByMessage(t, done, "a waiter after Release(2)"), "waiter %d", i)
 		}
 		assert.Zero(t, get(t, c.Semaphore(name).AvailablePermits))
 	})
 }
 
+// Eight workers on two clients take and give back one permit each, 20
+// times: never more holders at once than permits, every worker finishes,
+// every permit is back. With 1 permit the semaphore is a mutex across
+// clients (Redisson's testConcurrency_MultiInstance_1_permits).
 func TestSemaphoreContention(t *testing.T) {
-	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		clients := []*client.Client{e.newClient(t), e.newClient(t)}
-		ok, err := clients[0].Semaphore("sem-contention").TrySetPermits(ctx, 3)
-		require.NoError(t, err)
-		require.True(t, ok)
-		sems := make([]*client.Semaphore, 8)
-		for i := range sems {
-			sems[i] = clients[i%2].Semaphore("sem-contention")
-		}
-		contend(t, len(sems), 20, 3,
-			func(i int) error { return sems[i].Acquire(ctx, 1) },
-			func(i int) error { return sems[i].Release(ctx, 1) })
-		assert.Equal(t, int64(3), get(t, sems[0].AvailablePermits), "every permit given back")
-	})
+	for _, tc := range []struct {
+		name    string
+		permits int32
+	}{{"one permit", 1}, {"three permits", 3}} {
+		permits := tc.permits
+		t.Run(tc.name, func(t *testing.T) {
+			both(t, func(t *testing.T, e *env) {
+				ctx := context.Background()
+				clients := []*client.Client{e.newClient(t), e.newClient(t)}
+				set(t, clients[0].Semaphore("sem-contention").TrySetPermits, int64(permits))
+				sems := make([]*client.Semaphore, 8)
+				for i := range sems {
+					sems[i] = clients[i%2].Semaphore("sem-contention")
+				}
+				contend(t, len(sems), 20, permits,
+					func(i int) error { return sems[i].Acquire(ctx, 1) },
+					func(i int) error { return sems[i].Release(ctx, 1) })
+				assert.Equal(t, int64(permits), get(t, sems[0].AvailablePermits), "every permit given back")
+			})
+		})
+	}
 }
 
 func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
