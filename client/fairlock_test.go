@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -69,17 +70,55 @@ func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder
 }
 
 func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e := realEnv(t)
-	clients := []*client.Client{e.newClient(t), e.newClient(t)}
-	contend(t, 200, 1, 1,
-		func(i int) error {
-			return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Lock(ctx)
-		},
-		func(i int) error {
-			return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Unlock(ctx)
-		})
+	both(t, func(t *testing.T, e *env) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		clients := []*client.Client{e.newClient(t), e.newClient(t)}
+		contend(t, 200, 1, 1,
+			func(i int) error {
+				return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Lock(ctx)
+			},
+			func(i int) error {
+				return clients[i%2].FairLock("fair-200", client.WithOwner(fmt.Sprintf("w-%d", i))).Unlock(ctx)
+			})
+		assert.Zero(t, e.rdb.Exists(ctx, "fair-200", redisio.FairQueueKey("fair-200"), redisio.FairTimeoutKey("fair-200")).Val(),
+			"lock, queue and deadlines gone with the last waiter")
+	})
+}
+
+// Eight contenders on two clients, 50 ms apart, each taking the lock for a
+// fixed lease it never gives back: each gets in when the lease before its
+// own ends, in arrival order, with no unlock message to wake it.
+func TestFairLockOrderHoldsWhenLeasesEndWithoutUnlock(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name, n, lease = "fair-leases", 8, 200 * time.Millisecond
+		clients := []*client.Client{e.newClient(t), e.newClient(t)}
+		require.NoError(t, clients[1].FairLock(name).LockLease(ctx, 300*time.Millisecond))
+		got := make(chan int, n)
+		for i := range n {
+			l := clients[i%2].FairLock(name)
+			done := inBackground(t, func(ctx context.Context) error { return l.LockLease(ctx, lease) })
+			go func() {
+				if r := <-done; r.err == nil {
+					got <- i
+				} else {
+					t.Error(r.err)
+				}
+			}()
+			eventually(t, 5*time.Second, func() bool { // queued, or in already on a slow machine
+				return e.rdb.LPos(ctx, redisio.FairQueueKey(name), l.Owner(), redis.LPosArgs{}).Err() == nil ||
+					e.rdb.HExists(ctx, name, l.Owner()).Val()
+			}, "waiter queued")
+			e.advance(50 * time.Millisecond)
+		}
+		var order []int
+		for range n {
+			i, _ := awaitWhileTime(t, e, got, 10*time.Second, "the next waiter, when the lease before it ends")
+			order = append(order, i)
+		}
+		assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "acquired in arrival order")
+	})
 }
 
 func TestFairLockContention(t *testing.T) {
@@ -92,36 +131,56 @@ func TestFairLockContention(t *testing.T) {
 	})
 }
 
+// Two waiters of a process that died keep their places until their
+// deadlines pass; a live waiter behind them is not given the lock before
+// then, and gets it soon after, dropping them from the queue.
 func TestFairLockSkipsAbandonedWaiters(t *testing.T) {
-	ctx := context.Background()
-	e := realEnv(t)
-	c := e.newClient(t)
-	holder := c.FairLock("fair-abandoned")
-	require.NoError(t, holder.LockLease(ctx, time.Second))
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "fair-abandoned"
+		c := e.newClient(t)
+		holder := c.FairLock(name)
+		require.NoError(t, holder.LockLease(ctx, time.Second))
 
-	// Two waiters of a process that died: their places in the queue stay
-	// until their deadlines pass: the holder's lease, then 100 ms each.
-	s, err := redisio.NewScripts("publish")
-	require.NoError(t, err)
-	for _, ghost := range []string{"ghost-1", "ghost-2"} {
-		r, _, err := s.FairAcquire(ctx, e.rdb, redisio.ReplicaSync{}, "fair-abandoned", ghost, "req-"+ghost,
-			time.Second, 100*time.Millisecond, time.Now(), true)
+		// Their deadlines: the holder's lease plus 100 ms, then 100 ms more.
+		s, err := redisio.NewScripts("publish")
 		require.NoError(t, err)
-		require.False(t, r.Acquired)
-	}
-	waiter := c.FairLock("fair-abandoned")
-	got := make(chan error, 1)
-	go func() { _, err := waiter.TryLockWait(ctx, 20*time.Second, 0); got <- err }()
-	time.Sleep(50 * time.Millisecond)
-	start := time.Now()
-	require.NoError(t, holder.Unlock(ctx)) // wakes ghost-1, who is gone
-	require.NoError(t, await.Value(t, got, 15*time.Second, "the live waiter"))
-	held, err := waiter.IsHeld(ctx)
-	require.NoError(t, err)
-	assert.True(t, held, "the live waiter got the lock past the abandoned ones")
-	assert.Less(t, time.Since(start), 1200*time.Millisecond+watchdog/3+500*time.Millisecond,
-		"past the ghosts' deadlines within one look-again bound")
-	require.NoError(t, waiter.Unlock(ctx))
+		for _, ghost := range []string{"ghost-1", "ghost-2"} {
+			r, _, err := s.FairAcquire(ctx, e.rdb, redisio.ReplicaSync{}, name, ghost, "req-"+ghost,
+				time.Second, 100*time.Millisecond, e.clk.Now(), true)
+			require.NoError(t, err)
+			require.False(t, r.Acquired)
+		}
+		last, err := e.rdb.ZScore(ctx, redisio.FairTimeoutKey(name), "ghost-2").Result()
+		require.NoError(t, err)
+		lastDeadline := time.UnixMilli(int64(last))
+
+		waiter := c.FairLock(name)
+		got := inBackground(t, func(ctx context.Context) error {
+			ok, err := waiter.TryLockWait(ctx, 20*time.Second, 0)
+			if err == nil && !ok {
+				err = errors.New("TryLockWait gave up")
+			}
+			return err
+		})
+		eventually(t, 5*time.Second, func() bool {
+			return e.rdb.LPos(ctx, redisio.FairQueueKey(name), waiter.Owner(), redis.LPosArgs{}).Val() == 2
+		}, "the live waiter queued behind the ghosts")
+		require.NoError(t, holder.Unlock(ctx)) // wakes ghost-1, who is gone
+		staysBlocked(t, e, got, lastDeadline.Sub(e.clk.Now())-150*time.Millisecond,
+			"the live waiter, before the last ghost's deadline")
+
+		r, _ := awaitWhileTime(t, e, got, 15*time.Second, "the live waiter")
+		require.NoError(t, r.err)
+		assert.Less(t, e.clk.Now().Sub(lastDeadline), watchdog/3+500*time.Millisecond,
+			"past the ghosts within one look-again bound of the last deadline")
+		held, err := waiter.IsHeld(ctx)
+		require.NoError(t, err)
+		assert.True(t, held, "the live waiter got the lock past the abandoned ones")
+		assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey(name), redisio.FairTimeoutKey(name)).Val(),
+			"the ghosts were dropped from the queue")
+		require.NoError(t, waiter.Unlock(ctx))
+	})
 }
 
 func TestFairLockDeadlinesDoNotDrift(t *testing.T) {
