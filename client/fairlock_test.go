@@ -280,3 +280,51 @@ func TestClosingClientGivesUpItsFairWaitersPlaces(t *testing.T) {
 			"no place left behind for the others to wait on")
 	})
 }
+
+// Redis stops serving writes (CLIENT PAUSE WRITE) while a fair
+// TryLockWait is waiting for its place (Redisson #5019): the call gives up
+// without hanging, and once Redis serves writes again no place of its is
+// left in the queue for the waiters behind it to wait on. A wait that runs
+// out while its attempt is in flight is answered by that attempt (so a
+// Redis error is reported as one, API.md), here when the pause ends; a
+// context ends it at once. Real Redis only: miniredis has no CLIENT PAUSE.
+func TestFairTryLockWaitDuringAPauseLeavesNoPlace(t *testing.T) {
+	ctx := context.Background()
+	const name = "fair-pause"
+	e := realEnv(t)
+	holder := e.newClient(t).FairLock(name)
+	require.NoError(t, holder.LockLease(ctx, time.Minute))
+	waiter := e.newClient(t).FairLock(name)
+	ok, err := waiter.TryLock(ctx) // opens the waiter client's connections before the pause
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	const pause = 2 * time.Second
+	require.NoError(t, e.rdb.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err())
+	paused := time.Now()
+	got := inBackground(t, func(ctx context.Context) error {
+		ok, err := waiter.TryLockWait(ctx, 500*time.Millisecond, 0)
+		if err == nil && ok {
+			return errors.New("TryLockWait took a held lock")
+		}
+		return err
+	})
+	r := await.Value(t, got, 15*time.Second, "TryLockWait during the pause")
+	if r.err != nil {
+		require.ErrorIs(t, r.err, client.ErrNotObtained)
+	}
+	t.Logf("TryLockWait(500ms) returned after %v of a %v pause: %v", r.at.Sub(paused).Round(time.Millisecond), pause, r.err)
+
+	eventually(t, pause+5*time.Second, func() bool { return time.Since(paused) > pause }, "the pause to end")
+	eventually(t, 5*time.Second, func() bool {
+		return e.rdb.Exists(ctx, redisio.FairQueueKey(name), redisio.FairTimeoutKey(name)).Val() == 0
+	}, "no place of the waiter left in the queue")
+	held, err := holder.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "the holder kept the lock")
+	require.NoError(t, holder.Unlock(ctx))
+	ok, err = waiter.TryLock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "the lock is free for the waiter after the holder's unlock")
+	require.NoError(t, waiter.Unlock(ctx))
+}
