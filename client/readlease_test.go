@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/redisio"
 )
 
 // One owner's read lock held both in watchdog mode and with an explicit
@@ -102,4 +104,37 @@ func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 	t.Logf("told %v after the read acquire (lease 1s); lock gone %v after it", told.Round(time.Millisecond),
 		time.Since(start).Round(time.Millisecond))
 	assert.True(t, tryLock(t, e.newClient(t).ReadWriteLock(name).WriteLock()), "another process writes")
+}
+
+// A zombie reader: a client takes a read lock in watchdog mode and is
+// closed without unlocking (Close releases nothing). Nobody renews the
+// hold any more, so it ends with its TTL, the watchdog timeout, and a
+// writer of another client, refused until then, gets in.
+func TestReadHoldOfAClosedClientExpiresForAWriter(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name = "rw-zombie-reader"
+		zombie := e.newClient(t)
+		read := zombie.ReadWriteLock(name).ReadLock()
+		require.NoError(t, read.Lock(ctx))
+		timeoutKey := redisio.ReadTimeoutPrefix(name, read.Owner()) + ":1"
+		e.advance(watchdog) // renewed meanwhile
+		e.close(t, zombie)
+
+		assert.Equal(t, "read", e.rdb.HGet(ctx, name, "mode").Val(), "the closed client's read hold is left behind")
+		assert.Equal(t, int64(1), e.rdb.Exists(ctx, timeoutKey).Val())
+		writer := e.newClient(t).ReadWriteLock(name).WriteLock()
+		assert.False(t, tryLock(t, writer), "refused while the read hold's TTL lasts")
+		got := inBackground(t, writer.Lock)
+		r, took := awaitWhileTime(t, e, got, 5*watchdog, "the writer once the read hold's TTL ran out")
+		require.NoError(t, r.err)
+		assert.LessOrEqual(t, took, watchdog+time.Second, "in within the watchdog timeout of the last renewal")
+
+		assert.Equal(t, 1, get(t, writer.HoldCount))
+		assert.Equal(t, "write", e.rdb.HGet(ctx, name, "mode").Val())
+		assert.False(t, e.rdb.HExists(ctx, name, read.Owner()).Val(), "the zombie's read field went with the hash")
+		assert.Zero(t, e.rdb.Exists(ctx, timeoutKey).Val(), "its timeout key expired too")
+		require.NoError(t, writer.Unlock(ctx))
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
+	})
 }

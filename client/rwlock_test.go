@@ -56,41 +56,48 @@ func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 	})
 }
 
+// Twenty readers on two clients, blocked by a writer on a third, stay out
+// while it writes (on the fake clock through a look-again, which finds the
+// lock still write-held), and the write unlock's wake-all message lets
+// every one of them in: their own look-agains are out of reach
+// (messageWaiterClient; on real Redis the writer's 30 s watchdog is the
+// PTTL they sleep on). They then hold the lock together.
 func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		writer := e.newClient(t).ReadWriteLock("rw-wake-all")
+		const name, n = "rw-wake-all", 20
+		writer := messageWaiterClient(t, e).ReadWriteLock(name)
 		require.NoError(t, writer.WriteLock().Lock(ctx))
-		readers := []*client.Client{e.newClient(t), e.newClient(t)}
-		const n = 20
-		var inside, wg sync.WaitGroup
-		inside.Add(n)
-		release := make(chan struct{})
-		for i := range n {
-			rl := readers[i%2].ReadWriteLock("rw-wake-all").ReadLock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := rl.Lock(ctx); err != nil {
-					t.Error(err)
-					inside.Done()
-					return
-				}
-				inside.Done()
-				<-release // all hold together
-				if err := rl.Unlock(ctx); err != nil {
-					t.Error(err)
-				}
-			}()
+		readers := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
+		locks := make([]*client.Lock, n)
+		entered := make(chan error, n)
+		for i := range locks {
+			l := readers[i%2].ReadWriteLock(name).ReadLock()
+			locks[i] = l
+			inBackground(t, func(ctx context.Context) error {
+				err := l.Lock(ctx)
+				entered <- err
+				return err
+			})
 		}
-		time.Sleep(50 * time.Millisecond)
+		awaitCountSubscribers(t, e, redisio.RWChannel(name), int64(len(readers)))
+		time.Sleep(100 * time.Millisecond) // every reader tried and was refused
+		staysBlocked(t, e, entered, watchdog+200*time.Millisecond, "a reader while the writer holds the lock")
+		assert.Equal(t, "write", e.rdb.HGet(ctx, name, "mode").Val(), "still write-held")
+
 		require.NoError(t, writer.WriteLock().Unlock(ctx))
-		together := make(chan struct{})
-		go func() { inside.Wait(); close(together) }()
-		awaitWhileTime(t, e, together, 2*time.Second, "all 20 readers inside at once")
-		close(release)
-		await.Group(t, &wg, 10*time.Second, "the readers")
-		assert.Zero(t, e.rdb.Exists(ctx, "rw-wake-all").Val())
+		for i := range n {
+			require.NoError(t, wokenByMessage(t, entered, "a reader after the write unlock"), "reader %d", i)
+		}
+		for i, l := range locks {
+			assert.Equal(t, 1, get(t, l.HoldCount), "reader %d holds, beside the others", i)
+		}
+		assert.Equal(t, "read", e.rdb.HGet(ctx, name, "mode").Val())
+		assert.False(t, tryLock(t, writer.WriteLock()), "no writer beside the readers")
+		for _, l := range locks {
+			require.NoError(t, l.Unlock(ctx))
+		}
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "the last read unlock frees the lock")
 	})
 }
 
@@ -168,6 +175,174 @@ func TestReadLeaseBookkeeping(t *testing.T) {
 		assert.True(t, ok)
 		assert.Less(t, took, 2*time.Second, "in once the short read hold expired")
 		require.NoError(t, writer.WriteLock().Unlock(ctx))
+
+		// The other way round, across clients: a short read hold expires
+		// while a longer one survives. The short one's owner is told and its
+		// field goes, but the lock lives on with the longer hold: the writer
+		// stays out until that one ends too, then gets in.
+		const longLease = 3 * time.Second
+		shortRead := e.newClient(t).ReadWriteLock("rw-lease").ReadLock()
+		longRead := e.newClient(t).ReadWriteLock("rw-lease").ReadLock()
+		ok, err = shortRead.TryLockWait(ctx, 0, 500*time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, ok)
+		longStart := e.clk.Now()
+		ok, err = longRead.TryLockWait(ctx, 0, longLease)
+		require.NoError(t, err)
+		require.True(t, ok, "readers share")
+		shortLost, longLost := shortRead.Lost(), longRead.Lost()
+		wrote := inBackground(t, writer.WriteLock().Lock)
+
+		awaitWhileTime(t, e, shortLost, 2*time.Second, "the short read hold's end")
+		eventually(t, 2*time.Second, func() bool { return !e.rdb.HExists(ctx, "rw-lease", shortRead.Owner()).Val() },
+			"the short read hold's field goes")
+		assert.Zero(t, get(t, shortRead.HoldCount))
+		assert.Equal(t, 1, get(t, longRead.HoldCount), "the longer read hold survives")
+		assert.True(t, get(t, longRead.IsLocked))
+		assert.Positive(t, e.rdb.PTTL(ctx, "rw-lease").Val(), "the lock lives on")
+		staysBlocked(t, e, wrote, 500*time.Millisecond, "the writer while the longer read hold lasts")
+		select {
+		case <-longLost:
+			t.Fatal("the longer read hold was told it ended with the short one")
+		default:
+		}
+
+		r, _ := awaitWhileTime(t, e, wrote, 2*longLease, "the writer once the longer read hold ended")
+		require.NoError(t, r.err)
+		assert.GreaterOrEqual(t, e.clk.Now().Sub(longStart), longLease-50*time.Millisecond,
+			"not in before the longer read hold's lease ran out")
+		awaitWhileTime(t, e, longLost, 2*time.Second, "the longer read hold's end")
+		assert.Zero(t, get(t, longRead.HoldCount))
+		assert.Equal(t, 1, get(t, writer.WriteLock().HoldCount))
+		require.NoError(t, writer.WriteLock().Unlock(ctx))
+		assert.Zero(t, e.rdb.Exists(ctx, "rw-lease").Val())
+	})
+}
+
+// A write hold with a fixed lease that is never unlocked expires: another
+// client's writer, blocked meanwhile, gets in once the lease ran out; the
+// first holder is told and its Unlock then answers ErrNotHeld without
+// touching the new holder's hold.
+func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name, lease = "rw-write-lease", time.Second
+		first := e.newClient(t).ReadWriteLock(name).WriteLock()
+		start := e.clk.Now()
+		require.NoError(t, first.LockLease(ctx, lease))
+		lost := first.Lost()
+		next := e.newClient(t).ReadWriteLock(name).WriteLock()
+		got := inBackground(t, next.Lock)
+		staysBlocked(t, e, got, 300*time.Millisecond, "the other writer while the lease lasts")
+
+		r, _ := awaitWhileTime(t, e, got, 5*time.Second, "the other writer once the lease ran out")
+		require.NoError(t, r.err)
+		assert.GreaterOrEqual(t, e.clk.Now().Sub(start), lease-50*time.Millisecond, "not in before the lease ran out")
+		awaitWhileTime(t, e, lost, 2*time.Second, "the first holder told its lease ran out")
+		assert.Zero(t, get(t, first.HoldCount))
+
+		require.ErrorIs(t, first.Unlock(ctx), client.ErrNotHeld)
+		assert.Equal(t, 1, get(t, next.HoldCount), "the new holder's hold is untouched")
+		assert.True(t, get(t, next.IsLocked))
+		select {
+		case <-next.Lost():
+			t.Fatal("the new holder was told it lost the lock")
+		default:
+		}
+		require.NoError(t, next.Unlock(ctx))
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
+	})
+}
+
+// The write lock re-entered by its owner, both times with a lease: two
+// holds, each needing its unlock. The reentry adds its lease to the time
+// left (SPEC §4, as Redisson), so the hold outlives the first lease and
+// its owner is not told when that one would have ended; an unlock that
+// leaves a hold sets the time left to the last acquire's lease (as
+// Redisson's write unlock does).
+func TestWriteLockReentryWithLeases(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name, lease1, lease2 = "rw-write-reenter", time.Second, 2 * time.Second
+		rw := e.newClient(t).ReadWriteLock(name)
+		other := e.newClient(t).ReadWriteLock(name)
+		require.NoError(t, rw.WriteLock().LockLease(ctx, lease1))
+		require.NoError(t, rw.WriteLock().LockLease(ctx, lease2))
+		assert.Equal(t, 2, get(t, rw.WriteLock().HoldCount))
+		assert.Zero(t, get(t, rw.ReadLock().HoldCount))
+		ttl := get(t, rw.WriteLock().RemainTTL)
+		assert.Greater(t, ttl, lease2, "the reentry added its lease to the time left, not set it")
+		assert.LessOrEqual(t, ttl, lease1+lease2)
+
+		lost := rw.WriteLock().Lost()
+		e.advance(lease1 + 500*time.Millisecond)
+		select {
+		case <-lost:
+			t.Fatal("told the hold ended with the first lease")
+		default:
+		}
+		assert.Equal(t, 2, get(t, rw.WriteLock().HoldCount), "held past the first lease")
+		assert.False(t, tryLock(t, other.WriteLock()), "another writer is kept out past the first lease")
+		assert.False(t, tryLock(t, other.ReadLock()), "a reader too")
+
+		require.NoError(t, rw.WriteLock().Unlock(ctx))
+		assert.Equal(t, 1, get(t, rw.WriteLock().HoldCount), "one unlock leaves one hold")
+		ttl = get(t, rw.WriteLock().RemainTTL)
+		assert.Greater(t, ttl, lease2-500*time.Millisecond, "the unlock set the time left to the last acquire's lease")
+		assert.LessOrEqual(t, ttl, lease2)
+		assert.True(t, get(t, rw.WriteLock().IsLocked))
+		assert.False(t, tryLock(t, other.WriteLock()), "still kept out after one unlock")
+		require.NoError(t, rw.WriteLock().Unlock(ctx))
+		assert.Zero(t, get(t, rw.WriteLock().HoldCount))
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "the second unlock frees the lock")
+		assert.ErrorIs(t, rw.WriteLock().Unlock(ctx), client.ErrNotHeld, "no third hold")
+		assert.True(t, tryLock(t, other.WriteLock()), "free for another writer")
+		require.NoError(t, other.WriteLock().Unlock(ctx))
+	})
+}
+
+// A writer holds with a fixed lease and never unlocks; two readers on
+// other clients wait (Redisson's testWR and testWRR). Once the lease ran
+// out both get in and share the lock; the writer's late Unlock answers
+// ErrNotHeld.
+func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const name, lease = "rw-write-then-read", time.Second
+		writer := e.newClient(t).ReadWriteLock(name).WriteLock()
+		start := e.clk.Now()
+		require.NoError(t, writer.LockLease(ctx, lease))
+		readers := []*client.Lock{
+			e.newClient(t).ReadWriteLock(name).ReadLock(),
+			e.newClient(t).ReadWriteLock(name).ReadLock(),
+		}
+		entered := make(chan error, len(readers))
+		for _, r := range readers {
+			inBackground(t, func(ctx context.Context) error {
+				err := r.Lock(ctx)
+				entered <- err
+				return err
+			})
+		}
+		staysBlocked(t, e, entered, 300*time.Millisecond, "a reader while the write lease lasts")
+
+		for i := range readers {
+			err, _ := awaitWhileTime(t, e, entered, 5*time.Second, "a reader once the write lease ran out")
+			require.NoError(t, err, "reader %d", i)
+			if i == 0 {
+				assert.GreaterOrEqual(t, e.clk.Now().Sub(start), lease-50*time.Millisecond, "not in before the lease ran out")
+			}
+		}
+		for i, r := range readers {
+			assert.Equal(t, 1, get(t, r.HoldCount), "reader %d holds, beside the other", i)
+		}
+		assert.Equal(t, "read", e.rdb.HGet(ctx, name, "mode").Val())
+		assert.ErrorIs(t, writer.Unlock(ctx), client.ErrNotHeld, "the writer's lease ran out")
+		assert.False(t, tryLock(t, writer), "no writer beside the readers")
+		for _, r := range readers {
+			require.NoError(t, r.Unlock(ctx))
+		}
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
 	})
 }
 
