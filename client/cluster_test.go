@@ -178,7 +178,7 @@ func TestCluster(t *testing.T) {
 		clients := []*client.Client{e.newClient(t), e.newClient(t)}
 		holder := clients[0].FairLock(name)
 		require.NoError(t, holder.Lock(ctx))
-		order, took := fairOrder(t, e.rdb, clients, holder, 4)
+		order, took := fairOrder(t, e.rdb, clients, holder, 4, nil)
 		assert.Less(t, took, 4*promptly, "each woken on its own channel")
 		assert.Equal(t, []int{0, 1, 2, 3}, order, "acquired in arrival order")
 		assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey(name)).Val())

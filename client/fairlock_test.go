@@ -26,18 +26,19 @@ func testFairLockOrder(t *testing.T, e *env) {
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	holder := clients[0].FairLock("fair-order")
 	require.NoError(t, holder.Lock(ctx))
-	order, _ := fairOrder(t, e.rdb, clients, holder, 8)
-	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "acquired in arrival order")
+	order, _ := fairOrder(t, e.rdb, clients, holder, 8, func() { e.advance(50 * time.Millisecond) })
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "acquired in arrival order, 50 ms apart")
 	assert.Zero(t, e.rdb.Exists(ctx, redisio.FairQueueKey("fair-order"), redisio.FairTimeoutKey("fair-order")).Val(),
 		"queue and deadlines empty at the end")
 }
 
 // fairOrder queues n waiters on the fair lock that holder holds, waiter i
 // on clients[i%len(clients)], each once the one before has its place in
-// the queue; each takes the lock, notes its i and releases it. Then holder
-// unlocks. It returns the order the waiters took the lock in and how long
-// after the unlock the last one was done.
-func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder *client.Lock, n int) ([]int, time.Duration) {
+// the queue and apart (when not nil) has run; each takes the lock, notes
+// its i and releases it. Then holder unlocks. It returns the order the
+// waiters took the lock in and how long after the unlock the last one was
+// done.
+func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder *client.Lock, n int, apart func()) ([]int, time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	name := holder.Name()
@@ -62,6 +63,9 @@ func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder
 		eventually(t, 5*time.Second, func() bool {
 			return rdb.LPos(ctx, redisio.FairQueueKey(name), l.Owner(), redis.LPosArgs{}).Err() == nil
 		}, "waiter queued")
+		if apart != nil {
+			apart()
+		}
 	}
 	released := time.Now()
 	require.NoError(t, holder.Unlock(ctx))
