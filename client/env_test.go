@@ -161,29 +161,50 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
 	require.Eventually(t, cond, d, 2*time.Millisecond, msg)
 }
 
-// returned is when a call run by inBackground returned, and its error.
+// returned is when a call run in the background returned, which of its
+// background's calls it was, and its error.
 type returned struct {
+	i   int
 	at  time.Time
 	err error
 }
 
-// inBackground runs call in a goroutine and returns the channel its return
-// comes on. At cleanup, before the clients the test made earlier close,
-// call's context is cancelled and the goroutine waited for: a call the
-// test left blocked (it failed early) does not outlive it.
-func inBackground(t *testing.T, call func(context.Context) error) <-chan returned {
+// background runs calls in goroutines; each one's return comes on C. At
+// cleanup, before the clients the test made earlier close, the calls'
+// context is cancelled and the goroutines waited for: a call the test left
+// blocked (it failed early) does not outlive it.
+type background struct {
+	C   chan returned
+	ctx context.Context
+	wg  sync.WaitGroup
+}
+
+// newBackground makes a background for up to n calls (C holds all their
+// returns).
+func newBackground(t *testing.T, n int) *background {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan returned, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		err := call(ctx)
-		done <- returned{time.Now(), err}
-	})
+	b := &background{C: make(chan returned, n), ctx: ctx}
 	t.Cleanup(func() {
 		cancel()
-		wg.Wait()
+		b.wg.Wait()
 	})
-	return done
+	return b
+}
+
+// run starts call as call i.
+func (b *background) run(i int, call func(context.Context) error) {
+	b.wg.Go(func() {
+		err := call(b.ctx)
+		b.C <- returned{i: i, at: time.Now(), err: err}
+	})
+}
+
+// inBackground runs call in a background of its own and returns the
+// channel its return comes on.
+func inBackground(t *testing.T, call func(context.Context) error) <-chan returned {
+	b := newBackground(t, 1)
+	b.run(0, call)
+	return b.C
 }
 
 // wokenBy measures how soon a message wakes a waiter: it starts wait, a

@@ -95,18 +95,15 @@ func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
 // reach.
 func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
+		ctx := context.Background()
 		const name = "latch-wake-all"
 		clients := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
 		set(t, clients[0].CountDownLatch(name).TrySetCount, 5)
-		var wg sync.WaitGroup
-		returned := make(chan error, 5)
+		waiters := newBackground(t, 5)
 		for i := range 5 {
-			d := clients[i%2].CountDownLatch(name)
-			wg.Add(1)
-			go func() { defer wg.Done(); returned <- d.Await(ctx) }()
+			waiters.run(i, clients[i%2].CountDownLatch(name).Await)
 		}
+		returned := waiters.C
 		awaitCountSubscribers(t, e, redisio.LatchChannel(name), 2)
 		time.Sleep(50 * time.Millisecond) // every waiter queued and refused
 
@@ -118,11 +115,9 @@ func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 		staysBlocked(t, e, returned, 500*time.Millisecond, "an Await at count 1")
 
 		require.NoError(t, counter.CountDown(ctx))
-		all := make(chan struct{})
-		go func() { wg.Wait(); close(all) }()
-		wokenByMessage(t, all, "all five waiters")
 		for range 5 {
-			require.NoError(t, <-returned)
+			r := wokenByMessage(t, returned, "each of the five waiters")
+			require.NoError(t, r.err, "waiter %d", r.i)
 		}
 		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
 	})
@@ -143,10 +138,10 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 		clients := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
 		set(t, clients[0].CountDownLatch(name).TrySetCount, n)
 
-		returns := make([]<-chan returned, awaiters)
-		for i := range returns {
+		waiters := newBackground(t, awaiters)
+		for i := range awaiters {
 			d := clients[i%2].CountDownLatch(name)
-			returns[i] = inBackground(t, func(ctx context.Context) error {
+			waiters.run(i, func(ctx context.Context) error {
 				if err := d.Await(ctx); err != nil {
 					return err
 				}
@@ -173,20 +168,13 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 				below.Store(v)
 			}
 		}
-		stop := make(chan struct{})
-		var reader sync.WaitGroup
-		reader.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+		inBackground(t, func(ctx context.Context) error {
+			for ctx.Err() == nil {
 				look()
 				time.Sleep(time.Millisecond)
 			}
+			return nil
 		})
-		defer func() { close(stop); reader.Wait() }()
 
 		countDownAtOnce := func(k int) {
 			t.Helper()
@@ -206,9 +194,9 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 		countDownAtOnce(n)
 		assert.Zero(t, get(t, clients[0].CountDownLatch(name).Count))
 		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "deleted at zero")
-		for i, ch := range returns {
-			r := wokenByMessage(t, ch, fmt.Sprintf("Await %d", i))
-			require.NoError(t, r.err, "Await %d", i)
+		for range awaiters {
+			r := wokenByMessage(t, waiters.C, "an Await")
+			require.NoError(t, r.err, "Await %d", r.i)
 		}
 
 		countDownAtOnce(extra)

@@ -70,24 +70,21 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 		require.NoError(t, writer.WriteLock().Lock(ctx))
 		readers := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
 		locks := make([]*client.Lock, n)
-		entered := make(chan error, n)
+		waiting := newBackground(t, n)
 		for i := range locks {
-			l := readers[i%2].ReadWriteLock(name).ReadLock()
-			locks[i] = l
-			inBackground(t, func(ctx context.Context) error {
-				err := l.Lock(ctx)
-				entered <- err
-				return err
-			})
+			locks[i] = readers[i%2].ReadWriteLock(name).ReadLock()
+			waiting.run(i, locks[i].Lock)
 		}
+		entered := waiting.C
 		awaitCountSubscribers(t, e, redisio.RWChannel(name), int64(len(readers)))
 		time.Sleep(100 * time.Millisecond) // every reader tried and was refused
 		staysBlocked(t, e, entered, watchdog+200*time.Millisecond, "a reader while the writer holds the lock")
 		assert.Equal(t, "write", e.rdb.HGet(ctx, name, "mode").Val(), "still write-held")
 
 		require.NoError(t, writer.WriteLock().Unlock(ctx))
-		for i := range n {
-			require.NoError(t, wokenByMessage(t, entered, "a reader after the write unlock"), "reader %d", i)
+		for range n {
+			r := wokenByMessage(t, entered, "a reader after the write unlock")
+			require.NoError(t, r.err, "reader %d", r.i)
 		}
 		for i, l := range locks {
 			assert.Equal(t, 1, get(t, l.HoldCount), "reader %d holds, beside the others", i)
@@ -316,19 +313,16 @@ func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
 			e.newClient(t).ReadWriteLock(name).ReadLock(),
 			e.newClient(t).ReadWriteLock(name).ReadLock(),
 		}
-		entered := make(chan error, len(readers))
-		for _, r := range readers {
-			inBackground(t, func(ctx context.Context) error {
-				err := r.Lock(ctx)
-				entered <- err
-				return err
-			})
+		waiting := newBackground(t, len(readers))
+		for i, r := range readers {
+			waiting.run(i, r.Lock)
 		}
+		entered := waiting.C
 		staysBlocked(t, e, entered, 300*time.Millisecond, "a reader while the write lease lasts")
 
 		for i := range readers {
-			err, _ := awaitWhileTime(t, e, entered, 5*time.Second, "a reader once the write lease ran out")
-			require.NoError(t, err, "reader %d", i)
+			r, _ := awaitWhileTime(t, e, entered, 5*time.Second, "a reader once the write lease ran out")
+			require.NoError(t, r.err, "reader %d", r.i)
 			if i == 0 {
 				assert.GreaterOrEqual(t, e.clk.Now().Sub(start), lease-50*time.Millisecond, "not in before the lease ran out")
 			}

@@ -348,28 +348,27 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 // two through. Their own look-agains are out of reach.
 func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
+		ctx := context.Background()
 		c := messageWaiterClient(t, e)
 		const name = "sem-wake-n"
-		done := make(chan error, 5)
-		for range 5 {
-			s := c.Semaphore(name)
-			go func() { done <- s.Acquire(ctx, 1) }()
+		waiters := newBackground(t, 5)
+		for i := range 5 {
+			waiters.run(i, func(ctx context.Context) error { return c.Semaphore(name).Acquire(ctx, 1) })
 		}
+		done := waiters.C
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
 		time.Sleep(100 * time.Millisecond) // all five queued and refused
 
 		require.NoError(t, c.Semaphore(name).Release(ctx, 3))
 		for i := range 3 {
-			require.NoError(t, wokenByMessage(t, done, "a waiter after Release(3)"), "waiter %d", i)
+			require.NoError(t, wokenByMessage(t, done, "a waiter after Release(3)").err, "waiter %d", i)
 		}
 		staysBlocked(t, e, done, 700*time.Millisecond, "a fourth waiter after Release(3)")
 		assert.Zero(t, get(t, c.Semaphore(name).AvailablePermits))
 
 		require.NoError(t, e.newClient(t).Semaphore(name).Release(ctx, 2))
 		for i := range 2 {
-			require.NoError(t, wokenByMessage(t, done, "a waiter after Release(2)"), "waiter %d", i)
+			require.NoError(t, wokenByMessage(t, done, "a waiter after Release(2)").err, "waiter %d", i)
 		}
 		assert.Zero(t, get(t, c.Semaphore(name).AvailablePermits))
 	})
