@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -43,4 +44,13 @@ func wholeMillis(d time.Duration) time.Duration {
 		return d - r
 	}
 	return d - r + time.Millisecond
+}
+
+// checkCtx refuses a nil context, which would otherwise panic deep inside
+// a call: every method that takes a context checks it first.
+func checkCtx(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx", "nil context")
+	}
+	return nil
 }
