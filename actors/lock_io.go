@@ -165,7 +165,7 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 	switch l.kind {
 	case messages.KindFairLock:
 		return cfg.Scripts.FairAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, allowance(req),
-			cfg.Clock.Now(), !w.try)
+			cfg.placeTime(req), cfg.Clock.Now(), !w.try)
 	case messages.KindReadLock:
 		return cfg.Scripts.ReadAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindWriteLock:
