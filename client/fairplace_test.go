@@ -282,3 +282,52 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		return next(ctx, cmds)
 	}
 }
+
+// A waiter's place is refreshed only while it waits: once it timed out or
+// was cancelled, no late attempt brings its place back, however long the
+// lock stays held.
+func TestFairWaiterThatLeftKeepsNoPlace(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		const name = "fair-left"
+		const place = 300 * time.Millisecond
+		ctx := context.Background()
+		holder := e.newClient(t).FairLock(name)
+		require.NoError(t, holder.Lock(ctx))
+		c := e.newClient(t, client.WithFairPlaceTime(place))
+		timedOut, cancelled := c.FairLock(name), c.FairLock(name)
+
+		b := newBackground(t, 2)
+		b.run(0, func(ctx context.Context) error {
+			ok, err := timedOut.TryLockWait(ctx, 2*place, 0)
+			if err == nil && ok {
+				return fmt.Errorf("acquired a held lock")
+			}
+			return err
+		})
+		cctx, cancel := context.WithCancel(ctx)
+		b.run(1, func(context.Context) error { return cancelled.Lock(cctx) })
+		eventually(t, 5*time.Second, func() bool {
+			return queuePos(t, e, name, timedOut.Owner()) >= 0 && queuePos(t, e, name, cancelled.Owner()) >= 0
+		}, "both queued")
+		cancel()
+		for range 2 {
+			r, _ := awaitWhileTime(t, e, b.C, 10*time.Second, "a waiter that leaves")
+			if r.i == 0 {
+				require.NoError(t, r.err, "the wait ran out")
+			} else {
+				require.ErrorIs(t, r.err, context.Canceled)
+			}
+		}
+		eventually(t, 5*time.Second, func() bool {
+			return e.rdb.Exists(ctx, redisio.FairQueueKey(name)).Val() == 0
+		}, "both places given up")
+		for range 8 { // many place times and look-again bounds
+			e.advance(place / 2)
+			assert.Equal(t, int64(-1), queuePos(t, e, name, timedOut.Owner()))
+			assert.Equal(t, int64(-1), queuePos(t, e, name, cancelled.Owner()))
+			assert.Zero(t, e.rdb.Exists(ctx, redisio.FairTimeoutKey(name), redisio.FairPlacesKey(name)).Val(),
+				"no deadline and no refreshed place left")
+		}
+		require.NoError(t, holder.Unlock(ctx))
+	})
+}
