@@ -168,12 +168,14 @@ func WithOwner(owner string) LockOption {
 // outlives the engine's last refresh of it, for a waiter that gives no wait
 // (Lock, LockLease); one that gives a wait (TryLockWait) keeps it for its
 // wait when that is shorter. While a waiter waits, its engine refreshes its
-// place at least every d/3, so a live waiter never loses its place however
-// long it waits, and the place of a waiter whose process died is given up
-// within d: the waiters behind it move up then, not minutes later. Places
+// place at least every third of that time, so a live waiter never loses its
+// place however long it waits, and the place of a waiter whose process died
+// is given up within it: the waiters behind it move up then, not minutes later. Places
 // written by Redisson clients in the same queue are not refreshed and keep
-// Redisson's deadlines. d must be a whole number of milliseconds, at least
-// 30ms. The default is the watchdog timeout (WithWatchdogTimeout).
+// Redisson's deadlines. Each process reads the deadlines on its own clock:
+// the clocks of the processes sharing a fair lock must agree to well within
+// d/3. d must be a whole number of milliseconds, at least 30ms. The default
+// is the watchdog timeout (WithWatchdogTimeout).
 func WithFairPlaceTime(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 30*time.Millisecond || d%time.Millisecond != 0 {
