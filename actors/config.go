@@ -57,6 +57,11 @@ type Config struct {
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context
+	// FairPlaceTime is how long a fair-lock waiter's place in Redis's queue
+	// outlives its last refresh when the waiter gave no wait (a waiter with
+	// a shorter wait keeps its place for that); its attempts refresh it at
+	// least every third of it while it waits. Zero selects Watchdog.
+	FairPlaceTime time.Duration
 	// NewPermitID names the permit a permit-expirable semaphore acquire
 	// asks for; nil means redisio.NewPermitID. A simulation sets it to draw
 	// the IDs from its seed. It must return 32 lowercase hex characters,
@@ -91,6 +96,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("actors: config needs Clock, Logger, Workers and IO")
 	case c.Watchdog <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("actors: config needs positive Watchdog and IdleTimeout")
+	case c.FairPlaceTime < 0:
+		return fmt.Errorf("actors: FairPlaceTime %v is negative", c.FairPlaceTime)
 	case c.SharedDeadlines < 0 || c.SharedDeadlines > time.Second:
 		return fmt.Errorf("actors: SharedDeadlines %v is outside 0..1s", c.SharedDeadlines)
 	}

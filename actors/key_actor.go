@@ -355,7 +355,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 			// (the holding known here may be gone from Redis).
 			w.ready = false
 			w.refused, w.channel = true, a.rio.channel(w.req.Owner)
-			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(-1))
+			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, -1))
 			continue
 		}
 		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.perWaiter() || a.rio.shared() {
@@ -651,7 +651,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			w.woken = false // freed while the attempt was in flight: try again now
 		default:
 			w.ready = false
-			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(d.acquire.PTTL))
+			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, d.acquire.PTTL))
 		}
 	}
 	a.syncRenewal(ctx, owner)
@@ -785,9 +785,9 @@ func (a *keyActor) inFlightFor(owner string, id uint64) bool {
 	return o != nil && o.owner == owner && o.holding == id
 }
 
-// sleep is how long a refused waiter waits for a message before it tries
+// sleep is how long a refused waiter w waits for a message before it tries
 // again anyway, given the PTTL the refusal reported.
-func (a *keyActor) sleep(pttl time.Duration) time.Duration {
+func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 	wait := pttl
 	if wait <= 0 {
 		// No TTL on the key (a foreign writer) or just expired: look again
@@ -798,10 +798,10 @@ func (a *keyActor) sleep(pttl time.Duration) time.Duration {
 		}
 	}
 	if a.rio.perWaiter() {
-		// A fair waiter's bound is its predecessor's deadline, minutes
-		// away: should its wake-up message be lost, it looks again within
-		// a renewal period.
-		wait = min(wait, a.cfg.Watchdog/3)
+		// A fair waiter's next attempt refreshes its place in the queue
+		// (fair_place.go); it also bounds the wait should its wake-up
+		// message be lost.
+		wait = min(wait, a.cfg.fairLookAgain(w.req))
 	}
 	return wait
 }

@@ -13,8 +13,11 @@ import (
 // an acquire, unlock, undo or hold count, which channel a waiter listens
 // on, and which field the renewer keeps alive.
 
-// fairAllowance is a fair lock waiter's default place-keeping allowance in
-// the queue (Redisson's threadWaitTime).
+// fairAllowance is a fair lock waiter's default allowance (Redisson's
+// threadWaitTime), what the scripts count the deadlines of places written
+// as Redisson writes them by. The engine's own places are refreshed ones,
+// kept for their place time (Config.placeTime): the allowance moves none
+// of them.
 const fairAllowance = 5 * time.Minute
 
 // lockIO runs the Redis calls of one lock name and kind.
@@ -149,7 +152,8 @@ func (l lockIO) held(owner string) redisio.Held {
 	}
 }
 
-// allowance is a fair waiter's place-keeping allowance in the queue.
+// allowance is a fair waiter's allowance in the queue: its wait, or
+// fairAllowance.
 func allowance(req *messages.Acquire) time.Duration {
 	if req.Wait > 0 {
 		return req.Wait
@@ -165,7 +169,7 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 	switch l.kind {
 	case messages.KindFairLock:
 		return cfg.Scripts.FairAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, allowance(req),
-			cfg.Clock.Now(), !w.try)
+			cfg.placeTime(req), cfg.Clock.Now(), !w.try)
 	case messages.KindReadLock:
 		return cfg.Scripts.ReadAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindWriteLock:

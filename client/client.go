@@ -129,6 +129,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		// Calls starting within 100 ms share one deadline (at most 10.1 s
 		// after the call starts, well within the latches' 15 s).
 		SharedDeadlines: 100 * time.Millisecond,
+		FairPlaceTime:   o.fairPlaceTime,
 	})
 	if err != nil {
 		cancel()

@@ -145,7 +145,7 @@ func TestFairLockSkipsAbandonedWaiters(t *testing.T) {
 		require.NoError(t, err)
 		for _, ghost := range []string{"ghost-1", "ghost-2"} {
 			r, _, err := s.FairAcquire(ctx, e.rdb, redisio.ReplicaSync{}, name, ghost, "req-"+ghost,
-				time.Second, 100*time.Millisecond, e.clk.Now(), true)
+				time.Second, 100*time.Millisecond, 0, e.clk.Now(), true)
 			require.NoError(t, err)
 			require.False(t, r.Acquired)
 		}

@@ -39,8 +39,12 @@ func (c *Client) Lock(name string, opts ...LockOption) *Lock {
 
 // FairLock returns a handle on the fair lock name (Redisson's RFairLock):
 // waiters across all processes acquire in the order they asked. A waiter
-// keeps its place in the queue for its wait (TryLockWait) or 5 minutes
-// (Lock) beyond its predecessor's; TryLock never takes a place.
+// keeps its place in the queue for as long as it waits: its engine
+// refreshes the place, as it renews a held lock's lease. The place of a
+// waiter whose process died is given up within its place time (the
+// watchdog timeout, WithFairPlaceTime, or a shorter wait of TryLockWait's),
+// and the waiters behind it move up. Places taken by Redisson clients in
+// the same queue keep Redisson's deadlines. TryLock never takes a place.
 func (c *Client) FairLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindFairLock, opts)
 }

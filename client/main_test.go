@@ -12,5 +12,9 @@ func TestMain(m *testing.M) {
 		// A child process of TestCrashedProcessLockFreesWithinItsLease.
 		os.Exit(holdUntilKilled(spec))
 	}
+	if spec := os.Getenv(childFairWaitEnv); spec != "" {
+		// A child process of TestCrashedFairWaiterGivesUpItsPlaceWithinOneWatchdog.
+		os.Exit(waitFairUntilKilled(spec))
+	}
 	goleak.VerifyTestMain(m)
 }

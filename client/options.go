@@ -22,6 +22,9 @@ type options struct {
 	idleTimeout time.Duration
 	replicaSync redisio.ReplicaSync
 	noPipeline  bool
+	// fairPlaceTime is WithFairPlaceTime's value; 0 selects the watchdog
+	// timeout.
+	fairPlaceTime time.Duration
 }
 
 func defaultOptions() options {
@@ -159,4 +162,26 @@ type lockOptions struct {
 // fresh owner per handle, "<clientID>:<n>".
 func WithOwner(owner string) LockOption {
 	return func(o *lockOptions) { o.owner, o.ownerSet = owner, true }
+}
+
+// WithFairPlaceTime sets how long a fair lock waiter's place in the queue
+// outlives the engine's last refresh of it, for a waiter that gives no wait
+// (Lock, LockLease); one that gives a wait (TryLockWait) keeps it for its
+// wait when that is shorter. While a waiter waits, its engine refreshes its
+// place at least every third of that time, so a live waiter never loses its
+// place however long it waits, and the place of a waiter whose process died
+// is given up within it: the waiters behind it move up then, not minutes later. Places
+// written by Redisson clients in the same queue are not refreshed and keep
+// Redisson's deadlines. Each process reads the deadlines on its own clock:
+// the clocks of the processes sharing a fair lock must agree to well within
+// d/3. d must be a whole number of milliseconds, at least 30ms. The default
+// is the watchdog timeout (WithWatchdogTimeout).
+func WithFairPlaceTime(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 30*time.Millisecond || d%time.Millisecond != 0 {
+			return invalid("fair place time", "%v: want a whole number of ms, at least 30ms", d)
+		}
+		o.fairPlaceTime = d
+		return nil
+	}
 }

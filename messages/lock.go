@@ -89,8 +89,10 @@ type Acquire struct {
 	// Permits is how many permits a KindSemaphore acquire takes, at least
 	// 1; zero for every other kind.
 	Permits int64
-	// Wait is a fair lock waiter's place-keeping allowance in the queue
-	// (Redisson's wait time): 0 selects the default of 5 minutes.
+	// Wait is a fair lock waiter's wait (Redisson's wait time): its place
+	// in the queue lapses within the shorter of Wait and the engine's
+	// place time after the engine last refreshed it; 0 selects the
+	// engine's place time.
 	Wait time.Duration
 }
 

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// The fair lock's scripts. Each drops stale queue heads (deadline <= now)
-// before anything else, as Redisson's RedissonFairLock does; now is always
-// the caller's clock, never Redis's.
+// The fair lock's scripts. Each drops stale places (deadline <= now)
+// before anything else, as Redisson's RedissonFairLock drops stale heads;
+// now is always the caller's clock, never Redis's.
 var (
 	fairAcquireScript     = newScript("hold_lib", "fair_lib", "fair_acquire")
 	fairUnlockScript      = newScript("fair_lib", "fair_unlock")
@@ -28,6 +28,15 @@ func FairQueueKey(name string) string {
 // absolute unix ms): redisson_lock_timeout:{name}.
 func FairTimeoutKey(name string) string {
 	return prefixName("redisson_lock_timeout", name)
+}
+
+// FairPlacesKey is warden's record of the refreshed places in the fair
+// lock's queue (a HASH owner -> absolute unix ms deadline):
+// warden_fair_places:{name}. A place in it lapses at that deadline, which
+// its waiter's engine pushes forward while it waits; a place not in it (a
+// Redisson client's) lapses at its score in FairTimeoutKey.
+func FairPlacesKey(name string) string {
+	return prefixName("warden_fair_places", name)
 }
 
 // FairChannel is the pub/sub channel one fair-lock waiter listens on; an
@@ -51,22 +60,36 @@ func fairKeys(name string) []string {
 
 // FairAcquire runs one fair acquire attempt for owner with request ID reqID,
 // then WAIT for rs.Replicas on the same connection; it returns how many
-// replicas acknowledged. Stale queue heads (deadline <= now) are dropped
-// first. The lock is free for owner when it is absent and the queue is empty
-// or owner is its head; reentry is as in Acquire, and a repeated reqID that
-// acquired returns its first result. When refused and enqueue is true, owner
-// joins the queue (once) with deadline = the previous tail's deadline, or
-// now + the lock's PTTL, plus allowance; PTTL is then the time until that
-// bound. With enqueue false the queue is never touched.
+// replicas acknowledged. Queued waiters whose deadline passed (<= now) are
+// dropped first, wherever they stand. The lock is free for owner when it is
+// absent and the queue is empty or owner is its head; reentry is as in
+// Acquire, and a repeated reqID that acquired returns its first result.
+// When refused and enqueue is true, owner joins the queue (once); PTTL is
+// then the time until the previous tail's deadline, or the lock's PTTL.
+// With enqueue false the queue is never touched.
+//
+// With place > 0 owner's place is a refreshed one: its deadline is now +
+// place when it joins and again at each later attempt while it is queued,
+// so it lapses only once its attempts stop; no other waiter's coming or
+// going moves it (see scripts/fair_lib.lua). With place 0 it is a place as
+// Redisson writes it: deadline = the previous tail's deadline, or now + the
+// lock's PTTL, plus allowance, never refreshed; when such a waiter takes the
+// lock from the head of the queue, the deadlines behind it that are not
+// refreshed move forward by allowance.
 func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
-	lease, allowance time.Duration, now time.Time, enqueue bool) (AcquireResult, int, error) {
+	lease, allowance, place time.Duration, now time.Time, enqueue bool) (AcquireResult, int, error) {
 	flag := "0"
 	if enqueue {
 		flag = "1"
 	}
+	placeArg := "0"
+	if place > 0 {
+		placeArg = Millis(place)
+	}
 	c, acks, err := runSynced(ctx, r, rs, fairAcquireScript,
-		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner), GaveUpKey(name, owner)},
-		owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag)
+		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner), GaveUpKey(name, owner),
+			FairPlacesKey(name)},
+		owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag, placeArg)
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: %w", name, err)
 	}
@@ -84,7 +107,7 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 // first result.
 func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease time.Duration, now time.Time) (remaining int, held bool, acks int, err error) {
-	keys := append(fairKeys(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner))
+	keys := append(fairKeys(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner), FairPlacesKey(name))
 	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
 		owner, Millis(lease), unixMillis(now), s.publish, Millis(LatchTTL))
 	if err != nil {
@@ -103,7 +126,7 @@ func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 // allowance it queued with, which the script reads off the deadlines (see
 // scripts/fair_undo.lua).
 func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string, now time.Time) (bool, error) {
-	keys := append(fairKeys(name), AcquireLatchKey(name, owner))
+	keys := append(fairKeys(name), AcquireLatchKey(name, owner), FairPlacesKey(name))
 	n, err := fairUndoScript.Run(ctx, r, keys, owner, reqID, unixMillis(now), s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("fair undo acquire %s: %w", name, err)
@@ -112,10 +135,10 @@ func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, req
 }
 
 // FairForceUnlock deletes the fair lock whoever holds it, wakes the head
-// waiter if it existed, and reports whether it existed. Stale queue heads
-// are dropped first.
+// waiter if it existed, and reports whether it existed. Stale places are
+// dropped first.
 func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now time.Time) (bool, error) {
-	n, err := fairForceUnlockScript.Run(ctx, r, fairKeys(name), unixMillis(now), s.publish).Int64()
+	n, err := fairForceUnlockScript.Run(ctx, r, append(fairKeys(name), FairPlacesKey(name)), unixMillis(now), s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("fair force unlock %s: %w", name, err)
 	}
@@ -123,11 +146,12 @@ func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now
 }
 
 // FairCancelWait removes owner, a waiter that gives up, from the queue and
-// its deadline, and pulls every deadline behind it forward by allowance.
+// its deadline; when its place was not a refreshed one, it pulls every
+// deadline behind it that is not refreshed forward by allowance.
 // When that changes the head of a free lock, the new head is woken on its
 // own channel.
 func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner, reqID string, allowance time.Duration, now time.Time) error {
-	err := fairCancelScript.Run(ctx, r, append(fairKeys(name), GaveUpKey(name, owner)), owner, Millis(allowance),
+	err := fairCancelScript.Run(ctx, r, append(fairKeys(name), GaveUpKey(name, owner), FairPlacesKey(name)), owner, Millis(allowance),
 		unixMillis(now), s.publish, reqID, Millis(LatchTTL)).Err()
 	if err != nil {
 		return fmt.Errorf("fair cancel wait %s: %w", name, err)

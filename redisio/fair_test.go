@@ -44,7 +44,7 @@ func (f *fairT) acquire(owner, reqID string, now time.Time, enqueue bool) Acquir
 
 func (f *fairT) acquireLease(owner, reqID string, lease time.Duration, now time.Time, enqueue bool) AcquireResult {
 	f.t.Helper()
-	r, acks, err := f.s.FairAcquire(f.ctx, f.rdb, ReplicaSync{}, f.name, owner, reqID, lease, fairAllowance, now, enqueue)
+	r, acks, err := f.s.FairAcquire(f.ctx, f.rdb, ReplicaSync{}, f.name, owner, reqID, lease, fairAllowance, 0, now, enqueue)
 	require.NoError(f.t, err)
 	assert.Zero(f.t, acks)
 	return r
@@ -499,23 +499,24 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 	calls := []call{
 		{"acquire", func(ctx context.Context, rdb *redis.Client, args []any) error {
 			return fairAcquireScript.Run(ctx, rdb, []string{"b", FairQueueKey("b"), FairTimeoutKey("b"), AcquireLatchKey("b", "o"),
-				GaveUpKey("b", "o")}, args...).Err()
-		}, []any{"o", "1000", "r", "1000", "1000", "100", "1"},
-			map[int][]string{0: {""}, 1: msBad, 2: {""}, 3: msBad, 4: msBad, 5: nowBad, 6: {"2", "", "true"}}},
+				GaveUpKey("b", "o"), FairPlacesKey("b")}, args...).Err()
+		}, []any{"o", "1000", "r", "1000", "1000", "100", "1", "1000"},
+			map[int][]string{0: {""}, 1: msBad, 2: {""}, 3: msBad, 4: msBad, 5: nowBad, 6: {"2", "", "true"},
+				7: {"-1", "1.5", "1e3", "", " 5", "abc", "9007199254740993"}}},
 		{"unlock", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairUnlockScript.Run(ctx, rdb, append(k("b"), UnlockLatchKey("b", "o:r"), AcquireLatchKey("b", "o")), args...).Err()
+			return fairUnlockScript.Run(ctx, rdb, append(k("b"), UnlockLatchKey("b", "o:r"), AcquireLatchKey("b", "o"), FairPlacesKey("b")), args...).Err()
 		}, []any{"o", "1000", "100", "publish", "1000"},
 			map[int][]string{0: {""}, 1: msBad, 2: nowBad, 3: pubBad, 4: msBad}},
 		{"undo", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairUndoScript.Run(ctx, rdb, append(k("b"), AcquireLatchKey("b", "o")), args...).Err()
+			return fairUndoScript.Run(ctx, rdb, append(k("b"), AcquireLatchKey("b", "o"), FairPlacesKey("b")), args...).Err()
 		}, []any{"o", "r", "100", "publish"},
 			map[int][]string{0: {""}, 1: {""}, 2: nowBad, 3: pubBad}},
 		{"forceunlock", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairForceUnlockScript.Run(ctx, rdb, k("b"), args...).Err()
+			return fairForceUnlockScript.Run(ctx, rdb, append(k("b"), FairPlacesKey("b")), args...).Err()
 		}, []any{"100", "publish"},
 			map[int][]string{0: nowBad, 1: pubBad}},
 		{"cancel", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairCancelScript.Run(ctx, rdb, append(k("b"), GaveUpKey("b", "o")), args...).Err()
+			return fairCancelScript.Run(ctx, rdb, append(k("b"), GaveUpKey("b", "o"), FairPlacesKey("b")), args...).Err()
 		}, []any{"o", "1000", "100", "publish", "r", "1000"},
 			map[int][]string{0: {""}, 1: msBad, 2: nowBad, 3: pubBad, 4: {""}, 5: msBad}},
 	}
@@ -543,7 +544,7 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 		assert.Equal(t, int64(2), rdb.DBSize(ctx).Val())
 
 		s := newScripts(t)
-		_, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "b", "o", "r", time.Second, time.Second, time.UnixMilli(-1), true)
+		_, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "b", "o", "r", time.Second, time.Second, 0, time.UnixMilli(-1), true)
 		assert.Error(t, err, "a clock before 1970")
 		assert.Error(t, s.FairCancelWait(ctx, rdb, "b", "o", "r", time.Second, time.UnixMilli(-1)))
 		assert.Equal(t, int64(2), rdb.DBSize(ctx).Val())
@@ -565,19 +566,19 @@ func TestFairAttemptAfterGiveUpIsNotQueued(t *testing.T) {
 		now := time.Now()
 		_, err := s.Acquire(ctx, rdb, "g", "holder", "h1", time.Minute) // a plain hold keeps the fair lock busy
 		require.NoError(t, err)
-		res, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, now, true)
+		res, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, 0, now, true)
 		require.NoError(t, err)
 		require.False(t, res.Acquired)
 		require.Equal(t, []string{"w"}, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val())
 
 		require.NoError(t, s.FairCancelWait(ctx, rdb, "g", "w", "w1", time.Minute, now))
 		assert.Empty(t, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val())
-		res, _, err = s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, now, true)
+		res, _, err = s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, 0, now, true)
 		require.NoError(t, err)
 		assert.False(t, res.Acquired)
 		assert.Empty(t, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val(), "the late attempt did not queue it again")
 
-		res, _, err = s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w2", time.Minute, time.Minute, now, true)
+		res, _, err = s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w2", time.Minute, time.Minute, 0, now, true)
 		require.NoError(t, err)
 		assert.False(t, res.Acquired)
 		assert.Equal(t, []string{"w"}, rdb.LRange(ctx, FairQueueKey("g"), 0, -1).Val(), "a new request queues")

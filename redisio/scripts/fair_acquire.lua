@@ -8,6 +8,8 @@
 -- KEYS[4]  acquire latch warden_acquire_latch:{name}:<owner>
 -- KEYS[5]  gave-up marker warden_gaveup:{name}:<owner>: the request ID of
 --          a waiter of owner's that gave up its place
+-- KEYS[6]  refreshed places warden_fair_places:{name} (HASH owner ->
+--          absolute deadline in unix ms; see fair_lib.lua)
 -- ARGV[1]  owner field ("<clientID>:<n>")
 -- ARGV[2]  lease in ms (integer, 1 .. 2^53)
 -- ARGV[3]  request ID (non-empty)
@@ -16,6 +18,11 @@
 -- ARGV[6]  now, unix ms (integer, 0 .. 2^53)
 -- ARGV[7]  enqueue: "1" queue the owner when refused, "0" never touch the
 --          queue
+-- ARGV[8]  place time in ms (integer, 1 .. 2^53): the owner's place is a
+--          refreshed one, with deadline now + ARGV[8] when it joins and
+--          again at every attempt of its while it is queued. "0": a place
+--          as Redisson writes it (deadline = the previous tail's deadline,
+--          or now + the lock's PTTL, plus the allowance), never refreshed.
 --
 -- Reply: {1, holdCount} acquired (or the same request seen again: its first
 -- result). {0, ttl} refused, ttl in ms:
@@ -26,7 +33,10 @@
 --                                       (>= 1) when the lock is free
 --   newly queued:                       until the previous tail's deadline,
 --                                       or the lock's PTTL (-1 without TTL)
--- Queue heads whose deadline is <= now are dropped first.
+-- Queued waiters whose deadline is <= now are dropped first. When the
+-- owner takes the lock from the head of the queue, the deadlines of the
+-- places behind it that are not refreshed move forward by the allowance,
+-- unless its own place was a refreshed one (fair_leave).
 -- Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
@@ -35,6 +45,7 @@ if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl'
 if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid allowance') end
 if not fair_time(ARGV[6]) then return redis.error_reply('ERR warden: invalid now') end
 if ARGV[7] ~= '0' and ARGV[7] ~= '1' then return redis.error_reply('ERR warden: invalid enqueue flag') end
+if not fair_place(ARGV[8]) then return redis.error_reply('ERR warden: invalid place time') end
 
 local owner = ARGV[1]
 local now = tonumber(ARGV[6])
@@ -49,16 +60,16 @@ if redis.call('get', KEYS[5]) == ARGV[3] then
   return {0, redis.call('pttl', KEYS[1])}
 end
 
--- Drop stale heads: a head whose deadline passed (or that has none) gave up
--- or died. The deadlines behind it stay as they are.
-fair_drop_stale(now)
+-- Drop stale places: a waiter whose deadline passed (or that has none)
+-- gave up or died. The deadlines behind it stay as they are.
+fair_drop_stale(now, KEYS[6])
 
 local head = redis.call('lindex', KEYS[2], 0)
 local free = redis.call('exists', KEYS[1]) == 0 and (not head or head == owner)
 if free or redis.call('hexists', KEYS[1], owner) == 1 then
   if free then
     -- Leave the queue; everyone behind waits one allowance less.
-    fair_leave(owner, function() return tonumber(ARGV[5]) end)
+    fair_leave(owner, function() return tonumber(ARGV[5]) end, KEYS[6])
   end
   return {1, hold_take(KEYS[1], KEYS[4], owner, ARGV[2], ARGV[3], ARGV[4])}
 end
@@ -67,7 +78,7 @@ end
 -- line: then the bound is that waiter's deadline.
 local pttl = redis.call('pttl', KEYS[1])
 local function untilHead()
-  local d = tonumber(redis.call('zscore', KEYS[3], head)) - now
+  local d = fair_deadline(head, KEYS[6]) - now
   if d < 1 then d = 1 end
   return d
 end
@@ -78,6 +89,8 @@ if ARGV[7] == '0' then
 end
 
 if redis.call('zscore', KEYS[3], owner) then
+  -- Already queued: a refreshed place's deadline moves on.
+  if ARGV[8] ~= '0' then fair_refresh(owner, now, ARGV[8], KEYS[6]) end
   if pttl == -2 then return {0, untilHead()} end
   return {0, pttl}
 end
@@ -105,5 +118,10 @@ else
 end
 redis.call('lrem', KEYS[2], 0, owner)
 redis.call('rpush', KEYS[2], owner)
-redis.call('zadd', KEYS[3], string.format('%.0f', base + tonumber(ARGV[5])), owner)
+if ARGV[8] == '0' then
+  redis.call('hdel', KEYS[6], owner)
+  redis.call('zadd', KEYS[3], string.format('%.0f', base + tonumber(ARGV[5])), owner)
+else
+  fair_refresh(owner, now, ARGV[8], KEYS[6])
+end
 return {0, reply}

@@ -1,5 +1,6 @@
--- A fair-lock waiter gives up: leave the queue and pull the deadlines of
--- the waiters behind it forward by one allowance.
+-- A fair-lock waiter gives up: leave the queue and, when its place was not
+-- a refreshed one, pull the deadlines of the places behind it that are not
+-- refreshed forward by one allowance.
 --
 -- KEYS[1]  lock hash (the lock's name)
 -- KEYS[2]  waiter queue redisson_lock_queue:{name}
@@ -13,10 +14,11 @@
 -- KEYS[5]  gave-up marker warden_gaveup:{name}:<owner>
 -- ARGV[5]  the request ID of the waiter that gives up
 -- ARGV[6]  marker TTL in ms (integer, 1 .. 2^53)
+-- KEYS[6]  refreshed places warden_fair_places:{name} (see fair_lib.lua)
 --
 -- Reply: 1 when the owner was queued and left, 0 when it was not queued.
--- Queue heads whose deadline is <= now are dropped first (without moving
--- anyone's deadline). When the head changed and the lock is free, "0" is
+-- Queued waiters whose deadline is <= now are dropped first (without
+-- moving anyone's deadline). When the head changed and the lock is free, "0" is
 -- published on the new head's own channel, so it does not sleep on a stale
 -- bound. Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
@@ -29,11 +31,11 @@ if not ms(ARGV[6]) then return redis.error_reply('ERR warden: invalid marker ttl
 local owner = ARGV[1]
 local now = tonumber(ARGV[3])
 local before = redis.call('lindex', KEYS[2], 0)
-fair_drop_stale(now)
+fair_drop_stale(now, KEYS[6])
 
 -- An attempt of this request still on its way must not queue it again.
 redis.call('set', KEYS[5], ARGV[5], 'px', ARGV[6])
-local left = fair_leave(owner, function() return tonumber(ARGV[2]) end)
+local left = fair_leave(owner, function() return tonumber(ARGV[2]) end, KEYS[6])
 fair_wake_new_head(before, ARGV[4])
 if left then return 1 end
 return 0

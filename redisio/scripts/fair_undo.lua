@@ -9,6 +9,7 @@
 -- KEYS[4]  unlock channel redisson_lock__channel:{name}; each waiter listens
 --          on KEYS[4] .. ':' .. <owner>
 -- KEYS[5]  acquire latch warden_acquire_latch:{name}:<owner>
+-- KEYS[6]  refreshed places warden_fair_places:{name} (see fair_lib.lua)
 -- ARGV[1]  owner field
 -- ARGV[2]  request ID of the uncertain acquire
 -- ARGV[3]  now, unix ms (integer, 0 .. 2^53)
@@ -17,10 +18,11 @@
 -- Reply: 1 when the acquire had been applied and one hold was undone (when
 -- that freed the lock, "0" is published on the head waiter's channel); 0
 -- when it had not been applied (the owner left the queue, if it was in it;
--- a new head of a free lock is woken). Queue heads whose deadline is <= now
--- are dropped first. Errors before any write when an argument is malformed.
+-- a new head of a free lock is woken). Queued waiters whose deadline is
+-- <= now are dropped first. Errors before any write when an argument is malformed.
 --
--- The deadlines behind a removed owner move forward by the allowance it
+-- When the removed owner's place was not a refreshed one, the deadlines
+-- behind it that are not refreshed move forward by the allowance it
 -- queued with, read off the deadlines themselves (the caller's allowance
 -- is not an argument): its deadline minus its predecessor's, or, for the
 -- head, its deadline minus the lock's current expiry (now when free),
@@ -36,7 +38,7 @@ if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publis
 local owner = ARGV[1]
 local now = tonumber(ARGV[3])
 local before = redis.call('lindex', KEYS[2], 0)
-fair_drop_stale(now)
+fair_drop_stale(now, KEYS[6])
 
 local undone = 0
 if redis.call('get', KEYS[5]) == ARGV[2] then
@@ -63,7 +65,7 @@ else
     end
     if not (mine and prev) then return 0 end
     return math.max(0, tonumber(mine) - tonumber(prev))
-  end)
+  end, KEYS[6])
 end
 
 fair_wake_new_head(before, ARGV[4])

@@ -7,6 +7,7 @@
 --          on KEYS[4] .. ':' .. <owner>
 -- KEYS[5]  unlock latch redisson_unlock_latch:{name}:<owner>:<requestID>
 -- KEYS[6]  acquire latch warden_acquire_latch:{name}:<owner>
+-- KEYS[7]  refreshed places warden_fair_places:{name} (see fair_lib.lua)
 -- ARGV[1]  owner field
 -- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
 -- ARGV[3]  now, unix ms (integer, 0 .. 2^53)
@@ -17,7 +18,7 @@
 -- "0" published on the head waiter's own channel only), or -1 when another
 -- owner holds it. A lock that already expired replies 0 (and wakes the head
 -- waiter), as Redisson's fair lock does. A repeated request ID returns the
--- first result. Queue heads whose deadline is <= now are dropped first.
+-- first result. Queued waiters whose deadline is <= now are dropped first.
 -- Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
@@ -29,7 +30,7 @@ local done = redis.call('get', KEYS[5])
 if done then return tonumber(done) end
 
 local now = tonumber(ARGV[3])
-fair_drop_stale(now)
+fair_drop_stale(now, KEYS[7])
 
 local n
 if redis.call('exists', KEYS[1]) == 0 then
