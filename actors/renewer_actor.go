@@ -33,7 +33,10 @@ type registration struct {
 	expired bool
 	// ended is set once the holding is unregistered (or registered anew).
 	ended bool
-	owner string
+	// paused is set while the key actor wants the holding not renewed
+	// (its unlock in flight or failed); its expiry is still followed.
+	paused bool
+	owner  string
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -88,6 +91,10 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 		if r := a.regs[m.Held]; r != nil {
 			delete(a.regs, m.Held)
 			a.end(r)
+		}
+	case *pause:
+		if r := a.regs[m.Held]; r != nil {
+			r.paused = m.Paused
 		}
 	case *tick:
 		if a.timer.fired(m.Gen) {
@@ -155,9 +162,12 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	}
 	batch := make([]*registration, 0, len(a.regs))
 	for _, r := range a.order {
-		if !r.ended {
+		if !r.ended && !r.paused {
 			batch = append(batch, r)
 		}
+	}
+	if len(batch) == 0 {
+		return // every holding is paused
 	}
 	if a.cfg.Cluster {
 		// A script's keys must share a slot on a cluster: the batch is
