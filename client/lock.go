@@ -92,6 +92,9 @@ func (l *Lock) check() error {
 // Lock acquires the lock in watchdog mode, waiting until it is free or ctx
 // ends (then the error is ErrNotObtained joined with the context's error).
 func (l *Lock) Lock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	_, err := l.acquire(ctx, 0, time.Time{}, true, 0)
 	return err
 }
@@ -101,6 +104,9 @@ func (l *Lock) Lock(ctx context.Context) error {
 // answer comes (shorter than the round trip) fails with ErrLockLost and
 // leaves nothing held.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := validateLease(lease, false); err != nil {
 		return err
 	}
@@ -110,6 +116,9 @@ func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
 
 // TryLock makes one attempt to acquire the lock in watchdog mode.
 func (l *Lock) TryLock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	return l.TryLockWait(ctx, 0, 0)
 }
 
@@ -118,6 +127,9 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 // and ErrLockLost when a lease shorter than the round trip ran out before
 // the answer came (nothing is held then).
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	r, err := l.tryAcquire(ctx, wait, lease)
 	return r != nil, err
 }
@@ -125,6 +137,9 @@ func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool
 // tryAcquire validates and runs a Try acquire with wait and lease: the
 // Acquired reply, or nil when wait ran out.
 func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*messages.Acquired, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return nil, err
 	}
@@ -137,6 +152,9 @@ func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*mess
 // TryLock (nil, ctx's error). wait is a fair lock waiter's allowance in
 // the queue (0: the default).
 func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (*messages.Acquired, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := l.check(); err != nil {
 		return nil, err
 	}
@@ -160,7 +178,15 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
 // does not hold the lock (never held, already released, or expired). When
 // the last hold is released, the lock is deleted and its waiters woken.
+// An Unlock that fails otherwise (a Redis error, ctx ending first) leaves
+// the holding not known released: its renewal stops, so the lock expires
+// within its lease, Lost keeps returning the holding's channel, and that
+// channel is closed when the lease has run out. A Lock before then is a
+// reentry of the holding if Redis still has it.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -201,8 +227,10 @@ func (l *Lock) endHolding(id uint64) {
 // is lost: the lock expired, was force-unlocked, or vanished in a Redis
 // restart while held. Each holding (from the first acquire to the unlock
 // that frees it) has its own channel; called before an acquire, Lost
-// returns the channel of the next holding. A nil handle, which never
-// holds, returns a nil channel.
+// returns the channel of the next holding. A holding lasts until an
+// Unlock is known to have released it: after a failed Unlock, Lost still
+// returns its channel. A nil handle, which never holds, returns a nil
+// channel.
 func (l *Lock) Lost() <-chan struct{} {
 	if l == nil {
 		return nil
@@ -221,6 +249,9 @@ func (l *Lock) Lost() <-chan struct{} {
 // loss at its next renewal; a fixed-lease holder when its lease would have
 // ended, or at its Unlock (ErrNotHeld).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := l.check(); err != nil {
 		return false, err
 	}
@@ -239,6 +270,9 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // it is held for reading (also by the write holder); for a write lock:
 // whether it is held for writing.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := l.check(); err != nil {
 		return false, err
 	}
@@ -253,6 +287,9 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 
 // IsHeld reports whether the handle's owner holds the lock.
 func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	n, err := l.HoldCount(ctx)
 	return n > 0, err
 }
@@ -260,6 +297,9 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many times the handle's owner holds the lock, 0
 // when it does not.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := l.check(); err != nil {
 		return 0, err
 	}
@@ -275,6 +315,9 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 // RemainTTL returns the lock's remaining lease. It returns ErrNotLocked
 // when the lock does not exist, and -1 when it exists without a TTL.
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := l.check(); err != nil {
 		return 0, err
 	}
