@@ -182,6 +182,9 @@ func (c *Client) PID() *actor.PID {
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
 func (c *Client) Close(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return c.close(ctx, false)
 }
 
@@ -195,6 +198,9 @@ func (c *Client) Close(ctx context.Context) error {
 // takes while CloseAndRelease runs is given back if its answer comes
 // after the Client closed, and otherwise left to its lease.
 func (c *Client) CloseAndRelease(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return c.close(ctx, true)
 }
 
