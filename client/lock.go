@@ -15,14 +15,19 @@ import (
 // owner is fixed when the handle is made; reentry is the same owner
 // acquiring again, from any goroutine. A handle is safe for concurrent use,
 // but goroutines that share one handle share its owner and so do not
-// exclude each other: give each contender its own handle (handles are
-// cheap), as Redisson gives each thread its own owner.
+// exclude each other through its methods: give each contender its own
+// handle (handles are cheap), as Redisson gives each thread its own owner,
+// or share the handle's Locker, which excludes them as a sync.Mutex does.
 type Lock struct {
 	c     *Client
 	name  string
 	kind  messages.Kind
 	owner string
 	err   error // a validation error, returned by every call
+
+	// local is the Locker's exclusion of the goroutines that share the
+	// handle: a slot taken from Locker().Lock to Locker().Unlock.
+	local chan struct{}
 
 	mu      sync.Mutex
 	lostCh  chan struct{}
@@ -52,7 +57,7 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 			opt(&o)
 		}
 	}
-	l := &Lock{c: c, name: name, kind: kind, owner: o.owner}
+	l := &Lock{c: c, name: name, kind: kind, owner: o.owner, local: make(chan struct{}, 1)}
 	if c == nil {
 		return l // every call on it returns ErrInvalidArgument (check)
 	}
@@ -366,22 +371,4 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error
 		return errors.Join(fnErr, fmt.Errorf("warden: %s: %w", l.name, ErrLockLost))
 	}
 	return errors.Join(fnErr, unlockErr)
-}
-
-// Locker adapts the handle to sync.Locker. Its methods wait without limit
-// and panic on any error, like etcd's concurrency.NewLocker.
-func (l *Lock) Locker() sync.Locker { return locker{l} }
-
-type locker struct{ l *Lock }
-
-func (k locker) Lock() {
-	if err := k.l.Lock(context.Background()); err != nil {
-		panic(err)
-	}
-}
-
-func (k locker) Unlock() {
-	if err := k.l.Unlock(context.Background()); err != nil {
-		panic(err)
-	}
 }
