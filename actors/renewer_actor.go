@@ -68,7 +68,10 @@ type renewerActor struct {
 	// up to a renewal period later.
 	expiry   clockTimer
 	inflight bool
-	io       sync.WaitGroup
+	// failing is set while renewal calls fail: the first failure of a
+	// streak is logged at Warn, the others at Debug, the recovery at Info.
+	failing bool
+	io      sync.WaitGroup
 }
 
 var _ actor.Actor = (*renewerActor)(nil)
@@ -223,9 +226,18 @@ func (a *renewerActor) renew(ctx actor.Context) {
 }
 
 func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
-	if d.Err != nil {
+	switch {
+	case d.Err != nil:
 		// Renewal errors never stop renewal: the next tick tries again.
-		a.cfg.Logger.Warn("warden: renewal failed; retrying next tick", slog.Any("err", d.Err))
+		level := a.cfg.retryLevel()
+		if a.failing {
+			level = slog.LevelDebug
+		}
+		a.failing = true
+		a.cfg.Logger.Log(context.Background(), level, "warden: renewal failed; retrying every tick", slog.Any("err", d.Err))
+	case a.failing:
+		a.failing = false
+		a.cfg.Logger.Info("warden: renewal succeeds again")
 	}
 	for i, outcome := range d.Outcomes {
 		reg := d.Batch[i]

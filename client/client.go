@@ -138,8 +138,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.sys = o.system
 	if c.sys == nil {
 		c.ownSystem = true
+		// The actor system's own records (its start, dead letters) are
+		// about its internals, not the user's locks: they are discarded,
+		// and WithLogger gets the engine's records only.
 		c.sys = actor.NewActorSystem(
-			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return o.logger }),
+			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
 			actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 		)
 	}
