@@ -183,11 +183,12 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
 // does not hold the lock (never held, already released, or expired). When
 // the last hold is released, the lock is deleted and its waiters woken.
-// An Unlock that fails otherwise (a Redis error, ctx ending first) leaves
-// the holding not known released: its renewal stops, so the lock expires
-// within its lease, Lost keeps returning the holding's channel, and that
-// channel is closed when the lease has run out. A Lock before then is a
-// reentry of the holding if Redis still has it.
+// An Unlock that fails otherwise (a Redis error, or ctx ending before the
+// answer) leaves the holding, not known released: Lost keeps returning its
+// channel. After a failed unlock of the last hold the lock is no longer
+// renewed, so it expires within its lease, and the holding's channel is
+// closed then; a Lock before that reenters the holding if Redis still has
+// it.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
