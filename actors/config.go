@@ -162,6 +162,16 @@ func (c *Config) detachedContext(d time.Duration) (context.Context, context.Canc
 	return context.WithTimeout(context.WithoutCancel(c.IO), d)
 }
 
+// retryLevel is the level of a failure the engine retries by itself: Warn,
+// or Debug once the engine is closing, when every Redis call it makes is
+// cancelled.
+func (c *Config) retryLevel() slog.Level {
+	if c.IO.Err() != nil {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
 // closedOr is err, marked ErrClosed once the engine is closing.
 func (c *Config) closedOr(err error) error {
 	if c.IO.Err() != nil && !errors.Is(err, messages.ErrClosed) {

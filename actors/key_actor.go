@@ -40,6 +40,12 @@ type holding struct {
 	// keep are given back (a read/write lock's holdings are given back at
 	// their end anyway).
 	uncertain bool
+	// unrenewed marks a watchdog holding whose last hold's unlock failed
+	// without an answer: it is not known released, so it lives on, no
+	// longer renewed, until the renewer finds its lease run out (then the
+	// owner is told it is lost) or a later request of its owner's settles
+	// it.
+	unrenewed bool
 	watchers  []*actor.PID
 }
 
@@ -186,6 +192,7 @@ type keyActor struct {
 
 	holdings   map[string]*holding
 	registered map[string]bool // owners registered with the renewer
+	paused     map[string]bool // registered owners not renewed, whose lease's end the renewer still follows
 	waiters    waitQueue       // FIFO; the head is the one that waits on Redis (each fair waiter waits)
 	ops        []*op           // releases and undos, served before attempts
 	inflight   *op
@@ -216,6 +223,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
 			registered: map[string]bool{},
+			paused:     map[string]bool{},
 			subs:       map[string]bool{},
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
@@ -408,9 +416,12 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 				h.expiresAt = a.rio.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
 			}
 			if h.count <= 1 {
-				// Cancel renewal before the unlock round trip, so renewal
-				// can never outlive the unlock.
-				a.unregister(ctx, o.owner)
+				// Stop renewal before the unlock round trip, so renewal
+				// can never outlive the unlock. The renewer still follows
+				// the lease's end: should the unlock fail, the holding is
+				// not known released, and its owner is told when the
+				// lease has run out.
+				a.pause(ctx, o.owner)
 			}
 		}
 		if w := o.next; w != nil {
@@ -605,11 +616,20 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
+		if h != nil && h.unrenewed && !a.rio.sharesHash() && d.acquire.HoldCount <= 1 {
+			// Redis had none of the holds a failed unlock left in doubt:
+			// that holding ended (released or expired) before this
+			// acquire, which starts the next one.
+			a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s ended after its unlock failed",
+				messages.ErrLockLost, a.key.Name, owner))
+			h = nil
+		}
 		if h == nil {
 			h = &holding{id: a.cfg.holdings.Add(1)}
 			a.holdings[owner] = h
 		}
 		h.count = d.acquire.HoldCount
+		h.unrenewed = false // the acquire set the lease anew
 		if a.rio.shared() {
 			// A read acquire adds a hold and leaves the others as they are,
 			// with whatever a failed request may have done to them.
@@ -686,12 +706,19 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 	}
 	switch {
 	case d.err != nil:
-		// Unknown outcome. Renewal is already off for a last hold; drop the
-		// local holding so the lock expires within its lease.
-		if h != nil && h.count <= 1 {
-			delete(a.holdings, o.owner)
-		} else if h != nil && !h.expiresAt.IsZero() {
-			h.uncertain = true
+		// Unknown outcome: the holding is not known released. It stays, so
+		// its owner hears when it is lost. Renewal is already off for a
+		// last hold, so the lock expires within its lease: an explicit
+		// lease at its end (onTick), a watchdog holding when the renewer
+		// finds no renewal reached it for a watchdog timeout
+		// (renewalExpired).
+		if h != nil && h.id == o.holding {
+			if !h.expiresAt.IsZero() {
+				h.uncertain = true
+			}
+			if h.count <= 1 && h.lease == 0 {
+				h.unrenewed = true
+			}
 		}
 		if a.endedInFlight(o) {
 			// The owner was told its holding was lost while this unlock
@@ -1018,33 +1045,54 @@ func wake(w *waiter) {
 }
 
 // syncRenewal makes the renewer's registration of owner match the local
-// table: registered exactly while owner holds in watchdog mode or has a
-// watchdog-mode attempt in flight.
+// table: renewed exactly while owner holds in watchdog mode or has a
+// watchdog-mode attempt in flight, and registered but paused while its
+// watchdog holding is unrenewed (a failed unlock), or a last hold's
+// unlock is in flight.
 func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
-	want := false
-	if h := a.holdings[owner]; h != nil && h.lease == 0 {
-		want = true
-	}
+	h := a.holdings[owner]
+	renew := h != nil && h.lease == 0 && !h.unrenewed
 	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 {
-		want = true
+		renew = true
 	}
-	if want {
+	switch {
+	case a.paused[owner] && a.inflight != nil && a.inflight.kind == opRelease && a.inflight.owner == owner:
+		// A last hold's unlock in flight: its outcome tells.
+	case renew:
 		a.register(ctx, owner)
-	} else {
+	case h != nil && h.lease == 0 && h.unrenewed:
+		a.pause(ctx, owner)
+	default:
 		a.unregister(ctx, owner)
 	}
 }
 
+// register has the renewer renew owner's holding, resuming a paused
+// registration (whose lease's end the renewer kept).
 func (a *keyActor) register(ctx actor.Context, owner string) {
-	if !a.registered[owner] {
+	switch {
+	case !a.registered[owner]:
 		a.registered[owner] = true
 		ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
+	case a.paused[owner]:
+		delete(a.paused, owner)
+		ctx.Send(a.renewer, &pause{Held: a.rio.held(owner), Paused: false})
+	}
+}
+
+// pause has the renewer stop renewing owner's holding, but still tell when
+// its lease has run out (renewalExpired). An owner not registered stays so.
+func (a *keyActor) pause(ctx actor.Context, owner string) {
+	if a.registered[owner] && !a.paused[owner] {
+		a.paused[owner] = true
+		ctx.Send(a.renewer, &pause{Held: a.rio.held(owner), Paused: true})
 	}
 }
 
 func (a *keyActor) unregister(ctx actor.Context, owner string) {
 	if a.registered[owner] {
 		delete(a.registered, owner)
+		delete(a.paused, owner)
 		ctx.Send(a.renewer, &unregister{Held: a.rio.held(owner)})
 	}
 }

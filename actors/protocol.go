@@ -56,6 +56,15 @@ type unregister struct {
 	Held redisio.Held
 }
 
+// pause stops (Paused) or resumes the renewals of the holding Held, which
+// stays registered: while paused, the renewer still tells its key actor
+// when no renewal has reached it for a watchdog timeout (renewalExpired).
+// No reply.
+type pause struct {
+	Held   redisio.Held
+	Paused bool
+}
+
 // renewalGone tells a key actor that a renewal found Owner's holding gone.
 type renewalGone struct {
 	Owner string

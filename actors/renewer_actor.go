@@ -33,7 +33,10 @@ type registration struct {
 	expired bool
 	// ended is set once the holding is unregistered (or registered anew).
 	ended bool
-	owner string
+	// paused is set while the key actor wants the holding not renewed
+	// (its unlock in flight or failed); its expiry is still followed.
+	paused bool
+	owner  string
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -65,7 +68,10 @@ type renewerActor struct {
 	// up to a renewal period later.
 	expiry   clockTimer
 	inflight bool
-	io       sync.WaitGroup
+	// failing is set while renewal calls fail: the first failure of a
+	// streak is logged at Warn, the others at Debug, the recovery at Info.
+	failing bool
+	io      sync.WaitGroup
 }
 
 var _ actor.Actor = (*renewerActor)(nil)
@@ -88,6 +94,10 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 		if r := a.regs[m.Held]; r != nil {
 			delete(a.regs, m.Held)
 			a.end(r)
+		}
+	case *pause:
+		if r := a.regs[m.Held]; r != nil {
+			r.paused = m.Paused
 		}
 	case *tick:
 		if a.timer.fired(m.Gen) {
@@ -155,9 +165,12 @@ func (a *renewerActor) renew(ctx actor.Context) {
 	}
 	batch := make([]*registration, 0, len(a.regs))
 	for _, r := range a.order {
-		if !r.ended {
+		if !r.ended && !r.paused {
 			batch = append(batch, r)
 		}
+	}
+	if len(batch) == 0 {
+		return // every holding is paused
 	}
 	if a.cfg.Cluster {
 		// A script's keys must share a slot on a cluster: the batch is
@@ -213,9 +226,18 @@ func (a *renewerActor) renew(ctx actor.Context) {
 }
 
 func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
-	if d.Err != nil {
+	switch {
+	case d.Err != nil:
 		// Renewal errors never stop renewal: the next tick tries again.
-		a.cfg.Logger.Warn("warden: renewal failed; retrying next tick", slog.Any("err", d.Err))
+		level := a.cfg.retryLevel()
+		if a.failing {
+			level = slog.LevelDebug
+		}
+		a.failing = true
+		a.cfg.Logger.Log(context.Background(), level, "warden: renewal failed; retrying every tick", slog.Any("err", d.Err))
+	case a.failing:
+		a.failing = false
+		a.cfg.Logger.Info("warden: renewal succeeds again")
 	}
 	for i, outcome := range d.Outcomes {
 		reg := d.Batch[i]

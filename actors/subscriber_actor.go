@@ -80,7 +80,8 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 	case *pubsubCommandDone:
 		a.sending = false
 		if m.Err != nil {
-			a.cfg.Logger.Warn("warden: pub/sub command failed; resubscribed on reconnect", slog.Any("err", m.Err))
+			a.cfg.Logger.Log(context.Background(), a.cfg.retryLevel(), "warden: pub/sub command failed; resubscribed on reconnect",
+				slog.Any("err", m.Err))
 		}
 	case *pubsubEvent:
 		a.pause = reconnectPause
@@ -92,7 +93,8 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 	case *pubsubDown:
 		if !a.down {
 			a.down = true
-			a.cfg.Logger.Warn("warden: pub/sub connection lost; reconnecting", slog.Any("err", m.Err))
+			a.cfg.Logger.Log(context.Background(), a.cfg.retryLevel(), "warden: pub/sub connection lost; reconnecting",
+				slog.Any("err", m.Err))
 		}
 		if m.ReaderStopped {
 			a.reconnect.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.pause),

@@ -139,8 +139,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.sys = o.system
 	if c.sys == nil {
 		c.ownSystem = true
+		// The actor system's own records (its start, dead letters) are
+		// about its internals, not the user's locks: they are discarded,
+		// and WithLogger gets the engine's records only.
 		c.sys = actor.NewActorSystem(
-			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return o.logger }),
+			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
 			actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 		)
 	}
@@ -183,6 +186,9 @@ func (c *Client) PID() *actor.PID {
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
 func (c *Client) Close(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return c.close(ctx, false)
 }
 
@@ -196,6 +202,9 @@ func (c *Client) Close(ctx context.Context) error {
 // takes while CloseAndRelease runs is given back if its answer comes
 // after the Client closed, and otherwise left to its lease.
 func (c *Client) CloseAndRelease(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	return c.close(ctx, true)
 }
 

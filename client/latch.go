@@ -45,6 +45,9 @@ func (d *CountDownLatch) check() error {
 // TrySetCount sets the count (at least 1) if the latch does not exist; it
 // reports whether it did.
 func (d *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(d.check(), validateCount("count", count)); err != nil {
 		return false, err
 	}
@@ -57,6 +60,9 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, er
 // CountDown decrements the count; at zero the latch is deleted and every
 // waiter released. The count never goes below zero.
 func (d *CountDownLatch) CountDown(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -66,6 +72,9 @@ func (d *CountDownLatch) CountDown(ctx context.Context) error {
 
 // Count returns the current count, 0 when the latch does not exist.
 func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := d.check(); err != nil {
 		return 0, err
 	}
@@ -76,6 +85,9 @@ func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // exist) or ctx ends (then the error is ErrNotObtained joined with the
 // context's error).
 func (d *CountDownLatch) Await(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	_, err := d.await(ctx, time.Time{}, true)
 	return err
 }
@@ -83,6 +95,9 @@ func (d *CountDownLatch) Await(ctx context.Context) error {
 // TryAwait waits up to wait for the count to reach zero; it returns false,
 // with a nil error, when wait runs out first.
 func (d *CountDownLatch) TryAwait(ctx context.Context, wait time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(d.check(), validateWait(wait)); err != nil {
 		return false, err
 	}

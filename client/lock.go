@@ -15,14 +15,19 @@ import (
 // owner is fixed when the handle is made; reentry is the same owner
 // acquiring again, from any goroutine. A handle is safe for concurrent use,
 // but goroutines that share one handle share its owner and so do not
-// exclude each other: give each contender its own handle (handles are
-// cheap), as Redisson gives each thread its own owner.
+// exclude each other through its methods: give each contender its own
+// handle (handles are cheap), as Redisson gives each thread its own owner,
+// or share the handle's Locker, which excludes them as a sync.Mutex does.
 type Lock struct {
 	c     *Client
 	name  string
 	kind  messages.Kind
 	owner string
 	err   error // a validation error, returned by every call
+
+	// local is the Locker's exclusion of the goroutines that share the
+	// handle: a slot taken from Locker().Lock to Locker().Unlock.
+	local chan struct{}
 
 	mu      sync.Mutex
 	lostCh  chan struct{}
@@ -56,7 +61,7 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 			opt(&o)
 		}
 	}
-	l := &Lock{c: c, name: name, kind: kind, owner: o.owner}
+	l := &Lock{c: c, name: name, kind: kind, owner: o.owner, local: make(chan struct{}, 1)}
 	if c == nil {
 		return l // every call on it returns ErrInvalidArgument (check)
 	}
@@ -96,6 +101,9 @@ func (l *Lock) check() error {
 // Lock acquires the lock in watchdog mode, waiting until it is free or ctx
 // ends (then the error is ErrNotObtained joined with the context's error).
 func (l *Lock) Lock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	_, err := l.acquire(ctx, 0, time.Time{}, true, 0)
 	return err
 }
@@ -105,6 +113,9 @@ func (l *Lock) Lock(ctx context.Context) error {
 // answer comes (shorter than the round trip) fails with ErrLockLost and
 // leaves nothing held.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := validateLease(lease, false); err != nil {
 		return err
 	}
@@ -114,6 +125,9 @@ func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
 
 // TryLock makes one attempt to acquire the lock in watchdog mode.
 func (l *Lock) TryLock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	return l.TryLockWait(ctx, 0, 0)
 }
 
@@ -122,6 +136,9 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 // and ErrLockLost when a lease shorter than the round trip ran out before
 // the answer came (nothing is held then).
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	r, err := l.tryAcquire(ctx, wait, lease)
 	return r != nil, err
 }
@@ -129,6 +146,9 @@ func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool
 // tryAcquire validates and runs a Try acquire with wait and lease: the
 // Acquired reply, or nil when wait ran out.
 func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*messages.Acquired, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return nil, err
 	}
@@ -141,6 +161,9 @@ func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*mess
 // TryLock (nil, ctx's error). wait is a fair lock waiter's allowance in
 // the queue (0: the default).
 func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (*messages.Acquired, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := l.check(); err != nil {
 		return nil, err
 	}
@@ -164,7 +187,16 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
 // does not hold the lock (never held, already released, or expired). When
 // the last hold is released, the lock is deleted and its waiters woken.
+// An Unlock that fails otherwise (a Redis error, or ctx ending before the
+// answer) leaves the holding, not known released: Lost keeps returning its
+// channel. After a failed unlock of the last hold the lock is no longer
+// renewed, so it expires within its lease, and the holding's channel is
+// closed then; a Lock before that reenters the holding if Redis still has
+// it.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -205,8 +237,10 @@ func (l *Lock) endHolding(id uint64) {
 // is lost: the lock expired, was force-unlocked, or vanished in a Redis
 // restart while held. Each holding (from the first acquire to the unlock
 // that frees it) has its own channel; called before an acquire, Lost
-// returns the channel of the next holding. A nil handle, which never
-// holds, returns a nil channel.
+// returns the channel of the next holding. A holding lasts until an
+// Unlock is known to have released it: after a failed Unlock, Lost still
+// returns its channel. A nil handle, which never holds, returns a nil
+// channel.
 func (l *Lock) Lost() <-chan struct{} {
 	if l == nil {
 		return nil
@@ -225,6 +259,9 @@ func (l *Lock) Lost() <-chan struct{} {
 // loss at its next renewal; a fixed-lease holder when its lease would have
 // ended, or at its Unlock (ErrNotHeld).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := l.check(); err != nil {
 		return false, err
 	}
@@ -243,6 +280,9 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // it is held for reading (also by the write holder); for a write lock:
 // whether it is held for writing.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := l.check(); err != nil {
 		return false, err
 	}
@@ -257,6 +297,9 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 
 // IsHeld reports whether the handle's owner holds the lock.
 func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	n, err := l.HoldCount(ctx)
 	return n > 0, err
 }
@@ -264,6 +307,9 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many times the handle's owner holds the lock, 0
 // when it does not.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := l.check(); err != nil {
 		return 0, err
 	}
@@ -279,6 +325,9 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 // RemainTTL returns the lock's remaining lease. It returns ErrNotLocked
 // when the lock does not exist, and -1 when it exists without a TTL.
 func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := l.check(); err != nil {
 		return 0, err
 	}
@@ -327,22 +376,4 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error
 		return errors.Join(fnErr, fmt.Errorf("warden: %s: %w", l.name, ErrLockLost))
 	}
 	return errors.Join(fnErr, unlockErr)
-}
-
-// Locker adapts the handle to sync.Locker. Its methods wait without limit
-// and panic on any error, like etcd's concurrency.NewLocker.
-func (l *Lock) Locker() sync.Locker { return locker{l} }
-
-type locker struct{ l *Lock }
-
-func (k locker) Lock() {
-	if err := k.l.Lock(context.Background()); err != nil {
-		panic(err)
-	}
-}
-
-func (k locker) Unlock() {
-	if err := k.l.Unlock(context.Background()); err != nil {
-		panic(err)
-	}
 }

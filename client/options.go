@@ -76,8 +76,17 @@ func WithActorSystem(sys *actor.ActorSystem) Option {
 	}
 }
 
-// WithLogger sets where the engine logs lost locks, renewal failures and
-// pub/sub reconnects. The default discards everything.
+// WithLogger sets where the engine logs, each record's message prefixed
+// "warden: ". At Warn: what may leave a lock held or lost other than as
+// asked (a lock lost while held, a give-back or an undo that failed, an
+// unlock not replicated) and Redis failing the engine (the first renewal
+// failure of a streak, the others at Debug; a pub/sub connection lost).
+// At Info: renewals succeeding again, a pub/sub connection restored. At
+// Error: an internal fault of the engine. Failures caused by Close
+// cancelling the engine's calls are at Debug; a lock taken and released
+// logs nothing. The records of the actor system the Client makes itself
+// are discarded (with WithActorSystem, that system's own logger gets
+// them). The default discards everything.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {

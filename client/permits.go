@@ -48,6 +48,9 @@ func (p *PermitExpirableSemaphore) check() error {
 // Acquire takes one permit for lease (0: it never expires), waiting until
 // one is available or ctx ends, and returns its ID: 32 hex characters.
 func (p *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
+	if err := checkCtx(ctx); err != nil {
+		return "", err
+	}
 	id, _, err := p.acquire(ctx, lease, time.Time{}, true)
 	return id, err
 }
@@ -55,6 +58,9 @@ func (p *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Durat
 // TryAcquire takes one permit for lease (0: it never expires), waiting up
 // to wait. It returns "", false and a nil error when wait runs out.
 func (p *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return "", false, err
+	}
 	if err := errors.Join(p.check(), validateWait(wait)); err != nil {
 		return "", false, err
 	}
@@ -84,6 +90,9 @@ func (p *PermitExpirableSemaphore) acquire(ctx context.Context, lease time.Durat
 // Release gives the permit back. It returns an error matching ErrNotHeld
 // when the permit is unknown, already released, or expired.
 func (p *PermitExpirableSemaphore) Release(ctx context.Context, permitID string) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	ok, err := p.TryRelease(ctx, permitID)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: permit %s of %s is unknown, released or expired", ErrNotHeld, permitID, p.name)
@@ -94,6 +103,9 @@ func (p *PermitExpirableSemaphore) Release(ctx context.Context, permitID string)
 // TryRelease gives the permit back; it returns false when the permit is
 // unknown, already released, or expired.
 func (p *PermitExpirableSemaphore) TryRelease(ctx context.Context, permitID string) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(p.check(), validatePermitID(permitID)); err != nil {
 		return false, err
 	}
@@ -103,6 +115,9 @@ func (p *PermitExpirableSemaphore) TryRelease(ctx context.Context, permitID stri
 // UpdateLease gives a held permit a new lease from now (0: it never
 // expires); it returns false when the permit is unknown or expired.
 func (p *PermitExpirableSemaphore) UpdateLease(ctx context.Context, permitID string, lease time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(p.check(), validatePermitID(permitID), validateLease(lease, true)); err != nil {
 		return false, err
 	}
@@ -112,6 +127,9 @@ func (p *PermitExpirableSemaphore) UpdateLease(ctx context.Context, permitID str
 // TrySetPermits sets the number of permits if the semaphore does not exist
 // yet; it reports whether it did.
 func (p *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits int64) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(p.check(), validateCount("permits", permits)); err != nil {
 		return false, err
 	}
@@ -121,6 +139,9 @@ func (p *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits in
 // AddPermits adds delta permits, which may be negative and may take the
 // count below zero.
 func (p *PermitExpirableSemaphore) AddPermits(ctx context.Context, delta int64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := p.check(); err != nil || delta == 0 {
 		return err
 	}
@@ -134,6 +155,9 @@ func (p *PermitExpirableSemaphore) AddPermits(ctx context.Context, delta int64) 
 // AvailablePermits returns the number of permits available, after
 // returning expired ones to the semaphore.
 func (p *PermitExpirableSemaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := p.check(); err != nil {
 		return 0, err
 	}

@@ -47,6 +47,9 @@ func (s *Semaphore) check() error {
 // ends (then the error is ErrNotObtained joined with the context's error).
 // Acquiring 0 permits returns at once.
 func (s *Semaphore) Acquire(ctx context.Context, permits int64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	_, err := s.acquire(ctx, permits, time.Time{}, true)
 	return err
 }
@@ -54,6 +57,9 @@ func (s *Semaphore) Acquire(ctx context.Context, permits int64) error {
 // TryAcquire takes permits permits, waiting up to wait for them. It
 // returns false, with a nil error, when wait runs out.
 func (s *Semaphore) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(s.check(), validateWait(wait)); err != nil {
 		return false, err
 	}
@@ -83,6 +89,9 @@ func (s *Semaphore) acquire(ctx context.Context, permits int64, deadline time.Ti
 // Release gives permits permits back and wakes as many waiters as the new
 // count allows. Releasing 0 permits does nothing.
 func (s *Semaphore) Release(ctx context.Context, permits int64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := errors.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
 		return err
 	}
@@ -93,6 +102,9 @@ func (s *Semaphore) Release(ctx context.Context, permits int64) error {
 // TrySetPermits sets the number of permits if the semaphore does not exist
 // yet; it reports whether it did.
 func (s *Semaphore) TrySetPermits(ctx context.Context, permits int64) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
 	if err := errors.Join(s.check(), validateCount("permits", permits)); err != nil {
 		return false, err
 	}
@@ -102,6 +114,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, permits int64) (bool, err
 // AddPermits adds delta permits, which may be negative and may take the
 // count below zero (waiters then wait until releases bring it back).
 func (s *Semaphore) AddPermits(ctx context.Context, delta int64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := s.check(); err != nil || delta == 0 {
 		return err
 	}
@@ -115,6 +130,9 @@ func (s *Semaphore) AddPermits(ctx context.Context, delta int64) error {
 // AvailablePermits returns the number of permits available (negative after
 // AddPermits took more than there were).
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := s.check(); err != nil {
 		return 0, err
 	}
@@ -124,6 +142,9 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // DrainPermits takes every available permit and returns how many there
 // were.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if err := s.check(); err != nil {
 		return 0, err
 	}
