@@ -158,7 +158,7 @@ func (c *Config) detachedContext(d time.Duration) (context.Context, context.Canc
 // closedOr is err, marked ErrClosed once the engine is closing.
 func (c *Config) closedOr(err error) error {
 	if c.IO.Err() != nil && !errors.Is(err, messages.ErrClosed) {
-		return errors.Join(messages.ErrClosed, err)
+		return fmt.Errorf("%w: %w", messages.ErrClosed, err)
 	}
 	return err
 }
