@@ -89,9 +89,16 @@ func waitCtxErr(ctx context.Context, blocking bool) error {
 
 // ctxWaitError is "<what>: <ctx's error>", with ctx's cause in brackets
 // when the canceller gave one, matching sentinels, ctx's error and its
-// cause.
+// cause. Should ctx not have ended, it is what and the sentinels, or nil
+// when there are none.
 func ctxWaitError(ctx context.Context, what string, sentinels ...error) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
+	if err == nil { // the engine gave the wait up by itself
+		if len(sentinels) == 0 {
+			return nil // a Try call: as if its wait ran out
+		}
+		return &waitError{msg: what, errs: sentinels}
+	}
 	e := &waitError{msg: what + ": " + err.Error(), errs: append(sentinels, err)}
 	if cause != nil && cause != err {
 		e.msg += " (cause: " + strings.ReplaceAll(cause.Error(), "\n", "; ") + ")"

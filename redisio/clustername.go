@@ -24,7 +24,8 @@ import (
 //   - for a count-down latch, whose channel is
 //     redisson_countdownlatch__channel__{name} whatever the name holds,
 //     also any "}" (a hash tag of the name's own, "{order}:latch", is
-//     then cut short in the channel).
+//     then cut short in the channel): a latch's name on a cluster has no
+//     braces.
 //
 // Names like "{order}:lock" and "a{b}c" are accepted for the locks and
 // semaphores: their keys all take the name's own tag. ValidateClusterName
