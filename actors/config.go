@@ -175,7 +175,7 @@ func (c *Config) retryLevel() slog.Level {
 // closedOr is err, marked ErrClosed once the engine is closing.
 func (c *Config) closedOr(err error) error {
 	if c.IO.Err() != nil && !errors.Is(err, messages.ErrClosed) {
-		return errors.Join(messages.ErrClosed, err)
+		return fmt.Errorf("%w: %w", messages.ErrClosed, err)
 	}
 	return err
 }

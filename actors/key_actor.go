@@ -730,7 +730,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		if h != nil {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
 		}
-		a.respondRelease(ctx, o, nil, messages.ErrNotHeld, id)
+		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: %s %s, owner %s", messages.ErrNotHeld, a.key.Kind, a.key.Name, o.owner), id)
 	case d.remaining > 0 && a.endedInFlight(o):
 		// The holding's lease ran out while this unlock of one of its
 		// holds was in flight, and the owner was told; Redis applied the
@@ -1233,7 +1233,7 @@ func (a *keyActor) answerAll(ctx actor.Context, err error) {
 	}
 	a.ops = nil
 	if o := a.inflight; o != nil && o.kind == opRelease {
-		a.respondRelease(ctx, o, nil, errors.Join(err, errors.New("outcome unknown")), 0)
+		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: outcome unknown", err), 0)
 	}
 	a.inflight = nil
 }

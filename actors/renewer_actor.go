@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -218,7 +218,7 @@ func (a *renewerActor) renew(ctx actor.Context) {
 					d.Outcomes = append(d.Outcomes, renewedGone)
 				}
 			}
-			d.Err = errors.Join(d.Err, err)
+			d.Err = messages.Join(d.Err, err)
 			start = end
 		}
 		sys.Root.Send(self, d)

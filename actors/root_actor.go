@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // keyEntry is root's record of one live key actor.
@@ -50,13 +51,13 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
 		a.renewer = ctx.Spawn(renewerProps(a.cfg))
 	case *messages.Acquire:
-		if err := m.Validate(); err != nil {
+		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
 			a.reject(ctx, &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
 			return
 		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Release:
-		if err := m.Validate(); err != nil {
+		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
 			a.reject(ctx, &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
 			return
 		}
@@ -66,7 +67,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 			a.route(ctx, key{m.Name, m.Kind})
 		}
 	case *messages.Watch:
-		if err := m.Validate(); err != nil {
+		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
 			a.reject(ctx, &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: err})
 			return
 		}
@@ -123,6 +124,16 @@ func (a *rootActor) stopKeyActors(ctx actor.Context) {
 	for _, f := range futures {
 		_ = f.Wait()
 	}
+}
+
+// validate adds to a request's own checks (err, from its Validate) the
+// slot rule of a Redis Cluster: a name whose keys would span slots is
+// refused, as the client refuses it, before a script fails with CROSSSLOT.
+func (a *rootActor) validate(err error, name string, kind messages.Kind) error {
+	if err != nil || !a.cfg.Cluster {
+		return err
+	}
+	return redisio.ValidateClusterName(name, kind)
 }
 
 // reject answers a request that failed validation; nothing reaches Redis.

@@ -3,10 +3,13 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +17,7 @@ import (
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -324,4 +328,302 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, locked, "every holding released")
 	})
+}
+
+// A primitive kind, for the name tests: its handle on a Client.
+type namedPrimitive struct {
+	kind     string
+	latch    bool
+	calls    func(c *client.Client, name string) map[string]func(context.Context) error
+	exercise func(t *testing.T, c, other *client.Client, name string)
+}
+
+// lockCalls are every call of a lock handle made by mk, each returning its
+// error.
+func lockCalls(mk func(c *client.Client, name string) *client.Lock) func(*client.Client, string) map[string]func(context.Context) error {
+	return func(c *client.Client, name string) map[string]func(context.Context) error {
+		l := mk(c, name)
+		return map[string]func(context.Context) error{
+			"Lock":        l.Lock,
+			"LockLease":   func(ctx context.Context) error { return l.LockLease(ctx, time.Second) },
+			"TryLock":     func(ctx context.Context) error { _, err := l.TryLock(ctx); return err },
+			"TryLockWait": func(ctx context.Context) error { _, err := l.TryLockWait(ctx, 10*time.Millisecond, 0); return err },
+			"Unlock":      l.Unlock,
+			"ForceUnlock": func(ctx context.Context) error { _, err := l.ForceUnlock(ctx); return err },
+			"IsLocked":    func(ctx context.Context) error { _, err := l.IsLocked(ctx); return err },
+			"HoldCount":   func(ctx context.Context) error { _, err := l.HoldCount(ctx); return err },
+			"RemainTTL":   func(ctx context.Context) error { _, err := l.RemainTTL(ctx); return err },
+		}
+	}
+}
+
+// exerciseLock takes the lock made by mk on c, checks that other's handle
+// is refused and then gets it once c unlocks (woken by pub/sub).
+func exerciseLock(mk func(c *client.Client, name string) *client.Lock) func(*testing.T, *client.Client, *client.Client, string) {
+	return func(t *testing.T, c, other *client.Client, name string) {
+		ctx := context.Background()
+		l, o := mk(c, name), mk(other, name)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx), "reentry")
+		assert.Equal(t, 2, get(t, l.HoldCount))
+		assert.True(t, get(t, l.IsLocked))
+		assert.Greater(t, get(t, l.RemainTTL), time.Duration(0))
+		ok, err := o.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "another owner is refused")
+		waited := inBackground(t, o.Lock)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, within(t, waited).err, "the waiter gets the lock")
+		require.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld)
+		require.NoError(t, o.Unlock(ctx))
+		assert.False(t, get(t, o.IsLocked))
+	}
+}
+
+// within returns what a background call returned, failing t if it did not
+// return within 10 s.
+func within(t *testing.T, ch <-chan returned) returned {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the background call did not return within 10s")
+		return returned{}
+	}
+}
+
+// fresh deletes what another primitive left at name (the primitives of
+// one name share its key).
+func fresh(t *testing.T, rdb redis.UniversalClient, name string) {
+	t.Helper()
+	for _, k := range []string{name, redisio.PermitTimeoutKey(name)} {
+		require.NoError(t, rdb.Del(context.Background(), k).Err())
+	}
+}
+
+var namedPrimitives = []namedPrimitive{
+	{kind: "Lock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.Lock(n) }),
+		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.Lock(n) })},
+	{kind: "FairLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.FairLock(n) }),
+		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.FairLock(n) })},
+	{kind: "ReadLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).ReadLock() }),
+		exercise: func(t *testing.T, c, other *client.Client, name string) {
+			ctx := context.Background()
+			r1, r2, w := c.ReadWriteLock(name).ReadLock(), other.ReadWriteLock(name).ReadLock(), other.ReadWriteLock(name).WriteLock()
+			require.NoError(t, r1.LockLease(ctx, time.Minute), "a read hold with a lease of its own")
+			require.NoError(t, r2.Lock(ctx), "readers share")
+			ok, err := w.TryLock(ctx)
+			require.NoError(t, err)
+			assert.False(t, ok, "the writer waits for the readers")
+			waited := inBackground(t, w.Lock)
+			require.NoError(t, r1.Unlock(ctx))
+			require.NoError(t, r2.Unlock(ctx))
+			require.NoError(t, within(t, waited).err, "the writer gets in")
+			require.NoError(t, w.Unlock(ctx))
+		}},
+	{kind: "WriteLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).WriteLock() }),
+		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).WriteLock() })},
+	{kind: "FencedLock",
+		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
+			f := c.FencedLock(name)
+			calls := lockCalls(func(*client.Client, string) *client.Lock { return f.Lock })(c, name)
+			calls["LockToken"] = func(ctx context.Context) error { _, err := f.LockToken(ctx); return err }
+			calls["TryLockToken"] = func(ctx context.Context) error { _, _, err := f.TryLockToken(ctx, 0, 0); return err }
+			calls["Token"] = func(ctx context.Context) error { _, err := f.Token(ctx); return err }
+			return calls
+		},
+		exercise: func(t *testing.T, c, other *client.Client, name string) {
+			ctx := context.Background()
+			f, g := c.FencedLock(name), other.FencedLock(name)
+			t1, err := f.LockToken(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, t1, get(t, f.Token))
+			require.NoError(t, f.Unlock(ctx))
+			t2, err := g.LockToken(ctx)
+			require.NoError(t, err)
+			assert.Greater(t, t2, t1, "tokens increase")
+			require.NoError(t, g.Unlock(ctx))
+		}},
+	{kind: "Semaphore",
+		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
+			s := c.Semaphore(name)
+			return map[string]func(context.Context) error{
+				"Acquire":          func(ctx context.Context) error { return s.Acquire(ctx, 1) },
+				"TryAcquire":       func(ctx context.Context) error { _, err := s.TryAcquire(ctx, 1, 0); return err },
+				"Release":          func(ctx context.Context) error { return s.Release(ctx, 1) },
+				"TrySetPermits":    func(ctx context.Context) error { _, err := s.TrySetPermits(ctx, 1); return err },
+				"AddPermits":       func(ctx context.Context) error { return s.AddPermits(ctx, 1) },
+				"AvailablePermits": func(ctx context.Context) error { _, err := s.AvailablePermits(ctx); return err },
+				"DrainPermits":     func(ctx context.Context) error { _, err := s.DrainPermits(ctx); return err },
+			}
+		},
+		exercise: func(t *testing.T, c, other *client.Client, name string) {
+			ctx := context.Background()
+			s, o := c.Semaphore(name), other.Semaphore(name)
+			set(t, s.TrySetPermits, 1)
+			require.NoError(t, s.Acquire(ctx, 1))
+			waited := inBackground(t, func(ctx context.Context) error { return o.Acquire(ctx, 1) })
+			require.NoError(t, s.Release(ctx, 1))
+			require.NoError(t, within(t, waited).err, "the release wakes the other acquire")
+			require.NoError(t, s.AddPermits(ctx, 2))
+			assert.Equal(t, int64(2), get(t, o.DrainPermits))
+		}},
+	{kind: "PermitExpirableSemaphore",
+		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
+			p := c.PermitExpirableSemaphore(name)
+			const id = "0123456789abcdef0123456789abcdef"
+			return map[string]func(context.Context) error{
+				"Acquire":          func(ctx context.Context) error { _, err := p.Acquire(ctx, time.Second); return err },
+				"TryAcquire":       func(ctx context.Context) error { _, _, err := p.TryAcquire(ctx, 0, time.Second); return err },
+				"Release":          func(ctx context.Context) error { return p.Release(ctx, id) },
+				"TryRelease":       func(ctx context.Context) error { _, err := p.TryRelease(ctx, id); return err },
+				"UpdateLease":      func(ctx context.Context) error { _, err := p.UpdateLease(ctx, id, time.Second); return err },
+				"TrySetPermits":    func(ctx context.Context) error { _, err := p.TrySetPermits(ctx, 1); return err },
+				"AddPermits":       func(ctx context.Context) error { return p.AddPermits(ctx, 1) },
+				"AvailablePermits": func(ctx context.Context) error { _, err := p.AvailablePermits(ctx); return err },
+			}
+		},
+		exercise: func(t *testing.T, c, other *client.Client, name string) {
+			ctx := context.Background()
+			p, o := c.PermitExpirableSemaphore(name), other.PermitExpirableSemaphore(name)
+			set(t, p.TrySetPermits, 1)
+			id, err := p.Acquire(ctx, time.Minute)
+			require.NoError(t, err)
+			ok, err := p.UpdateLease(ctx, id, 2*time.Minute)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			got := make(chan string, 1)
+			waited := inBackground(t, func(ctx context.Context) error {
+				id, err := o.Acquire(ctx, time.Minute)
+				got <- id
+				return err
+			})
+			require.NoError(t, p.Release(ctx, id))
+			require.NoError(t, within(t, waited).err, "the release wakes the other acquire")
+			require.NoError(t, o.Release(ctx, <-got))
+			assert.Equal(t, int64(1), get(t, p.AvailablePermits))
+		}},
+	{kind: "CountDownLatch", latch: true,
+		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
+			d := c.CountDownLatch(name)
+			return map[string]func(context.Context) error{
+				"TrySetCount": func(ctx context.Context) error { _, err := d.TrySetCount(ctx, 1); return err },
+				"CountDown":   d.CountDown,
+				"Count":       func(ctx context.Context) error { _, err := d.Count(ctx); return err },
+				"Await":       d.Await,
+				"TryAwait":    func(ctx context.Context) error { _, err := d.TryAwait(ctx, 10*time.Millisecond); return err },
+			}
+		},
+		exercise: func(t *testing.T, c, other *client.Client, name string) {
+			ctx := context.Background()
+			d, o := c.CountDownLatch(name), other.CountDownLatch(name)
+			set(t, d.TrySetCount, 2)
+			waited := inBackground(t, o.Await)
+			require.NoError(t, d.CountDown(ctx))
+			assert.Equal(t, int64(1), get(t, o.Count))
+			require.NoError(t, d.CountDown(ctx))
+			require.NoError(t, within(t, waited).err, "the count reaching zero wakes the waiter")
+		}},
+}
+
+// spanningNames are names whose keys Redis Cluster would put in several
+// slots (for every primitive); latchSpanningNames are further names only a
+// latch's keys would spread (its channel puts the name in braces whatever
+// it holds); oddNames are names with braces that work on a cluster for
+// every other primitive.
+var (
+	spanningNames      = []string{"a}b", "job}1", "x{}y", "{a", "}a", "{}"}
+	latchSpanningNames = []string{"{order}:lock", "a{b}c", "a}{b}"}
+	oddNames           = latchSpanningNames
+)
+
+// On a Redis Cluster a name whose keys would span slots is refused when
+// the handle is made, by every call on it, as an invalid argument that
+// says why: never a CROSSSLOT from Redis at run time. Names with a hash
+// tag of their own work end to end; on a single node every name works.
+func TestClusterNamesThatSpanSlots(t *testing.T) {
+	e := newClusterEnv(t)
+	ctx := context.Background()
+	c, other := e.newClient(t), e.newClient(t)
+
+	t.Run("refused by every call of every primitive", func(t *testing.T) {
+		for _, p := range namedPrimitives {
+			names := spanningNames
+			if p.latch {
+				names = append(names[:len(names):len(names)], latchSpanningNames...)
+			}
+			for _, name := range names {
+				for call, run := range p.calls(c, name) {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					err := run(cctx)
+					cancel()
+					require.ErrorIs(t, err, client.ErrInvalidArgument, "%s %q: %s", p.kind, name, call)
+					assert.True(t, strings.HasPrefix(err.Error(), "warden: invalid argument: name: "),
+						"%s %q: %s: refused before Redis: %v", p.kind, name, call, err)
+					assert.Contains(t, err.Error(), "on a Redis Cluster the name's keys would span hash slots",
+						"%s %q: %s says why", p.kind, name, call)
+					assert.Contains(t, err.Error(), fmt.Sprintf("%q", name))
+				}
+			}
+		}
+	})
+
+	t.Run("names with a hash tag of their own work", func(t *testing.T) {
+		for _, p := range namedPrimitives {
+			names := oddNames
+			if p.latch {
+				names = nil
+			}
+			for _, name := range append(names[:len(names):len(names)], "plain-"+p.kind) {
+				t.Run(p.kind+" "+name, func(t *testing.T) {
+					fresh(t, e.rdb, name)
+					p.exercise(t, c, other, name)
+				})
+			}
+		}
+		fresh(t, e.rdb, "{order}:lock")
+	})
+
+	t.Run("an actor application's request is refused too", func(t *testing.T) {
+		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return slog.New(slog.DiscardHandler)
+		}))
+		t.Cleanup(sys.Shutdown)
+		app, err := client.New(e.rdb, client.WithActorSystem(sys))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, app.Close(ctx)) })
+		for i, name := range spanningNames {
+			reply, err := sys.Root.RequestFuture(app.PID(), &messages.Acquire{Name: name, Kind: messages.KindLock,
+				Owner: "app:1", RequestID: fmt.Sprintf("r%d", i)}, 5*time.Second).Result()
+			require.NoError(t, err)
+			failed, ok := reply.(*messages.AcquireFailed)
+			require.True(t, ok, "%q: refused, not %T", name, reply)
+			require.ErrorIs(t, failed.Err, client.ErrInvalidArgument, "%q", name)
+			assert.Contains(t, failed.Err.Error(), "would span hash slots")
+		}
+		reply, err := sys.Root.RequestFuture(app.PID(), &messages.Acquire{Name: "{order}:lock", Kind: messages.KindLock,
+			Owner: "app:1", RequestID: "ok"}, 5*time.Second).Result()
+		require.NoError(t, err)
+		require.IsType(t, &messages.Acquired{}, reply, "a name with its own hash tag is served: %+v", reply)
+		_, err = sys.Root.RequestFuture(app.PID(), &messages.Release{Name: "{order}:lock", Kind: messages.KindLock,
+			Owner: "app:1", RequestID: "rel"}, 5*time.Second).Result()
+		require.NoError(t, err)
+	})
+}
+
+// On a single node (no slots) the names refused on a cluster work.
+func TestSpanningNamesWorkOnASingleNode(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	c, _, _ := ownSystemClient(t, rdb)
+	other, _, _ := ownSystemClient(t, rdb)
+	for _, p := range namedPrimitives {
+		for _, name := range append(spanningNames[:len(spanningNames):len(spanningNames)], latchSpanningNames...) {
+			t.Run(p.kind+" "+name, func(t *testing.T) {
+				fresh(t, rdb, name)
+				p.exercise(t, c, other, name)
+			})
+		}
+	}
 }

@@ -7,8 +7,8 @@ import "github.com/warden-go/warden/messages"
 var (
 	// ErrNotHeld: unlock by an owner that does not hold the lock.
 	ErrNotHeld = messages.ErrNotHeld
-	// ErrNotObtained: a blocking wait ended without the lock; joined with
-	// the context's error when the context ended it.
+	// ErrNotObtained: a blocking wait ended without the lock; the error
+	// matches the context's error too when the context ended it.
 	ErrNotObtained = messages.ErrNotObtained
 	// ErrNotLocked: RemainTTL on an absent lock.
 	ErrNotLocked = messages.ErrNotLocked

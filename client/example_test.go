@@ -24,15 +24,22 @@ func exampleRedis() (*redis.Client, func()) {
 	return rdb, func() { _ = rdb.Close(); m.Close() }
 }
 
-// exampleClient returns a Client on exampleRedis, and a function that
-// closes both.
-func exampleClient() (*client.Client, func()) {
+// exampleClient returns a Client with opts on exampleRedis, and a
+// function that closes both.
+func exampleClient(opts ...client.Option) (*client.Client, func()) {
+	c, _, stop := exampleClientRedis(opts...)
+	return c, stop
+}
+
+// exampleClientRedis is exampleClient that also returns the Redis, for
+// the examples that look at the keys.
+func exampleClientRedis(opts ...client.Option) (*client.Client, *redis.Client, func()) {
 	rdb, stop := exampleRedis()
-	c, err := client.New(rdb)
+	c, err := client.New(rdb, opts...)
 	if err != nil {
 		panic(err)
 	}
-	return c, func() { _ = c.Close(context.Background()); stop() }
+	return c, rdb, func() { _ = c.Close(context.Background()); stop() }
 }
 
 func Example() {

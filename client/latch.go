@@ -21,7 +21,7 @@ type CountDownLatch struct {
 
 // CountDownLatch returns a handle on the count-down latch name.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{c: c, name: name, err: validateName(name)}
+	return &CountDownLatch{c: c, name: name, err: validateNameFor(c, messages.KindCountDownLatch, name)}
 }
 
 // Name returns the latch's name, its Redis key ("" for a nil handle).

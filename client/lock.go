@@ -68,7 +68,7 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 	if !o.ownerSet {
 		l.owner = c.nextOwner()
 	}
-	l.err = errors.Join(validateName(name), validateOwner(l.owner))
+	l.err = validateLockHandle(c, kind, name, l.owner)
 	return l
 }
 

@@ -24,7 +24,7 @@ type PermitExpirableSemaphore struct {
 // PermitExpirableSemaphore returns a handle on the permit-expirable
 // semaphore name. A missing semaphore has 0 permits.
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
-	return &PermitExpirableSemaphore{c: c, name: name, err: validateName(name)}
+	return &PermitExpirableSemaphore{c: c, name: name, err: validateNameFor(c, messages.KindPermitSemaphore, name)}
 }
 
 // Name returns the semaphore's name, its Redis key ("" for a nil handle).

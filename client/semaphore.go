@@ -22,7 +22,7 @@ type Semaphore struct {
 // Semaphore returns a handle on the semaphore name. A missing semaphore
 // has 0 permits. An invalid name is reported by every call on the handle.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{c: c, name: name, err: validateName(name)}
+	return &Semaphore{c: c, name: name, err: validateNameFor(c, messages.KindSemaphore, name)}
 }
 
 // Name returns the semaphore's name, its Redis key ("" for a nil handle).

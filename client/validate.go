@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // invalid returns an error matching ErrInvalidArgument that names field.
@@ -20,6 +21,29 @@ var (
 	validateOwner = messages.ValidateOwner
 	validateWait  = messages.ValidateWait
 )
+
+// validateNameFor checks the name of a handle on kind's primitive that c
+// makes: validateName's checks and, when c is on a Redis Cluster, that
+// every key of the primitive lands in the name's slot (a name such as
+// "a}b" would make every script fail with CROSSSLOT).
+func validateNameFor(c *Client, kind messages.Kind, name string) error {
+	if err := validateName(name); err != nil {
+		return err
+	}
+	if c != nil && isCluster(c.rdb) {
+		return redisio.ValidateClusterName(name, kind)
+	}
+	return nil
+}
+
+// validateLockHandle checks a lock handle's name (validateNameFor) and
+// owner: the first error.
+func validateLockHandle(c *Client, kind messages.Kind, name, owner string) error {
+	if err := validateNameFor(c, kind, name); err != nil {
+		return err
+	}
+	return validateOwner(owner)
+}
 
 // validateLease checks a lease a caller gave: at least 1ms, or 0 when
 // zeroOK (watchdog mode). Unlike the engine's protocol, the client takes a

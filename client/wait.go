@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/warden-go/warden/messages"
 )
@@ -11,13 +12,13 @@ import (
 // wait runs one Acquire through the engine and waits for its answer: the
 // Acquired reply; nil and a nil error when a try's wait ran out; or the
 // error. blocking selects the error contract of the blocking calls
-// (ErrNotObtained, joined with the context's error when it ended the wait)
+// (ErrNotObtained, also matching the context's error when it ended the wait)
 // over that of the Try calls (false, the context's error). When ctx ends
 // first the request is cancelled; an Acquired that crossed the Cancel is
 // handed to giveBack, which undoes it.
 func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (*messages.Acquired, error) {
 	if ctx.Err() != nil {
-		return nil, waitCtxErr(ctx, blocking)
+		return nil, reqCtxErr(ctx, req, blocking)
 	}
 	ch := c.request(req.RequestID, req)
 	var reply any
@@ -39,12 +40,12 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 		r, err := c.await(ch, cancelWait)
 		c.mailbox.forget(req.RequestID)
 		if err != nil {
-			return nil, errors.Join(waitCtxErr(ctx, blocking), err)
+			return nil, messages.Join(reqCtxErr(ctx, req, blocking), err)
 		}
 		if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
 			giveBack(a) // acquired just before the cancel arrived
 		}
-		return nil, waitCtxErr(ctx, blocking)
+		return nil, reqCtxErr(ctx, req, blocking)
 	}
 	switch r := reply.(type) {
 	case *messages.Acquired:
@@ -53,20 +54,79 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 		switch {
 		case errors.Is(r.Err, messages.ErrTimeout):
 			if blocking {
-				return nil, ErrNotObtained
+				return nil, &waitError{msg: notObtained(req), errs: []error{ErrNotObtained}}
 			}
 			return nil, nil
 		case errors.Is(r.Err, messages.ErrCancelled):
-			return nil, waitCtxErr(ctx, blocking)
+			return nil, reqCtxErr(ctx, req, blocking)
 		}
 		return nil, r.Err
 	}
-	return nil, fmt.Errorf("warden: unexpected reply %T", reply)
+	return nil, fmt.Errorf("warden: %s %s: unexpected reply %T", req.Kind, req.Name, reply)
 }
 
+// reqCtxErr is the error of a wait for req that ctx ended: for a blocking
+// call it matches ErrNotObtained and ctx's error (and its cause), as in
+// "warden: lock order:42 not obtained: context deadline exceeded"; for a
+// Try call ctx's error (and cause) with the name, as in "warden: try lock
+// order:42: context canceled". The text is one line.
+func reqCtxErr(ctx context.Context, req *messages.Acquire, blocking bool) error {
+	if blocking {
+		return ctxWaitError(ctx, notObtained(req), ErrNotObtained)
+	}
+	return ctxWaitError(ctx, fmt.Sprintf("warden: try %s %s", req.Kind, req.Name))
+}
+
+// waitCtxErr is reqCtxErr for a wait on several locks, which the caller
+// names: "warden: lock not obtained: context deadline exceeded" for a
+// blocking call, "warden: context canceled" for a Try call.
 func waitCtxErr(ctx context.Context, blocking bool) error {
 	if blocking {
-		return errors.Join(ErrNotObtained, ctxErr(ctx))
+		return ctxWaitError(ctx, ErrNotObtained.Error(), ErrNotObtained)
 	}
-	return ctxErr(ctx)
+	return ctxWaitError(ctx, "warden")
 }
+
+// ctxWaitError is "<what>: <ctx's error>", with ctx's cause in brackets
+// when the canceller gave one, matching sentinels, ctx's error and its
+// cause. Should ctx not have ended, it is what and the sentinels, or nil
+// when there are none.
+func ctxWaitError(ctx context.Context, what string, sentinels ...error) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if err == nil { // the engine gave the wait up by itself
+		if len(sentinels) == 0 {
+			return nil // a Try call: as if its wait ran out
+		}
+		return &waitError{msg: what, errs: sentinels}
+	}
+	e := &waitError{msg: what + ": " + err.Error(), errs: append(sentinels, err)}
+	if cause != nil && cause != err {
+		e.msg += " (cause: " + strings.ReplaceAll(cause.Error(), "\n", "; ") + ")"
+		e.errs = append(e.errs, cause)
+	}
+	return e
+}
+
+// notObtained says that req's wait ended without what it waited for.
+func notObtained(req *messages.Acquire) string {
+	switch req.Kind {
+	case messages.KindSemaphore:
+		return fmt.Sprintf("warden: %d permits of semaphore %s not obtained", req.Permits, req.Name)
+	case messages.KindPermitSemaphore:
+		return fmt.Sprintf("warden: permit of %s %s not obtained", req.Kind, req.Name)
+	case messages.KindCountDownLatch:
+		return fmt.Sprintf("warden: %s %s not obtained (it did not reach zero)", req.Kind, req.Name)
+	}
+	return fmt.Sprintf("warden: %s %s not obtained", req.Kind, req.Name)
+}
+
+// waitError is a wait's error: a one-line text that names what was waited
+// for, matching each of errs (the sentinel, the context's error and its
+// cause) with errors.Is.
+type waitError struct {
+	msg  string
+	errs []error
+}
+
+func (e *waitError) Error() string   { return e.msg }
+func (e *waitError) Unwrap() []error { return e.errs }

@@ -1,6 +1,9 @@
 package messages
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Sentinel errors shared by the engine and the client package. Match them
 // with errors.Is; package client re-exports each under the same name.
@@ -9,7 +12,7 @@ var (
 	// (Redisson's IllegalMonitorStateException).
 	ErrNotHeld = errors.New("warden: lock not held")
 	// ErrNotObtained is returned when a wait ended without the lock. When a
-	// context ended the wait it is joined with the context's error.
+	// context ended the wait the error matches the context's error too.
 	ErrNotObtained = errors.New("warden: lock not obtained")
 	// ErrNotLocked is returned by RemainTTL when the lock does not exist.
 	ErrNotLocked = errors.New("warden: lock not locked")
@@ -31,3 +34,45 @@ var (
 	// ErrTimeout is the reason of an AcquireFailed whose deadline passed.
 	ErrTimeout = errors.New("warden: wait time elapsed")
 )
+
+// Join returns an error that wraps the non-nil errs, like errors.Join
+// (errors.Is and errors.As see each of them), but whose text is one line:
+// their texts separated by "; ". It returns nil when every err is nil, and
+// the error itself when only one is not nil.
+func Join(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return joined(kept)
+}
+
+// joined is Join's error for two or more errors.
+type joined []error
+
+func (j joined) Error() string {
+	var b strings.Builder
+	for i, err := range j {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(oneLine(err.Error()))
+	}
+	return b.String()
+}
+
+func (j joined) Unwrap() []error { return j }
+
+// oneLine replaces the line breaks of s (an error made by errors.Join
+// elsewhere) by "; ".
+func oneLine(s string) string {
+	return strings.ReplaceAll(s, "\n", "; ")
+}

@@ -31,7 +31,7 @@ func (s *Scripts) FencedAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 func FencedToken(ctx context.Context, r Redis, name, owner string) (token int64, held bool, err error) {
 	v, err := fencedTokenScript.Run(ctx, r, []string{name, TokenKey(name)}, owner).Int64()
 	if err != nil {
-		return 0, false, fmt.Errorf("token %s: %w", name, err)
+		return 0, false, fmt.Errorf("warden: token %s: %w", name, err)
 	}
 	if v < 0 {
 		return 0, false, nil

@@ -52,7 +52,7 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 	var res HandoffResult
 	res.Remaining, res.Held, res.UnlockErr = unlockReply("unlock", h.Name, unlock)
 	if err := acquire.Err(); err != nil {
-		res.AcquireErr = fmt.Errorf("acquire %s: %w", h.Name, err)
+		res.AcquireErr = fmt.Errorf("warden: acquire %s: %w", h.Name, err)
 	} else {
 		res.Acquire, res.AcquireErr = acquireReply("acquire", h.Name, acquire)
 	}

@@ -34,7 +34,7 @@ func (s *Scripts) LatchTrySetCount(ctx context.Context, r Redis, name string, co
 	n, err := latchTrySetCountScript.Run(ctx, r, []string{name, LatchChannel(name)},
 		strconv.FormatInt(count, 10), LatchNewCountMessage, s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("latch try set count %s: %w", name, err)
+		return false, fmt.Errorf("warden: latch try set count %s: %w", name, err)
 	}
 	return n == 1, nil
 }

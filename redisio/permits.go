@@ -69,7 +69,7 @@ func ValidPermitID(id string) bool {
 // permitMember is permitID as stored in the ZSET: its raw bytes.
 func permitMember(permitID string) (string, error) {
 	if !ValidPermitID(permitID) {
-		return "", fmt.Errorf("invalid permit id %q: want 32 lowercase hex characters", permitID)
+		return "", fmt.Errorf("warden: invalid permit id %q: want 32 lowercase hex characters", permitID)
 	}
 	b, _ := hex.DecodeString(permitID) // valid hex: checked above
 	return string(b), nil
@@ -80,7 +80,7 @@ func permitMember(permitID string) (string, error) {
 func permitLease(lease time.Duration) (string, error) {
 	switch {
 	case lease < 0:
-		return "", fmt.Errorf("invalid lease %v: want 0 (never expires) or more", lease)
+		return "", fmt.Errorf("warden: invalid lease %v: want 0 (never expires) or more", lease)
 	case lease == 0:
 		return "0", nil
 	}
@@ -112,21 +112,21 @@ type PermitResult struct {
 func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, permitID string, lease time.Duration, now time.Time) (PermitResult, int, error) {
 	member, err := permitMember(permitID)
 	if err != nil {
-		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
 	leaseArg, err := permitLease(lease)
 	if err != nil {
-		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
 	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
 		member, leaseArg, unixMillis(now), s.publish)
 	if err != nil {
-		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
 	v, err := semInts(c, 3)
 	if err != nil {
-		return PermitResult{}, 0, fmt.Errorf("permit acquire %s: %w", name, err)
+		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
 	if v[0] == 1 {
 		return PermitResult{Acquired: true, PermitID: permitID, Available: v[1]}, int(acks), nil
@@ -141,13 +141,13 @@ func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 func (s *Scripts) PermitUndoAcquire(ctx context.Context, r Redis, name, permitID string, now time.Time) (bool, error) {
 	member, err := permitMember(permitID)
 	if err != nil {
-		return false, fmt.Errorf("permit undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
 	n, err := permitUndoAcquireScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
 		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
-		return false, fmt.Errorf("permit undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -159,13 +159,13 @@ func (s *Scripts) PermitUndoAcquire(ctx context.Context, r Redis, name, permitID
 func (s *Scripts) PermitRelease(ctx context.Context, r Redis, name, reqID, permitID string, now time.Time) (bool, error) {
 	member, err := permitMember(permitID)
 	if err != nil {
-		return false, fmt.Errorf("permit release %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit release %s: %w", name, err)
 	}
 	n, err := permitReleaseScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID), PermitSpentKey(name, permitID)},
 		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
-		return false, fmt.Errorf("permit release %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit release %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -176,16 +176,16 @@ func (s *Scripts) PermitRelease(ctx context.Context, r Redis, name, reqID, permi
 func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID string, lease time.Duration, now time.Time) (bool, error) {
 	member, err := permitMember(permitID)
 	if err != nil {
-		return false, fmt.Errorf("permit update lease %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
 	}
 	leaseArg, err := permitLease(lease)
 	if err != nil {
-		return false, fmt.Errorf("permit update lease %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
 	}
 	n, err := permitUpdateLeaseScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
 		member, leaseArg, unixMillis(now), s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("permit update lease %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -197,7 +197,7 @@ func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string,
 	n, err := permitTrySetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
 		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("permit try set permits %s: %w", name, err)
+		return false, fmt.Errorf("warden: permit try set permits %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -210,7 +210,7 @@ func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID str
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID)},
 		strconv.FormatInt(delta, 10), unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("permit add permits %s: %w", name, err)
+		return 0, fmt.Errorf("warden: permit add permits %s: %w", name, err)
 	}
 	return n, nil
 }
@@ -221,7 +221,7 @@ func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now
 	n, err := permitAvailableScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
 		unixMillis(now), s.publish).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("permit available %s: %w", name, err)
+		return 0, fmt.Errorf("warden: permit available %s: %w", name, err)
 	}
 	return n, nil
 }

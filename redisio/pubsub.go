@@ -62,14 +62,14 @@ type goRedisPubSub struct {
 
 func (p *goRedisPubSub) Subscribe(ctx context.Context, channels ...string) error {
 	if err := p.ps.Subscribe(ctx, channels...); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
+		return fmt.Errorf("warden: subscribe: %w", err)
 	}
 	return nil
 }
 
 func (p *goRedisPubSub) Unsubscribe(ctx context.Context, channels ...string) error {
 	if err := p.ps.Unsubscribe(ctx, channels...); err != nil {
-		return fmt.Errorf("unsubscribe: %w", err)
+		return fmt.Errorf("warden: unsubscribe: %w", err)
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func (s *Scripts) ReadAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 		[]string{name, AcquireLatchKey(name, owner), ReadTimeoutPrefix(name, owner)},
 		owner, Millis(lease), reqID, Millis(LatchTTL))
 	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("read acquire %s: %w", name, err)
+		return AcquireResult{}, 0, fmt.Errorf("warden: read acquire %s: %w", name, err)
 	}
 	res, err := acquireReply("read acquire", name, c)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Scripts) WriteAcquire(ctx context.Context, r Redis, rs ReplicaSync, nam
 		[]string{name, AcquireLatchKey(name, WriteField(owner))},
 		WriteField(owner), Millis(lease), reqID, Millis(LatchTTL))
 	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("write acquire %s: %w", name, err)
+		return AcquireResult{}, 0, fmt.Errorf("warden: write acquire %s: %w", name, err)
 	}
 	res, err := acquireReply("write acquire", name, c)
 	if err != nil {
@@ -114,7 +114,7 @@ func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 			ReadTimeoutPrefix(name, owner), rwKeyPrefix(name)},
 		RWUnlockMessage, owner, s.publish, Millis(LatchTTL))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("read unlock %s: %w", name, err)
+		return 0, false, 0, fmt.Errorf("warden: read unlock %s: %w", name, err)
 	}
 	remaining, held, err = unlockReply("read unlock", name, c)
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name
 		[]string{name, RWChannel(name), unlockLatchKey(name, field, reqID), AcquireLatchKey(name, field), rwKeyPrefix(name)},
 		RWReadUnlockMessage, Millis(lease), field, s.publish, Millis(LatchTTL))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("write unlock %s: %w", name, err)
+		return 0, false, 0, fmt.Errorf("warden: write unlock %s: %w", name, err)
 	}
 	remaining, held, err = unlockReply("write unlock", name, c)
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *Scripts) ReadUndoAcquire(ctx context.Context, r Redis, name, owner, req
 		[]string{name, AcquireLatchKey(name, owner), RWChannel(name), ReadTimeoutPrefix(name, owner), rwKeyPrefix(name)},
 		owner, reqID, s.publish, RWUnlockMessage).Int64()
 	if err != nil {
-		return false, fmt.Errorf("read undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: read undo acquire %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -173,7 +173,7 @@ func (s *Scripts) WriteUndoAcquire(ctx context.Context, r Redis, name, owner, re
 		[]string{name, AcquireLatchKey(name, field), RWChannel(name)},
 		field, reqID, s.publish, RWReadUnlockMessage).Int64()
 	if err != nil {
-		return false, fmt.Errorf("write undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: write undo acquire %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -194,7 +194,7 @@ func (s *Scripts) WriteForceUnlock(ctx context.Context, r Redis, name string) (b
 func (s *Scripts) rwForceUnlock(ctx context.Context, r Redis, name, mode, msg string) (bool, error) {
 	n, err := rwForceUnlockScript.Run(ctx, r, []string{name, RWChannel(name)}, mode, msg, s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("%s force unlock %s: %w", mode, name, err)
+		return false, fmt.Errorf("warden: %s force unlock %s: %w", mode, name, err)
 	}
 	return n == 1, nil
 }
@@ -204,7 +204,7 @@ func (s *Scripts) rwForceUnlock(ctx context.Context, r Redis, name, mode, msg st
 func ReadIsLocked(ctx context.Context, r Redis, name string) (bool, error) {
 	n, err := rwReadLockedScript.Run(ctx, r, []string{name}).Int64()
 	if err != nil {
-		return false, fmt.Errorf("read is locked %s: %w", name, err)
+		return false, fmt.Errorf("warden: read is locked %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -216,7 +216,7 @@ func WriteIsLocked(ctx context.Context, r Redis, name string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("write is locked %s: %w", name, err)
+		return false, fmt.Errorf("warden: write is locked %s: %w", name, err)
 	}
 	return mode == "write", nil
 }

@@ -89,7 +89,7 @@ type Scripts struct {
 // messages go out with: "publish", or "spublish" on a Redis 7 cluster.
 func NewScripts(publish string) (*Scripts, error) {
 	if publish != "publish" && publish != "spublish" {
-		return nil, fmt.Errorf("redisio: publish command %q: want publish or spublish", publish)
+		return nil, fmt.Errorf("warden: publish command %q: want publish or spublish", publish)
 	}
 	return &Scripts{publish: publish, publishArg: publish}, nil
 }
@@ -127,7 +127,7 @@ func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID s
 	n, err := undoAcquireScript.Run(ctx, r, []string{name, AcquireLatchKey(name, owner), LockChannel(name)},
 		owner, reqID, s.publish, UnlockMessage).Int64()
 	if err != nil {
-		return false, fmt.Errorf("undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: undo acquire %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -147,7 +147,7 @@ func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string
 func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
 	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("force unlock %s: %w", name, err)
+		return false, fmt.Errorf("warden: force unlock %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -189,10 +189,10 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 	}
 	v, err := renewScript.Run(ctx, r, keys, args...).Int64Slice()
 	if err != nil {
-		return nil, fmt.Errorf("renew %d locks: %w", len(batch), err)
+		return nil, fmt.Errorf("warden: renew %d locks: %w", len(batch), err)
 	}
 	if len(v) != len(batch) {
-		return nil, fmt.Errorf("renew: %d replies for %d locks", len(v), len(batch))
+		return nil, fmt.Errorf("warden: renew: %d replies for %d locks", len(v), len(batch))
 	}
 	out := make([]bool, len(v))
 	for i, x := range v {
@@ -241,7 +241,7 @@ func runSynced(ctx context.Context, r Redis, rs ReplicaSync, sc *redis.Script, k
 	}
 	acks, err := wait.Int64()
 	if err != nil {
-		return c, 0, fmt.Errorf("wait for replicas: %w", err)
+		return c, 0, fmt.Errorf("warden: wait for replicas: %w", err)
 	}
 	return c, acks, nil
 }
@@ -272,7 +272,7 @@ func acquireReply(op, name string, c *redis.Cmd) (AcquireResult, error) {
 	var buf [3]int64
 	v, err := int64s(c, buf[:0])
 	if err != nil || len(v) < 2 || len(v) > 3 {
-		return AcquireResult{}, fmt.Errorf("%s %s: unexpected reply %v: %w", op, name, c.Val(), err)
+		return AcquireResult{}, fmt.Errorf("warden: %s %s: unexpected reply %v: %w", op, name, c.Val(), err)
 	}
 	if v[0] == 1 {
 		res := AcquireResult{Acquired: true, HoldCount: int(v[1])}
@@ -301,7 +301,7 @@ func int64s(c *redis.Cmd, dst []int64) ([]int64, error) {
 	for _, x := range vals {
 		n, ok := x.(int64)
 		if !ok {
-			return nil, fmt.Errorf("redis: unexpected element type %T in an integer array", x)
+			return nil, fmt.Errorf("warden: redis: unexpected element type %T in an integer array", x)
 		}
 		dst = append(dst, n)
 	}
@@ -312,7 +312,7 @@ func int64s(c *redis.Cmd, dst []int64) ([]int64, error) {
 func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err error) {
 	v, err := c.Int64()
 	if err != nil {
-		return 0, false, fmt.Errorf("%s %s: %w", op, name, err)
+		return 0, false, fmt.Errorf("warden: %s %s: %w", op, name, err)
 	}
 	if v < 0 {
 		return 0, false, nil
@@ -331,7 +331,7 @@ func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration, fenced bool) (AcquireResult, int, error) {
 	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(name, owner, reqID, lease, fenced))
 	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("acquire %s: %w", name, err)
+		return AcquireResult{}, 0, fmt.Errorf("warden: acquire lock %s: %w", name, err)
 	}
 	res, err := acquireReply("acquire", name, c)
 	return res, int(acks), err
@@ -375,7 +375,7 @@ func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) scr
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("unlock %s: %w", name, err)
+		return 0, false, 0, fmt.Errorf("warden: unlock lock %s: %w", name, err)
 	}
 	remaining, held, err = unlockReply("unlock", name, c)
 	return remaining, held, int(n), err
@@ -385,7 +385,7 @@ func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, nam
 func IsLocked(ctx context.Context, r Redis, name string) (bool, error) {
 	n, err := r.Exists(ctx, name).Result()
 	if err != nil {
-		return false, fmt.Errorf("is locked %s: %w", name, err)
+		return false, fmt.Errorf("warden: is locked %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -397,7 +397,7 @@ func HoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("hold count %s: %w", name, err)
+		return 0, fmt.Errorf("warden: hold count %s: %w", name, err)
 	}
 	return n, nil
 }
@@ -407,7 +407,7 @@ func HoldCount(ctx context.Context, r Redis, name, owner string) (int, error) {
 func RemainTTL(ctx context.Context, r Redis, name string) (ttl time.Duration, exists bool, err error) {
 	d, err := r.PTTL(ctx, name).Result()
 	if err != nil {
-		return 0, false, fmt.Errorf("remain ttl %s: %w", name, err)
+		return 0, false, fmt.Errorf("warden: remain ttl %s: %w", name, err)
 	}
 	switch {
 	case d == -2 || d == -2*time.Millisecond:
@@ -423,7 +423,7 @@ func RemainTTL(ctx context.Context, r Redis, name string) (ttl time.Duration, ex
 func (s *Scripts) Load(ctx context.Context, r redis.Scripter) error {
 	for _, sc := range scripts {
 		if err := sc.Load(ctx, r).Err(); err != nil {
-			return fmt.Errorf("load scripts: %w", err)
+			return fmt.Errorf("warden: load scripts: %w", err)
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ func semInts(c *redis.Cmd, n int) ([]int64, error) {
 		return nil, err
 	}
 	if len(v) != n {
-		return nil, fmt.Errorf("unexpected reply %v", c.Val())
+		return nil, fmt.Errorf("warden: unexpected reply %v", c.Val())
 	}
 	return v, nil
 }
@@ -54,11 +54,11 @@ func (s *Scripts) SemaphoreAcquire(ctx context.Context, r Redis, rs ReplicaSync,
 	c, n, err := runSynced(ctx, r, rs, semAcquireScript, []string{name, OpLatchKey(name, reqID)},
 		strconv.FormatInt(permits, 10), Millis(LatchTTL))
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("semaphore acquire %s: %w", name, err)
+		return false, 0, 0, fmt.Errorf("warden: semaphore acquire %s: %w", name, err)
 	}
 	v, err := semInts(c, 2)
 	if err != nil {
-		return false, 0, 0, fmt.Errorf("semaphore acquire %s: %w", name, err)
+		return false, 0, 0, fmt.Errorf("warden: semaphore acquire %s: %w", name, err)
 	}
 	return v[0] == 1, v[1], int(n), nil
 }
@@ -72,7 +72,7 @@ func (s *Scripts) SemaphoreUndoAcquire(ctx context.Context, r Redis, name, reqID
 	n, err := semUndoAcquireScript.Run(ctx, r, []string{name, OpLatchKey(name, reqID), SemaphoreChannel(name)},
 		s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
-		return false, fmt.Errorf("semaphore undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: semaphore undo acquire %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -92,7 +92,7 @@ func (s *Scripts) SemaphoreTrySetPermits(ctx context.Context, r Redis, name stri
 	n, err := semTrySetPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name)},
 		strconv.FormatInt(permits, 10), s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("semaphore try set permits %s: %w", name, err)
+		return false, fmt.Errorf("warden: semaphore try set permits %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -117,7 +117,7 @@ func SemaphoreAvailable(ctx context.Context, r Redis, name string) (int64, error
 func (s *Scripts) countingWrite(ctx context.Context, r Redis, sc *redis.Script, op, name, channel, reqID, arg string) (int64, error) {
 	n, err := sc.Run(ctx, r, []string{name, channel, OpLatchKey(name, reqID)}, arg, s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", op, name, err)
+		return 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
 	}
 	return n, nil
 }
@@ -130,7 +130,7 @@ func readCount(ctx context.Context, r Redis, op, name string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", op, name, err)
+		return 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
 	}
 	return n, nil
 }
@@ -143,7 +143,7 @@ func readCount(ctx context.Context, r Redis, op, name string) (int64, error) {
 func (s *Scripts) SemaphoreDrain(ctx context.Context, r Redis, name string) (int64, error) {
 	n, err := semDrainScript.Run(ctx, r, []string{name}).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("semaphore drain %s: %w", name, err)
+		return 0, fmt.Errorf("warden: semaphore drain %s: %w", name, err)
 	}
 	return n, nil
 }

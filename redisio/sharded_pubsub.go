@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/messages"
 )
 
 const (
@@ -132,14 +134,14 @@ func (p *shardedPubSub) Subscribe(ctx context.Context, channels ...string) error
 		if s, ok := p.home[ch]; ok {
 			if s != nil {
 				// Subscribed already: ask again, for a fresh confirmation.
-				errs = errors.Join(errs, p.ssubscribe(ctx, s, ch))
+				errs = messages.Join(errs, p.ssubscribe(ctx, s, ch))
 			}
 			continue // waiting for a new home; it is confirmed once it has one
 		}
-		errs = errors.Join(errs, p.place(ctx, ch, ""))
+		errs = messages.Join(errs, p.place(ctx, ch, ""))
 	}
 	if errs != nil {
-		return fmt.Errorf("ssubscribe: %w", errs)
+		return fmt.Errorf("warden: ssubscribe: %w", errs)
 	}
 	return nil
 }
@@ -164,11 +166,11 @@ func (p *shardedPubSub) Unsubscribe(ctx context.Context, channels ...string) err
 		delete(p.home, ch)
 		delete(p.rehomes, ch)
 		if s != nil {
-			errs = errors.Join(errs, p.sunsubscribe(ctx, s, ch))
+			errs = messages.Join(errs, p.sunsubscribe(ctx, s, ch))
 		}
 	}
 	if errs != nil {
-		return fmt.Errorf("sunsubscribe: %w", errs)
+		return fmt.Errorf("warden: sunsubscribe: %w", errs)
 	}
 	return nil
 }
@@ -200,7 +202,7 @@ func (p *shardedPubSub) Receive(ctx context.Context, timeout time.Duration) (Eve
 			}
 		case <-tick:
 			if !deadline.IsZero() && !time.Now().Before(deadline) {
-				return Event{}, fmt.Errorf("sharded pubsub: receive: %w", os.ErrDeadlineExceeded)
+				return Event{}, fmt.Errorf("warden: sharded pubsub: receive: %w", os.ErrDeadlineExceeded)
 			}
 		case <-ctx.Done():
 			return Event{}, ctx.Err()
@@ -219,7 +221,7 @@ func (p *shardedPubSub) Ping(ctx context.Context) error {
 	var errs error
 	for _, s := range p.shards {
 		if err := s.ps.Ping(ctx); err != nil {
-			errs = errors.Join(errs, fmt.Errorf("ping %s: %w", s.addr, err))
+			errs = messages.Join(errs, fmt.Errorf("warden: ping %s: %w", s.addr, err))
 		}
 	}
 	return errs
@@ -249,7 +251,7 @@ func (p *shardedPubSub) place(ctx context.Context, ch, notAt string) error {
 	if err != nil {
 		p.home[ch] = nil
 		p.rehomes[ch] = &rehome{at: time.Now().Add(rehomePause), notAt: notAt}
-		return fmt.Errorf("%s: find its master: %w", ch, err)
+		return fmt.Errorf("warden: %s: find its master: %w", ch, err)
 	}
 	s := p.shards[node.Options().Addr]
 	if s == nil {
@@ -292,7 +294,7 @@ func (p *shardedPubSub) ssubscribe(ctx context.Context, s *shard, ch string) err
 	p.home[ch] = s
 	s.channels[ch] = struct{}{}
 	if err := s.ps.SSubscribe(ctx, ch); err != nil {
-		return fmt.Errorf("%s on %s: %w", ch, s.addr, err)
+		return fmt.Errorf("warden: %s on %s: %w", ch, s.addr, err)
 	}
 	return nil
 }
@@ -309,7 +311,7 @@ func (p *shardedPubSub) sunsubscribe(ctx context.Context, s *shard, ch string) e
 		if len(s.channels) == 0 {
 			p.retire(s)
 		}
-		return fmt.Errorf("%s on %s: %w", ch, s.addr, err)
+		return fmt.Errorf("warden: %s on %s: %w", ch, s.addr, err)
 	}
 	s.unsubs[ch]++
 	return nil
@@ -427,7 +429,7 @@ func (p *shardedPubSub) handleErr(ctx context.Context, s *shard, err error) (Eve
 		// Some command was refused; which one is unknown, so no answer to a
 		// SUNSUBSCRIBE is awaited any more.
 		clear(s.unsubs)
-		return Event{}, false, fmt.Errorf("sharded pubsub %s: %w", s.addr, err)
+		return Event{}, false, fmt.Errorf("warden: sharded pubsub %s: %w", s.addr, err)
 	}
 	// The connection failed: confirmations in flight are lost, and the
 	// node may have lost its slots (failover).
@@ -440,9 +442,9 @@ func (p *shardedPubSub) handleErr(ctx context.Context, s *shard, err error) (Eve
 	if errors.Is(err, redis.ErrClosed) {
 		// go-redis closed the node's client: it left the cluster. Not our
 		// Close, which the caller must not mistake it for.
-		return Event{}, false, fmt.Errorf("sharded pubsub %s: %v", s.addr, err)
+		return Event{}, false, fmt.Errorf("warden: sharded pubsub %s: %v", s.addr, err)
 	}
-	return Event{}, false, fmt.Errorf("sharded pubsub %s: %w", s.addr, err)
+	return Event{}, false, fmt.Errorf("warden: sharded pubsub %s: %w", s.addr, err)
 }
 
 // maintain runs what is due: channels waiting for a home, and shards whose

@@ -99,9 +99,9 @@ func expectAll(t *testing.T, ps PubSub, kind EventKind, channels ...string) {
 	}
 }
 
-// messages reads events until n messages arrived, and returns the last
+// receiveMessages reads events until n messages arrived, and returns the last
 // payload per channel.
-func messages(t *testing.T, ps PubSub, n int) map[string]string {
+func receiveMessages(t *testing.T, ps PubSub, n int) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	deadline := time.Now().Add(eventWait)
@@ -183,7 +183,7 @@ func TestShardedPubSub(t *testing.T) {
 			e.publish(t, ch, fmt.Sprint(i))
 			want[ch] = fmt.Sprint(i)
 		}
-		assert.Equal(t, want, messages(t, ps, len(channels)), "shards deliver in any order")
+		assert.Equal(t, want, receiveMessages(t, ps, len(channels)), "shards deliver in any order")
 
 		require.NoError(t, ps.Ping(ctx))
 		for range 3 {
@@ -311,7 +311,7 @@ func TestShardedPubSub(t *testing.T) {
 				e.publish(t, ch, fmt.Sprint("after ", to))
 				want[ch] = fmt.Sprint("after ", to)
 			}
-			assert.Equal(t, want, messages(t, ps, len(all)))
+			assert.Equal(t, want, receiveMessages(t, ps, len(all)))
 		}
 		assert.Equal(t, "v", e.rdb.Get(ctx, "{"+moving+"}").Val(), "the key moved with the slot")
 

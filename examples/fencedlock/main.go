@@ -59,6 +59,18 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if err := rdb.Del(ctx, lockName).Err(); err != nil {
 		return err
 	}
+	// The counter has no TTL. A real application keeps it for good
+	// (deleting it would start the tokens again at 1, below what its
+	// resources have seen); this example deletes the one it made, so it
+	// leaves nothing behind in your Redis.
+	tokens := redisio.TokenKey(lockName)
+	made, err := rdb.Exists(ctx, tokens).Result()
+	if err != nil {
+		return err
+	}
+	if made == 0 { // absent: this run makes it
+		defer deleteKeys(rdb, tokens)
+	}
 	var store storage
 
 	slow := c.FencedLock(lockName)
@@ -93,10 +105,19 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if store.value != "from worker-2" || t2 <= t1 {
 		return fmt.Errorf("storage holds %q (tokens %d then %d)", store.value, t1, t2)
 	}
-	counter, err := rdb.Get(ctx, redisio.TokenKey(lockName)).Int64()
+	counter, err := rdb.Get(ctx, tokens).Int64()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("done: storage kept worker-2's write; %s = %d\n", redisio.TokenKey(lockName), counter)
+	fmt.Printf("done: storage kept worker-2's write; %s = %d\n", tokens, counter)
 	return nil
+}
+
+// deleteKeys deletes keys, even after the demo's context ended.
+func deleteKeys(rdb redis.UniversalClient, keys ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Del(ctx, keys...).Err(); err != nil {
+		fmt.Println("could not delete", keys, err)
+	}
 }

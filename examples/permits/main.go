@@ -35,6 +35,9 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if err := rdb.Del(ctx, semName, redisio.PermitTimeoutKey(semName)).Err(); err != nil {
 		return err
 	}
+	// It has no TTL either: delete it (its count and its permits' leases)
+	// at the end, so the example leaves nothing behind in your Redis.
+	defer deleteKeys(rdb, semName, redisio.PermitTimeoutKey(semName))
 	sem := c.PermitExpirableSemaphore(semName)
 	if ok, err := sem.TrySetPermits(ctx, 1); err != nil || !ok {
 		return errors.Join(errors.New("could not set the permits"), err)
@@ -102,4 +105,15 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	}
 	fmt.Println("done: the expired permit went to B, and A could not release it")
 	return nil
+}
+
+// deleteKeys deletes keys, even after the demo's context ended.
+func deleteKeys(rdb redis.UniversalClient, keys ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, k := range keys { // one by one: on a cluster they may be in different slots
+		if err := rdb.Del(ctx, k).Err(); err != nil {
+			fmt.Println("could not delete", k, err)
+		}
+	}
 }

@@ -36,6 +36,9 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if err := rdb.Del(ctx, semName).Err(); err != nil {
 		return err
 	}
+	// It has no TTL either: delete it at the end, so the example leaves
+	// nothing behind in your Redis.
+	defer deleteKeys(rdb, semName)
 	sem := c.Semaphore(semName)
 	if ok, err := sem.TrySetPermits(ctx, permits); err != nil || !ok {
 		return errors.Join(errors.New("could not set the permits"), err)
@@ -89,4 +92,13 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	}
 	fmt.Printf("done: at most %d workers inside at once; %d permits available again\n", peak, permits)
 	return nil
+}
+
+// deleteKeys deletes keys, even after the demo's context ended.
+func deleteKeys(rdb redis.UniversalClient, keys ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Del(ctx, keys...).Err(); err != nil {
+		fmt.Println("could not delete", keys, err)
+	}
 }

@@ -1,0 +1,148 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/redistest"
+)
+
+// Every error a user meets is one line that starts with "warden: " and
+// names the lock (or, for bad input, the field), and still matches its
+// sentinels and the context's error with errors.Is.
+func TestErrorTextIsOneLineWithTheName(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	c, _, _ := ownSystemClient(t, rdb, client.WithWatchdogTimeout(30*time.Second))
+	ctx := context.Background()
+
+	// A Redis that refuses connections: a port that was just free.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	deadRdb := redis.NewClient(&redis.Options{Addr: deadAddr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = deadRdb.Close() })
+	dead, _, _ := ownSystemClient(t, deadRdb)
+
+	held := func(t *testing.T, name string) {
+		t.Helper()
+		require.NoError(t, c.Lock(name).Lock(ctx))
+		t.Cleanup(func() { _, _ = c.Lock(name).ForceUnlock(ctx) })
+	}
+	errLost := errors.New("the caller's own reason")
+
+	tests := []struct {
+		path  string
+		call  func(t *testing.T) error
+		text  []string // in the message, besides the "warden: " prefix
+		match []error  // errors.Is targets
+	}{
+		{"Lock until ctx's deadline", func(t *testing.T) error {
+			held(t, "err:deadline")
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			return c.Lock("err:deadline").Lock(cctx)
+		}, []string{"lock err:deadline not obtained", "context deadline exceeded"},
+			[]error{client.ErrNotObtained, context.DeadlineExceeded}},
+
+		{"Lock until ctx is cancelled with a cause", func(t *testing.T) error {
+			held(t, "err:cause")
+			cctx, cancel := context.WithCancelCause(ctx)
+			time.AfterFunc(100*time.Millisecond, func() { cancel(errLost) })
+			return c.FairLock("err:cause").Lock(cctx)
+		}, []string{"fair lock err:cause not obtained", "context canceled", "the caller's own reason"},
+			[]error{client.ErrNotObtained, context.Canceled, errLost}},
+
+		{"TryLock with ctx cancelled", func(t *testing.T) error {
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_, err := c.Lock("err:try").TryLock(cctx)
+			return err
+		}, []string{"try lock err:try", "context canceled"}, []error{context.Canceled}},
+
+		{"TryLockWait cancelled while it waits", func(t *testing.T) error {
+			held(t, "err:trywait")
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			_, err := c.Lock("err:trywait").TryLockWait(cctx, time.Minute, 0)
+			return err
+		}, []string{"try lock err:trywait", "context deadline exceeded"}, []error{context.DeadlineExceeded}},
+
+		{"Semaphore.Acquire until ctx's deadline", func(t *testing.T) error {
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			return c.Semaphore("err:sem").Acquire(cctx, 2)
+		}, []string{"2 permits of semaphore err:sem not obtained", "context deadline exceeded"},
+			[]error{client.ErrNotObtained, context.DeadlineExceeded}},
+
+		{"CountDownLatch.Await until ctx's deadline", func(t *testing.T) error {
+			d := c.CountDownLatch("err:latch")
+			set(t, d.TrySetCount, 1)
+			t.Cleanup(func() { _ = d.CountDown(ctx) })
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			return d.Await(cctx)
+		}, []string{"count-down latch err:latch not obtained", "context deadline exceeded"},
+			[]error{client.ErrNotObtained, context.DeadlineExceeded}},
+
+		{"Unlock of a lock not held", func(t *testing.T) error {
+			return c.Lock("err:notheld").Unlock(ctx)
+		}, []string{"lock not held", "err:notheld"}, []error{client.ErrNotHeld}},
+
+		{"a Redis error", func(t *testing.T) error {
+			require.NoError(t, rdb.Set(ctx, "err:wrongtype", "x", time.Minute).Err())
+			_, err := c.Lock("err:wrongtype").TryLock(ctx)
+			return err
+		}, []string{"acquire lock err:wrongtype", "WRONGTYPE"}, nil},
+
+		{"Redis unreachable: TryLock", func(t *testing.T) error {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err := dead.Lock("d:a").TryLock(cctx)
+			return err
+		}, []string{"acquire lock d:a", "connection refused"}, nil},
+
+		{"Redis unreachable: IsLocked", func(t *testing.T) error {
+			_, err := dead.Lock("d:b").IsLocked(ctx)
+			return err
+		}, []string{"is locked d:b", "connection refused"}, nil},
+
+		{"Redis unreachable: Semaphore.TrySetPermits", func(t *testing.T) error {
+			_, err := dead.Semaphore("d:s").TrySetPermits(ctx, 1)
+			return err
+		}, []string{"semaphore try set permits d:s", "connection refused"}, nil},
+
+		{"an invalid lease", func(t *testing.T) error {
+			return c.Lock("err:lease").LockLease(ctx, -time.Second)
+		}, []string{"invalid argument", "lease"}, []error{client.ErrInvalidArgument}},
+
+		{"an empty name", func(t *testing.T) error {
+			return c.Lock("").Lock(ctx)
+		}, []string{"invalid argument", "name"}, []error{client.ErrInvalidArgument}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			err := tt.call(t)
+			require.Error(t, err)
+			msg := err.Error()
+			t.Log(msg)
+			assert.NotContains(t, msg, "\n", "one line")
+			assert.True(t, strings.HasPrefix(msg, "warden: "), "prefixed: %q", msg)
+			for _, s := range tt.text {
+				assert.Contains(t, msg, s)
+			}
+			for _, target := range tt.match {
+				assert.ErrorIs(t, err, target)
+			}
+		})
+	}
+}
