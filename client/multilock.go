@@ -143,7 +143,10 @@ func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	if err := errors.Join(m.check(), validateLease(lease, false)); err != nil {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if err := validateLease(lease, false); err != nil {
 		return err
 	}
 	_, err := m.acquire(ctx, time.Time{}, lease)
@@ -167,7 +170,13 @@ func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) 
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(m.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	if err := validateWait(wait); err != nil {
+		return false, err
+	}
+	if err := validateLease(lease, true); err != nil {
 		return false, err
 	}
 	return m.acquire(ctx, m.clock().Now().Add(wait), lease)
@@ -175,7 +184,7 @@ func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) 
 
 // Unlock releases one hold of every member. Every member is tried; the
 // errors of those that failed (ErrNotHeld for a member not held) are
-// returned joined. The MultiLock's own hold is given back when every
+// returned together, in one error that matches each of them. The MultiLock's own hold is given back when every
 // member was released or was not held; while a member's release has an
 // unknown outcome (a Redis error, ctx's end, a closed Client), the holding
 // and its Lost channel stay, and Unlock may be called again.
@@ -186,19 +195,36 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	var errs []error
+	var errs memberErrors
 	ended := true
-	for _, err := range unlockAll(ctx, m.locks) {
+	for i, err := range unlockAll(ctx, m.locks) {
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("member %s: %w", m.locks[i].name, err))
 			ended = ended && errors.Is(err, ErrNotHeld)
 		}
 	}
 	if ended {
 		m.release()
 	}
-	return errors.Join(errs...)
+	if errs != nil {
+		return fmt.Errorf("warden: %s: unlock: %w", m.describe(), errs)
+	}
+	return nil
 }
+
+// memberErrors are the errors of several members, in one line ("a; b")
+// that matches each of them with errors.Is.
+type memberErrors []error
+
+func (e memberErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e memberErrors) Unwrap() []error { return e }
 
 // Lost returns a channel closed when the current holding is lost: a
 // member's holding was lost (it expired, was force-unlocked, vanished, or

@@ -103,7 +103,10 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	if err := errors.Join(r.check(), validateLease(lease, false)); err != nil {
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := validateLease(lease, false); err != nil {
 		return err
 	}
 	_, err := r.acquire(ctx, time.Time{}, lease)
@@ -129,7 +132,13 @@ func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (b
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(r.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	if err := validateWait(wait); err != nil {
+		return false, err
+	}
+	if err := validateLease(lease, true); err != nil {
 		return false, err
 	}
 	return r.acquire(ctx, r.clock().Now().Add(wait), lease)
@@ -177,8 +186,14 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	if released >= r.quorum {
 		return nil
 	}
-	return errors.Join(append([]error{fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w",
-		r.locks[0].name, released, len(r.locks), ErrNotHeld)}, errs...)...)
+	var failed memberErrors
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
+		}
+	}
+	return fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
+		r.locks[0].name, released, len(r.locks), ErrNotHeld, failed)
 }
 
 // ValidUntil is when the current holding's validity ends if it is not
@@ -274,7 +289,7 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 		releaseTaken(ctx, held)
 		if ctx.Err() == nil && quorum.OutOfReach(len(r.locks), len(failed)) {
 			return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
-				r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
+				r.locks[0].name, len(failed), len(r.locks), memberErrors(failed))
 		}
 		return false, nil
 	})

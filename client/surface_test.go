@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,6 +318,8 @@ func TestMultiLockLostClosesOnAMemberLoss(t *testing.T) {
 	t.Logf("MultiLock's Lost closed %v after a member's key was deleted (watchdog %v)", time.Since(start), watchdog)
 	err := m.Unlock(ctx)
 	require.ErrorIs(t, err, client.ErrNotHeld, "the lost member")
+	assert.NotContains(t, err.Error(), "\n", "one line")
+	assert.True(t, strings.HasPrefix(err.Error(), "warden: multilock ml:a, ml:b, ml:c: unlock: member ml:b: "), "%q", err)
 	assert.Zero(t, e.rdb.Exists(ctx, "ml:a", "ml:b", "ml:c").Val(), "the others released")
 	assert.False(t, isClosed(m.Lost()), "a new channel for the next holding")
 }
