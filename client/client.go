@@ -206,13 +206,13 @@ func (c *Client) Close(ctx context.Context) error {
 // hold of each (reentries, both sides of a read/write lock), and then
 // closes the Client as Close does. Holders are told first, as by Close:
 // their Lost channels are closed and running Do calls cancelled before
-// the releases. Waiters are woken as by Unlock. It
-// returns the errors of the releases that failed (their locks expire
-// within their lease), joined with Close's. Permits of a
-// PermitExpirableSemaphore are not held by the Client but by whoever has
-// their IDs, and are not released. A lock that a call still running
-// takes while CloseAndRelease runs is given back if its answer comes
-// after the Client closed, and otherwise left to its lease.
+// the releases. Waiters are woken as by Unlock. It returns the errors of
+// the releases that failed (their locks expire within their lease),
+// joined with Close's. Permits of a PermitExpirableSemaphore are not held
+// by the Client but by whoever has their IDs, and are not released. A
+// lock that a call still running takes while CloseAndRelease runs is
+// given back if its answer comes after the Client closed, and otherwise
+// left to its lease.
 func (c *Client) CloseAndRelease(ctx context.Context) error {
 	return c.close(ctx, true)
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -306,7 +307,7 @@ func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	return do(ctx, l, func() string { return l.kind.String() + " " + l.name },
+	return do(ctx, l, func() string { return fmt.Sprintf("%s %s", l.kind, l.name) },
 		func() bool { return l.c.closed.Load() }, fn)
 }
 
