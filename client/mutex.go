@@ -14,10 +14,11 @@ import (
 // LockLease fail with ErrNotObtained (with the context's error) when ctx
 // ends first; TryLock and TryLockWait return false with a nil error when
 // the wait runs out; Unlock releases one hold (ErrNotHeld when there was
-// none). Lost is closed when the current holding is lost, including when
-// a Client the lock depends on is closed. Do acquires, runs fn with a
-// context cancelled on loss, and releases whatever fn does, even when it
-// panics.
+// none). Lost is closed when the current holding is lost, which includes
+// the Close of the Client it is held through (for a MultiLock, of any
+// member's Client; for a RedLock, of a majority's). Do acquires, runs fn
+// with a context cancelled on loss (cause ErrLockLost; ErrClosed too when
+// a Close caused it), and releases whatever fn does, even when it panics.
 type Mutex interface {
 	// Lock acquires in watchdog mode, waiting until it is obtained or
 	// ctx ends.
