@@ -63,6 +63,14 @@ type lostChans struct {
 	more  []chan struct{}
 }
 
+// close closes every channel of the holding.
+func (w lostChans) close() {
+	close(w.first)
+	for _, ch := range w.more {
+		close(ch)
+	}
+}
+
 // holdingKey names one holding of one owner.
 type holdingKey struct {
 	name    string
@@ -185,6 +193,15 @@ func (c *Client) PID() *actor.PID {
 // The Redis client is left open. If ctx ends first, Close returns its
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
+//
+// Since nothing renews them any more, Close tells every holder at once,
+// as it begins: the Lost channel of every holding of the Client's handles
+// is closed (and so a MultiLock's or RedLock's, as their Lost says), and
+// a running Do's fn has its context cancelled with a cause that matches
+// both ErrLockLost and ErrClosed; that Do returns such an error. A handle
+// that was holding keeps returning its closed channel from Lost after
+// Close; a handle that acquires after Close began (an answer that crossed
+// it) gets a closed channel too.
 func (c *Client) Close(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -194,13 +211,15 @@ func (c *Client) Close(ctx context.Context) error {
 
 // CloseAndRelease releases every lock the Client's handles hold, every
 // hold of each (reentries, both sides of a read/write lock), and then
-// closes the Client as Close does. Waiters are woken as by Unlock. It
-// returns the errors of the releases that failed (their locks expire
-// within their lease), joined with Close's. Permits of a
-// PermitExpirableSemaphore are not held by the Client but by whoever has
-// their IDs, and are not released. A lock that a call still running
-// takes while CloseAndRelease runs is given back if its answer comes
-// after the Client closed, and otherwise left to its lease.
+// closes the Client as Close does. Holders are told first, as by Close:
+// their Lost channels are closed and running Do calls cancelled before
+// the releases. Waiters are woken as by Unlock. It returns the errors of
+// the releases that failed (their locks expire within their lease),
+// joined with Close's. Permits of a PermitExpirableSemaphore are not held
+// by the Client but by whoever has their IDs, and are not released. A
+// lock that a call still running takes while CloseAndRelease runs is
+// given back if its answer comes after the Client closed, and otherwise
+// left to its lease.
 func (c *Client) CloseAndRelease(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -219,9 +238,10 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		return ErrClosed
 	}
 	c.closed.Store(true)
+	held := c.loseAll()
 	var released error
 	if release {
-		released = c.releaseAll(ctx)
+		released = c.releaseAll(ctx, held)
 	}
 	c.cancelIO()
 	stopped := make(chan error, 1)
@@ -245,21 +265,34 @@ func (c *Client) close(ctx context.Context, release bool) error {
 	return errors.Join(released, err)
 }
 
-// releaseAll releases every hold of every holding the Client's handles
-// watch, the holdings at once, each one hold at a time. A holding already
-// gone (ErrNotHeld) is no error.
-func (c *Client) releaseAll(ctx context.Context) error {
+// loseAll closes the Lost channel of every holding the Client's handles
+// watch, as Close begins, and returns those holdings. watchLost closes the
+// channels of holdings bound later at once.
+func (c *Client) loseAll() []holdingKey {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	held := make([]holdingKey, 0, len(c.lost))
+	for k, w := range c.lost {
+		w.close()
+		held = append(held, k)
+	}
+	clear(c.lost)
+	return held
+}
+
+// releaseAll releases every hold of the holdings in holdings, the holdings
+// at once, each one hold at a time. A holding already gone (ErrNotHeld) is
+// no error.
+func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 	type held struct {
 		name  string
 		kind  messages.Kind
 		owner string
 	}
-	c.lostMu.Lock()
-	all := make(map[held]bool, len(c.lost))
-	for k := range c.lost {
+	all := make(map[held]bool, len(holdings))
+	for _, k := range holdings {
 		all[held{k.name, k.kind, k.owner}] = true
 	}
-	c.lostMu.Unlock()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -364,12 +397,12 @@ func (c *Client) send(msg any) {
 }
 
 // watchLost registers ch to be closed when the holding k is lost (at once
-// if it already was).
+// if it already was, or if Close has begun: nothing renews it then).
 func (c *Client) watchLost(k holdingKey, ch chan struct{}) {
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()
-	if _, gone := c.early[k]; gone {
-		close(ch) // kept in early: other handles of the owner may ask too
+	if _, gone := c.early[k]; gone || c.closed.Load() {
+		close(ch) // a loss stays in early: other handles of the owner may ask too
 		return
 	}
 	w, ok := c.lost[k]
@@ -394,10 +427,7 @@ func (c *Client) onLockLost(m *messages.LockLost) {
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()
 	if w, ok := c.lost[k]; ok {
-		close(w.first)
-		for _, ch := range w.more {
-			close(ch)
-		}
+		w.close()
 	}
 	delete(c.lost, k)
 	now := c.opts.clock.Now()

@@ -340,7 +340,16 @@ type namedPrimitive struct {
 
 // lockCalls are every call of a lock handle made by mk, each returning its
 // error.
-func lockCalls(mk func(c *client.Client, name string) *client.Lock) func(*client.Client, string) map[string]func(context.Context) error {
+// lockHandle is what lockCalls calls: a *client.Lock or a *client.FencedLock.
+type lockHandle interface {
+	client.Mutex
+	ForceUnlock(ctx context.Context) (bool, error)
+	IsLocked(ctx context.Context) (bool, error)
+	HoldCount(ctx context.Context) (int, error)
+	RemainTTL(ctx context.Context) (time.Duration, error)
+}
+
+func lockCalls[L lockHandle](mk func(c *client.Client, name string) L) func(*client.Client, string) map[string]func(context.Context) error {
 	return func(c *client.Client, name string) map[string]func(context.Context) error {
 		l := mk(c, name)
 		return map[string]func(context.Context) error{
@@ -428,7 +437,7 @@ var namedPrimitives = []namedPrimitive{
 	{kind: "FencedLock",
 		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
 			f := c.FencedLock(name)
-			calls := lockCalls(func(*client.Client, string) *client.Lock { return f.Lock })(c, name)
+			calls := lockCalls(func(*client.Client, string) *client.FencedLock { return f })(c, name)
 			calls["LockToken"] = func(ctx context.Context) error { _, err := f.LockToken(ctx); return err }
 			calls["TryLockToken"] = func(ctx context.Context) error { _, _, err := f.TryLockToken(ctx, 0, 0); return err }
 			calls["Token"] = func(ctx context.Context) error { _, err := f.Token(ctx); return err }

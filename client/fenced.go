@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -24,10 +25,10 @@ import (
 // (a plain Lock with the same owner) and then enters the fenced lock is a
 // reentry and takes no new token: use fenced handles only for a name.
 //
-// It has every method of Lock; the plain Lock methods acquire without
-// answering the token (Token reads it).
+// It has every method of Lock, and so satisfies Mutex; the plain Lock
+// methods acquire without answering the token (Token reads it).
 type FencedLock struct {
-	*Lock
+	l *Lock // of kind KindFencedLock; nil in a nil handle
 }
 
 // FencedLock returns a handle on the fenced lock name, with a fresh owner
@@ -36,13 +37,139 @@ func (c *Client) FencedLock(name string, opts ...LockOption) *FencedLock {
 	return &FencedLock{c.newLock(name, messages.KindFencedLock, opts)}
 }
 
+// lock is the handle's Lock, nil for a nil handle: every Lock method
+// rejects a nil *Lock as a nil handle.
+func (f *FencedLock) lock() *Lock {
+	if f == nil {
+		return nil
+	}
+	return f.l
+}
+
+// Name returns the lock's name, its Redis key ("" for a nil handle).
+func (f *FencedLock) Name() string { return f.lock().Name() }
+
+// Owner returns the handle's owner identity ("" for a nil handle).
+func (f *FencedLock) Owner() string { return f.lock().Owner() }
+
+// Lock acquires the lock in watchdog mode, waiting until it is free or ctx
+// ends (then the error matches ErrNotObtained and the context's error).
+// LockToken also answers the holding's token.
+func (f *FencedLock) Lock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return f.lock().Lock(ctx)
+}
+
+// LockLease acquires the lock with a fixed lease and no renewal, waiting
+// until it is free or ctx ends, as Lock.LockLease does.
+func (f *FencedLock) LockLease(ctx context.Context, lease time.Duration) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return f.lock().LockLease(ctx, lease)
+}
+
+// TryLock makes one attempt to acquire the lock in watchdog mode.
+func (f *FencedLock) TryLock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return f.lock().TryLock(ctx)
+}
+
+// TryLockWait waits up to wait for the lock and holds it for lease (0:
+// watchdog mode). It returns false, with a nil error, when wait runs out.
+// TryLockToken also answers the holding's token.
+func (f *FencedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return f.lock().TryLockWait(ctx, wait, lease)
+}
+
+// Unlock releases one hold; ErrNotHeld when the handle's owner does not
+// hold the lock. The token counter is kept: the next holding's token is
+// higher.
+func (f *FencedLock) Unlock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return f.lock().Unlock(ctx)
+}
+
+// ForceUnlock deletes the lock whoever holds it, and wakes its waiters. It
+// reports whether the lock existed. The token counter is kept.
+func (f *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return f.lock().ForceUnlock(ctx)
+}
+
+// IsLocked reports whether anyone holds the lock.
+func (f *FencedLock) IsLocked(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return f.lock().IsLocked(ctx)
+}
+
+// IsHeld reports whether the handle's owner holds the lock.
+func (f *FencedLock) IsHeld(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return f.lock().IsHeld(ctx)
+}
+
+// HoldCount returns how many times the handle's owner holds the lock, 0
+// when it does not.
+func (f *FencedLock) HoldCount(ctx context.Context) (int, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
+	return f.lock().HoldCount(ctx)
+}
+
+// RemainTTL returns the lock's remaining lease: ErrNotLocked when the lock
+// does not exist, -1 when it exists without a TTL.
+func (f *FencedLock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
+	return f.lock().RemainTTL(ctx)
+}
+
+// Lost returns a channel closed when the handle's current holding is lost,
+// as Lock.Lost does (a nil handle returns a nil channel).
+func (f *FencedLock) Lost() <-chan struct{} { return f.lock().Lost() }
+
+// Do acquires the lock (watchdog mode), runs fn, and releases one hold
+// whatever fn does, as Lock.Do does: fn's context is cancelled on loss
+// (cause ErrLockLost; ErrClosed too when the Client closed). Token, called
+// in fn, reads the holding's token.
+func (f *FencedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return f.lock().Do(ctx, fn)
+}
+
+// Locker adapts the handle to sync.Locker, as Lock.Locker does.
+func (f *FencedLock) Locker() sync.Locker { return f.lock().Locker() }
+
 // LockToken acquires the lock in watchdog mode, waiting until it is free or
 // ctx ends, and returns the holding's token.
 func (f *FencedLock) LockToken(ctx context.Context) (int64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if f == nil {
 		return 0, invalid("lock", "nil handle")
 	}
-	r, err := f.acquire(ctx, 0, time.Time{}, true, 0)
+	r, err := f.l.acquire(ctx, 0, time.Time{}, true, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -53,10 +180,13 @@ func (f *FencedLock) LockToken(ctx context.Context) (int64, error) {
 // watchdog mode) and returns the holding's token. It returns false, with a
 // nil error, when wait runs out.
 func (f *FencedLock) TryLockToken(ctx context.Context, wait, lease time.Duration) (int64, bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, false, err
+	}
 	if f == nil {
 		return 0, false, invalid("lock", "nil handle")
 	}
-	r, err := f.tryAcquire(ctx, wait, lease)
+	r, err := f.l.tryAcquire(ctx, wait, lease)
 	if r == nil {
 		return 0, false, err
 	}
@@ -66,13 +196,16 @@ func (f *FencedLock) TryLockToken(ctx context.Context, wait, lease time.Duration
 // Token returns the token of the handle owner's current holding, read from
 // Redis; ErrNotHeld when the owner does not hold the lock.
 func (f *FencedLock) Token(ctx context.Context) (int64, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
 	if f == nil {
 		return 0, invalid("lock", "nil handle")
 	}
-	if err := f.check(); err != nil {
+	if err := f.l.check(); err != nil {
 		return 0, err
 	}
-	token, held, err := redisio.FencedToken(ctx, f.c.rdb, f.name, f.owner)
+	token, held, err := redisio.FencedToken(ctx, f.l.c.rdb, f.l.name, f.l.owner)
 	if err != nil {
 		return 0, err
 	}

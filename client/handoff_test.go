@@ -22,9 +22,14 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 			e := realEnv(t)
 			c := e.newClient(t)
 			ctx := context.Background()
-			lock := func() *client.Lock {
+			type handle interface {
+				client.Mutex
+				Owner() string
+				HoldCount(context.Context) (int, error)
+			}
+			lock := func() handle {
 				if fenced {
-					return c.FencedLock("handoff").Lock
+					return c.FencedLock("handoff")
 				}
 				return c.Lock("handoff")
 			}

@@ -241,6 +241,10 @@ func (l *Lock) endHolding(id uint64) {
 // Unlock is known to have released it: after a failed Unlock, Lost still
 // returns its channel. A nil handle, which never holds, returns a nil
 // channel.
+//
+// Client.Close closes the channel of every holding at once, since nothing
+// renews it afterwards; a handle that was holding keeps returning its
+// closed channel after Close.
 func (l *Lock) Lost() <-chan struct{} {
 	if l == nil {
 		return nil
@@ -341,39 +345,21 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 	return ttl, nil
 }
 
-// Do acquires the lock (watchdog mode), runs fn, and releases the lock.
-// fn's context is cancelled with cause ErrLockLost if the lock is lost
-// while fn runs; Do then returns an error matching ErrLockLost.
+// Do acquires the lock (watchdog mode), runs fn, and releases one hold,
+// whatever fn does: when fn panics, Do unlocks (and stops watching the
+// holding) before the panic goes on. The release runs on a context
+// detached from ctx, bounded by redisio.IOTimeout, so an ended ctx does
+// not leave the lock held.
+//
+// fn's context is cancelled when the holding is lost while fn runs, with a
+// cause that matches ErrLockLost; when the loss is the Client's Close
+// (see Client.Close), the cause matches ErrClosed too. Do then returns
+// that error, combined with fn's. Otherwise Do returns fn's error as it
+// is, or the unlock's error combined with it.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	if fn == nil {
-		return invalid("fn", "nil")
-	}
-	if err := l.Lock(ctx); err != nil {
+	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	lost := l.Lost()
-	fctx, cancel := context.WithCancelCause(ctx)
-	stop := make(chan struct{})
-	var watcher sync.WaitGroup
-	watcher.Add(1)
-	go func() {
-		defer watcher.Done()
-		select {
-		case <-lost:
-			cancel(ErrLockLost)
-		case <-stop:
-		}
-	}()
-	fnErr := fn(fctx)
-	close(stop)
-	watcher.Wait()
-	wasLost := errors.Is(context.Cause(fctx), ErrLockLost)
-	cancel(nil)
-	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
-	defer ucancel()
-	unlockErr := l.Unlock(uctx)
-	if wasLost {
-		return errors.Join(fnErr, fmt.Errorf("warden: %s: %w", l.name, ErrLockLost))
-	}
-	return errors.Join(fnErr, unlockErr)
+	return do(ctx, l, func() string { return fmt.Sprintf("%s %s", l.kind, l.name) },
+		func() bool { return l.c.closed.Load() }, fn)
 }

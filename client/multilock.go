@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -32,12 +33,25 @@ import (
 // attempt during which a member it took was lost is given back and tried
 // again too.
 //
+// A holding of the MultiLock (from the acquire that takes the set to the
+// Unlock that gives back its last hold) is lost, and Lost closed, as soon
+// as one member's holding is lost: the set is no longer held as one. That
+// includes a member whose Client is closed (Client.Close closes its
+// handles' Lost channels).
+//
 // The simulation (package sim) takes its MultiLocks with the same
 // decisions (the order, each member's wait, whether an attempt holds the
 // set, the pause), through the engine's messages.
 type MultiLock struct {
 	locks []*Lock
 	err   error
+
+	mu       sync.Mutex
+	holds    int             // the MultiLock's own hold count
+	lostCh   chan struct{}   // the current (or next) holding's
+	lost     bool            // lostCh is closed
+	stop     chan struct{}   // ends the current holding's loss watchers
+	watchers *sync.WaitGroup // the current holding's loss watchers
 }
 
 // NewMultiLock returns a MultiLock over locks. At least one member is
@@ -111,6 +125,9 @@ func (m *MultiLock) check() error {
 // obtained or ctx ends (then ErrNotObtained joined with the context's
 // error).
 func (m *MultiLock) Lock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := m.check(); err != nil {
 		return err
 	}
@@ -123,18 +140,43 @@ func (m *MultiLock) Lock(ctx context.Context) error {
 // taken: a set whose first member's lease ran out while later ones were
 // awaited is given back and tried again.
 func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) error {
-	if err := errors.Join(m.check(), validateLease(lease, false)); err != nil {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	if err := m.check(); err != nil {
+		return err
+	}
+	if err := validateLease(lease, false); err != nil {
 		return err
 	}
 	_, err := m.acquire(ctx, time.Time{}, lease)
 	return err
 }
 
+// TryLock makes one attempt to acquire every member in watchdog mode. It
+// returns false, with a nil error, when a member is held by another owner;
+// the members it took are given back then.
+func (m *MultiLock) TryLock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return m.TryLockWait(ctx, 0, 0)
+}
+
 // TryLockWait waits up to wait, in all, for every member and holds each for
 // lease (0: watchdog mode). It returns false, with a nil error, when the
 // wait runs out.
 func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if err := errors.Join(m.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	if err := validateWait(wait); err != nil {
+		return false, err
+	}
+	if err := validateLease(lease, true); err != nil {
 		return false, err
 	}
 	return m.acquire(ctx, m.clock().Now().Add(wait), lease)
@@ -142,18 +184,166 @@ func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) 
 
 // Unlock releases one hold of every member. Every member is tried; the
 // errors of those that failed (ErrNotHeld for a member not held) are
-// returned joined.
+// returned together, in one error that matches each of them. The MultiLock's own hold is given back when every
+// member was released or was not held; while a member's release has an
+// unknown outcome (a Redis error, ctx's end, a closed Client), the holding
+// and its Lost channel stay, and Unlock may be called again.
 func (m *MultiLock) Unlock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := m.check(); err != nil {
 		return err
 	}
-	var errs []error
-	for _, err := range unlockAll(ctx, m.locks) {
+	var errs memberErrors
+	ended := true
+	for i, err := range unlockAll(ctx, m.locks) {
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("member %s: %w", m.locks[i].name, err))
+			ended = ended && errors.Is(err, ErrNotHeld)
 		}
 	}
-	return errors.Join(errs...)
+	if ended {
+		m.release()
+	}
+	if errs != nil {
+		return fmt.Errorf("warden: %s: unlock: %w", m.describe(), errs)
+	}
+	return nil
+}
+
+// memberErrors are the errors of several members, in one line ("a; b")
+// that matches each of them with errors.Is.
+type memberErrors []error
+
+func (e memberErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e memberErrors) Unwrap() []error { return e }
+
+// Lost returns a channel closed when the current holding is lost: a
+// member's holding was lost (it expired, was force-unlocked, vanished, or
+// the member's Client was closed). Each holding has its own channel;
+// called before an acquire, Lost returns the next holding's. A nil handle
+// returns a nil channel.
+func (m *MultiLock) Lost() <-chan struct{} {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lostCh == nil {
+		m.lostCh = make(chan struct{})
+	}
+	return m.lostCh
+}
+
+// Do acquires every member (watchdog mode), runs fn, and releases one hold
+// of each whatever fn does, as Lock.Do does: when fn panics, the members
+// are released before the panic goes on. fn's context is cancelled when a
+// member's holding is lost, with a cause that matches ErrLockLost (and
+// ErrClosed when a member's Client was closed); Do then returns that
+// error, combined with fn's.
+func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return do(ctx, m, m.describe, m.memberClosed, fn)
+}
+
+// describe names the MultiLock in errors.
+func (m *MultiLock) describe() string {
+	names := make([]string, len(m.locks))
+	for i, l := range m.locks {
+		names[i] = l.name
+	}
+	return "multilock " + strings.Join(names, ", ")
+}
+
+// memberClosed reports whether a member's Client was closed.
+func (m *MultiLock) memberClosed() bool {
+	for _, l := range m.locks {
+		if l.c.closed.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// hold records an acquire that took the set. The first hold of a holding
+// (or a reentry after its loss, which starts a new holding) watches every
+// member's holding for loss.
+func (m *MultiLock) hold() {
+	m.mu.Lock()
+	var ended *sync.WaitGroup // the lost holding's watchers
+	if m.holds > 0 && m.lost {
+		ended = m.watchers
+		m.endHoldingLocked()
+		m.holds = 0
+	}
+	m.holds++
+	if m.holds == 1 {
+		if m.lostCh == nil {
+			m.lostCh = make(chan struct{})
+		}
+		stop, watchers := make(chan struct{}), &sync.WaitGroup{}
+		m.stop, m.watchers = stop, watchers
+		for _, l := range m.locks {
+			memberLost := l.Lost()
+			watchers.Go(func() {
+				select {
+				case <-memberLost:
+				case <-stop:
+					return
+				}
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				if m.stop == stop { // the holding's first loss
+					m.lost = true
+					close(m.lostCh)
+					close(stop) // the other watchers have nothing left to tell
+					m.stop = nil
+				}
+			})
+		}
+	}
+	m.mu.Unlock()
+	if ended != nil {
+		ended.Wait() // stopped: they return without m.mu
+	}
+}
+
+// release gives back one of the MultiLock's holds; the last one ends the
+// holding and its watchers.
+func (m *MultiLock) release() {
+	var ended *sync.WaitGroup
+	m.mu.Lock()
+	if m.holds > 0 {
+		m.holds--
+		if m.holds == 0 {
+			ended = m.watchers
+			m.endHoldingLocked()
+		}
+	}
+	m.mu.Unlock()
+	if ended != nil {
+		ended.Wait() // stopped: they return without m.mu
+	}
+}
+
+// endHoldingLocked stops the holding's watchers and readies the next
+// holding's channel.
+func (m *MultiLock) endHoldingLocked() {
+	if m.stop != nil {
+		close(m.stop)
+	}
+	m.stop, m.watchers = nil, nil
+	m.lostCh, m.lost = nil, false
 }
 
 func (m *MultiLock) clock() clockwork.Clock { return m.locks[0].c.opts.clock }
@@ -171,6 +361,8 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 		held, giveBack := plan.Outcome(a, clock.Now())
 		if !held {
 			releaseTaken(ctx, m.locks[:giveBack])
+		} else {
+			m.hold()
 		}
 		return held, nil
 	})

@@ -87,6 +87,9 @@ func (r *RedLock) Owner() string {
 // Lock acquires a majority in watchdog mode, retrying until it succeeds or
 // ctx ends (then ErrNotObtained joined with the context's error).
 func (r *RedLock) Lock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := r.check(); err != nil {
 		return err
 	}
@@ -97,11 +100,27 @@ func (r *RedLock) Lock(ctx context.Context) error {
 // LockLease acquires a majority with a fixed lease and no renewal,
 // retrying until it succeeds or ctx ends.
 func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
-	if err := errors.Join(r.check(), validateLease(lease, false)); err != nil {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := validateLease(lease, false); err != nil {
 		return err
 	}
 	_, err := r.acquire(ctx, time.Time{}, lease)
 	return err
+}
+
+// TryLock makes one attempt to acquire a majority in watchdog mode. It
+// returns false, with a nil error, when no majority granted the lock; the
+// masters that did are unlocked then.
+func (r *RedLock) TryLock(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	return r.TryLockWait(ctx, 0, 0)
 }
 
 // TryLockWait retries for up to wait to acquire a majority, holding each
@@ -110,7 +129,16 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
 // reply within the per-node timeout, a closed client) that no majority is
 // possible, every call returns at once with their errors.
 func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if err := errors.Join(r.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := r.check(); err != nil {
+		return false, err
+	}
+	if err := validateWait(wait); err != nil {
+		return false, err
+	}
+	if err := validateLease(lease, true); err != nil {
 		return false, err
 	}
 	return r.acquire(ctx, r.clock().Now().Add(wait), lease)
@@ -119,21 +147,32 @@ func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (b
 // Unlock releases one hold on every master it can reach. It returns nil
 // when a majority released; masters where the lock was not held or that
 // could not be reached are not errors then. Otherwise it returns
-// ErrNotHeld joined with the members' errors.
+// ErrNotHeld joined with the members' errors. The RedLock's own hold is
+// given back when a majority of masters answered (released, or not
+// held); when fewer did (unreachable masters, closed clients), the
+// outcome is unknown: the holding stays, Lost keeps returning its channel,
+// and Unlock may be called again.
 func (r *RedLock) Unlock(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := r.check(); err != nil {
 		return err
 	}
 	errs := unlockAll(ctx, r.locks)
-	released := 0
+	released, answered := 0, 0
 	for _, err := range errs {
-		if err == nil {
+		switch {
+		case err == nil:
 			released++
+			answered++
+		case errors.Is(err, ErrNotHeld):
+			answered++
 		}
 	}
 	var ended *sync.WaitGroup
 	r.mu.Lock()
-	if r.holds > 0 {
+	if r.holds > 0 && answered >= r.quorum {
 		r.holds--
 		if r.holds == 0 {
 			ended = r.watchers
@@ -147,8 +186,14 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	if released >= r.quorum {
 		return nil
 	}
-	return errors.Join(append([]error{fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w",
-		r.locks[0].name, released, len(r.locks), ErrNotHeld)}, errs...)...)
+	var failed memberErrors
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
+		}
+	}
+	return fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
+		r.locks[0].name, released, len(r.locks), ErrNotHeld, failed)
 }
 
 // ValidUntil is when the current holding's validity ends if it is not
@@ -164,10 +209,12 @@ func (r *RedLock) ValidUntil() time.Time {
 	return r.validUntil
 }
 
-// Lost returns a channel closed when the current holding is lost: a
-// majority of its members expired, vanished or could not be renewed. Each
-// holding has its own channel; called before an acquire, Lost returns the
-// next holding's.
+// Lost returns a channel closed when the current holding is lost: fewer
+// than a majority of its members are still held (the others expired,
+// vanished, could not be renewed, or their Client was closed: Close closes
+// its handles' Lost channels at once). Each holding has its own channel;
+// called before an acquire, Lost returns the next holding's. A nil handle
+// returns a nil channel.
 func (r *RedLock) Lost() <-chan struct{} {
 	if r == nil {
 		return nil
@@ -178,6 +225,29 @@ func (r *RedLock) Lost() <-chan struct{} {
 		r.lostCh = make(chan struct{})
 	}
 	return r.lostCh
+}
+
+// Do acquires a majority (watchdog mode), runs fn, and releases one hold
+// on every master whatever fn does, as Lock.Do does: when fn panics, the
+// RedLock is unlocked before the panic goes on. fn's context is cancelled
+// when the holding is lost (see Lost), with a cause that matches
+// ErrLockLost (and ErrClosed when a member's Client was closed); Do then
+// returns that error, combined with fn's.
+func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return do(ctx, r, func() string { return "redlock " + r.locks[0].name }, r.memberClosed, fn)
+}
+
+// memberClosed reports whether a member's Client was closed.
+func (r *RedLock) memberClosed() bool {
+	for _, l := range r.locks {
+		if l.c.closed.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // lease is the lease validity is counted from: the watchdog timeout in
@@ -219,7 +289,7 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 		releaseTaken(ctx, held)
 		if ctx.Err() == nil && quorum.OutOfReach(len(r.locks), len(failed)) {
 			return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
-				r.locks[0].name, len(failed), len(r.locks), errors.Join(failed...))
+				r.locks[0].name, len(failed), len(r.locks), memberErrors(failed))
 		}
 		return false, nil
 	})
@@ -320,11 +390,13 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 	}
 }
 
-// loseLocked closes the holding's lost channel once.
+// loseLocked closes the holding's lost channel once, and stops its
+// watchers: they have nothing left to tell.
 func (r *RedLock) loseLocked() {
 	if !r.lost {
 		r.lost = true
 		close(r.lostCh)
+		r.stopWatchersLocked()
 	}
 }
 
