@@ -262,7 +262,7 @@ func (c *Client) close(ctx context.Context, release bool) error {
 	if err != nil {
 		err = fmt.Errorf("warden: close: %w", err)
 	}
-	return errors.Join(released, err)
+	return messages.Join(released, err)
 }
 
 // loseAll closes the Lost channel of every holding the Client's handles
@@ -314,7 +314,7 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return messages.Join(errs...)
 }
 
 // release sends one Release of owner's hold on name and waits for the
@@ -452,7 +452,7 @@ func ctxErr(ctx context.Context) error {
 	if cause == nil || cause == err {
 		return err
 	}
-	return errors.Join(err, cause)
+	return messages.Join(err, cause)
 }
 
 // engineRedis is the Redis the engine's actors call: rdb, behind automatic

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -210,7 +211,7 @@ func (f *FencedLock) Token(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if !held {
-		return 0, ErrNotHeld
+		return 0, fmt.Errorf("%w: fenced lock %s, owner %s", ErrNotHeld, f.l.name, f.l.owner)
 	}
 	return token, nil
 }

@@ -76,9 +76,7 @@ func TestBadOptionsAreRejected(t *testing.T) {
 // TestNilHandlesAreRejected calls every exported method of every handle
 // that is nil or was made by a nil *Client: each one that returns an error
 // returns ErrInvalidArgument, none panics, and the handles a nil Client
-// makes are checked the same way. A nil *FencedLock has only its own
-// methods checked: a method promoted from its embedded *Lock cannot run
-// on it.
+// makes are checked the same way.
 func TestNilHandlesAreRejected(t *testing.T) {
 	var nilClient *client.Client
 	rw := nilClient.ReadWriteLock("x")
@@ -86,6 +84,7 @@ func TestNilHandlesAreRejected(t *testing.T) {
 		"nil *Client":                      nilClient,
 		"nil *Lock":                        (*client.Lock)(nil),
 		"nil *ReadWriteLock":               (*client.ReadWriteLock)(nil),
+		"nil *FencedLock":                  (*client.FencedLock)(nil),
 		"nil *Semaphore":                   (*client.Semaphore)(nil),
 		"nil *PermitExpirableSemaphore":    (*client.PermitExpirableSemaphore)(nil),
 		"nil *CountDownLatch":              (*client.CountDownLatch)(nil),
@@ -115,13 +114,6 @@ func TestNilHandlesAreRejected(t *testing.T) {
 			}
 		}
 	}
-	var f *client.FencedLock
-	_, err := f.LockToken(context.Background())
-	assert.ErrorIs(t, err, client.ErrInvalidArgument, "nil *FencedLock.LockToken")
-	_, _, err = f.TryLockToken(context.Background(), 0, 0)
-	assert.ErrorIs(t, err, client.ErrInvalidArgument, "nil *FencedLock.TryLockToken")
-	_, err = f.Token(context.Background())
-	assert.ErrorIs(t, err, client.ErrInvalidArgument, "nil *FencedLock.Token")
 	assert.Nil(t, (*client.Lock)(nil).Lost(), "a nil handle's Lost never fires")
 	assert.PanicsWithError(t, "warden: invalid argument: lock: nil handle",
 		func() { (*client.Lock)(nil).Locker().Lock() }, "Locker panics with the error, as documented")

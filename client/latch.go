@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -48,7 +47,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, er
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(d.check(), validateCount("count", count)); err != nil {
+	if err := messages.Join(d.check(), validateCount("count", count)); err != nil {
 		return false, err
 	}
 	if count == 0 {
@@ -98,7 +97,7 @@ func (d *CountDownLatch) TryAwait(ctx context.Context, wait time.Duration) (bool
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(d.check(), validateWait(wait)); err != nil {
+	if err := messages.Join(d.check(), validateWait(wait)); err != nil {
 		return false, err
 	}
 	return d.await(ctx, d.c.opts.clock.Now().Add(wait), false)

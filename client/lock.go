@@ -149,7 +149,7 @@ func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*mess
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
-	if err := errors.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
+	if err := messages.Join(l.check(), validateWait(wait), validateLease(lease, true)); err != nil {
 		return nil, err
 	}
 	return l.acquire(ctx, lease, l.c.opts.clock.Now().Add(wait), false, wait)
@@ -340,7 +340,7 @@ func (l *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if !exists {
-		return 0, ErrNotLocked
+		return 0, fmt.Errorf("%w: %s", ErrNotLocked, l.name)
 	}
 	return ttl, nil
 }

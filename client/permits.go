@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -61,14 +60,14 @@ func (p *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease t
 	if err := checkCtx(ctx); err != nil {
 		return "", false, err
 	}
-	if err := errors.Join(p.check(), validateWait(wait)); err != nil {
+	if err := messages.Join(p.check(), validateWait(wait)); err != nil {
 		return "", false, err
 	}
 	return p.acquire(ctx, lease, p.c.opts.clock.Now().Add(wait), false)
 }
 
 func (p *PermitExpirableSemaphore) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool) (string, bool, error) {
-	if err := errors.Join(p.check(), validateLease(lease, true)); err != nil {
+	if err := messages.Join(p.check(), validateLease(lease, true)); err != nil {
 		return "", false, err
 	}
 	req := &messages.Acquire{Name: p.name, Kind: messages.KindPermitSemaphore, Owner: p.c.id,
@@ -106,7 +105,7 @@ func (p *PermitExpirableSemaphore) TryRelease(ctx context.Context, permitID stri
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(p.check(), validatePermitID(permitID)); err != nil {
+	if err := messages.Join(p.check(), validatePermitID(permitID)); err != nil {
 		return false, err
 	}
 	return p.c.scripts.PermitRelease(ctx, p.c.rdb, p.name, p.c.nextRequestID(), permitID, p.c.opts.clock.Now())
@@ -118,7 +117,7 @@ func (p *PermitExpirableSemaphore) UpdateLease(ctx context.Context, permitID str
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(p.check(), validatePermitID(permitID), validateLease(lease, true)); err != nil {
+	if err := messages.Join(p.check(), validatePermitID(permitID), validateLease(lease, true)); err != nil {
 		return false, err
 	}
 	return p.c.scripts.PermitUpdateLease(ctx, p.c.rdb, p.name, permitID, wholeMillis(lease), p.c.opts.clock.Now())
@@ -130,7 +129,7 @@ func (p *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits in
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(p.check(), validateCount("permits", permits)); err != nil {
+	if err := messages.Join(p.check(), validateCount("permits", permits)); err != nil {
 		return false, err
 	}
 	return p.c.scripts.PermitTrySetPermits(ctx, p.c.rdb, p.name, permits, p.c.opts.clock.Now())

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -60,14 +59,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, permits int64, wait time.Dur
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(s.check(), validateWait(wait)); err != nil {
+	if err := messages.Join(s.check(), validateWait(wait)); err != nil {
 		return false, err
 	}
 	return s.acquire(ctx, permits, s.c.opts.clock.Now().Add(wait), false)
 }
 
 func (s *Semaphore) acquire(ctx context.Context, permits int64, deadline time.Time, blocking bool) (bool, error) {
-	if err := errors.Join(s.check(), validateCount("permits", permits)); err != nil {
+	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil {
 		return false, err
 	}
 	if permits == 0 {
@@ -92,7 +91,7 @@ func (s *Semaphore) Release(ctx context.Context, permits int64) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}
-	if err := errors.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
+	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
 		return err
 	}
 	_, err := s.c.scripts.SemaphoreRelease(ctx, s.c.rdb, s.name, s.c.nextRequestID(), permits)
@@ -105,7 +104,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, permits int64) (bool, err
 	if err := checkCtx(ctx); err != nil {
 		return false, err
 	}
-	if err := errors.Join(s.check(), validateCount("permits", permits)); err != nil {
+	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil {
 		return false, err
 	}
 	return s.c.scripts.SemaphoreTrySetPermits(ctx, s.c.rdb, s.name, permits)

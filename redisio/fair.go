@@ -91,7 +91,7 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 			FairPlacesKey(name)},
 		owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag, placeArg)
 	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("fair acquire %s: %w", name, err)
+		return AcquireResult{}, 0, fmt.Errorf("warden: fair acquire %s: %w", name, err)
 	}
 	res, err := acquireReply("fair acquire", name, c)
 	return res, int(acks), err
@@ -111,7 +111,7 @@ func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
 		owner, Millis(lease), unixMillis(now), s.publish, Millis(LatchTTL))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("fair unlock %s: %w", name, err)
+		return 0, false, 0, fmt.Errorf("warden: fair unlock %s: %w", name, err)
 	}
 	remaining, held, err = unlockReply("fair unlock", name, c)
 	return remaining, held, int(n), err
@@ -129,7 +129,7 @@ func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, req
 	keys := append(fairKeys(name), AcquireLatchKey(name, owner), FairPlacesKey(name))
 	n, err := fairUndoScript.Run(ctx, r, keys, owner, reqID, unixMillis(now), s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("fair undo acquire %s: %w", name, err)
+		return false, fmt.Errorf("warden: fair undo acquire %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -140,7 +140,7 @@ func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, req
 func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now time.Time) (bool, error) {
 	n, err := fairForceUnlockScript.Run(ctx, r, append(fairKeys(name), FairPlacesKey(name)), unixMillis(now), s.publish).Int64()
 	if err != nil {
-		return false, fmt.Errorf("fair force unlock %s: %w", name, err)
+		return false, fmt.Errorf("warden: fair force unlock %s: %w", name, err)
 	}
 	return n == 1, nil
 }
@@ -154,7 +154,7 @@ func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner, reqI
 	err := fairCancelScript.Run(ctx, r, append(fairKeys(name), GaveUpKey(name, owner), FairPlacesKey(name)), owner, Millis(allowance),
 		unixMillis(now), s.publish, reqID, Millis(LatchTTL)).Err()
 	if err != nil {
-		return fmt.Errorf("fair cancel wait %s: %w", name, err)
+		return fmt.Errorf("warden: fair cancel wait %s: %w", name, err)
 	}
 	return nil
 }
