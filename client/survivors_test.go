@@ -233,3 +233,38 @@ func TestWriteUnlockWakesTheReadersBehindAFailingHead(t *testing.T) {
 		eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, name).Val() == 0 }, "nothing left held")
 	})
 }
+
+// Survivor of a mutation audit: an unlock that leaves holds did not set
+// the lock's TTL anew. Two holds with a 10 s lease; 5 s pass; one unlock:
+// the TTL is back near 10 s, the lease counted from the unlock (as
+// Redisson's unlock sets it). On the fast tier, where time is cheap, the
+// lock is then still held past the first lease's end, its owner not told.
+func TestUnlockLeavingAHoldSetsTheLeaseAnew(t *testing.T) {
+	eachKind(t, func(t *testing.T, e *env, k lockKind) {
+		ctx := context.Background()
+		const name, lease = "unlock-refresh", 10 * time.Second
+		l := k.of(e.newClient(t), name)
+		other := k.of(e.newClient(t), name)
+		require.NoError(t, l.LockLease(ctx, lease))
+		require.NoError(t, l.LockLease(ctx, lease))
+		require.Equal(t, 2, get(t, l.HoldCount))
+		lost := l.Lost()
+		e.advance(lease / 2)
+		ttl := get(t, l.RemainTTL)
+		require.LessOrEqual(t, ttl, lease/2+200*time.Millisecond, "half the lease passed")
+
+		require.NoError(t, l.Unlock(ctx))
+		assert.Equal(t, 1, get(t, l.HoldCount))
+		ttl = get(t, l.RemainTTL)
+		assert.Greater(t, ttl, lease-time.Second, "the unlock set the lease anew")
+		assert.LessOrEqual(t, ttl, lease)
+		if e.fake != nil {
+			e.advance(lease/2 + time.Second)
+			assert.True(t, get(t, l.IsHeld), "held past the first lease's end")
+			assert.False(t, tryLock(t, other), "nobody else gets in past the first lease's end")
+			requireOpen(t, lost, "the owner told of a loss")
+		}
+		require.NoError(t, l.Unlock(ctx))
+		assert.False(t, get(t, l.IsLocked))
+	})
+}
