@@ -58,6 +58,32 @@ func TestRedLockFailsWithTwoNodesDown(t *testing.T) {
 	assert.Zero(t, envs[0].rdb.Exists(ctx, "red").Val(), "the minority taken was unlocked")
 }
 
+// Over 4 masters the quorum is 3, not (4+1)/2 = 2: with 2 stopped the
+// RedLock fails with their errors and leaves nothing held on the 2 left;
+// with 1 stopped the 3 left are a majority and it holds.
+func TestRedLockOnFourNodesNeedsThree(t *testing.T) {
+	envs, clients := nodes(t, 4)
+	ctx := context.Background()
+	envs[3].srv.Stop(t)
+	r := client.NewRedLock(members(clients, "red:four")...)
+	ok, err := r.TryLockWait(ctx, time.Second, 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "3 of 4 masters are a majority")
+	for _, e := range envs[:3] {
+		assert.Equal(t, r.Owner(), firstField(t, e.rdb, "red:four"))
+	}
+	require.NoError(t, r.Unlock(ctx))
+
+	envs[2].srv.Stop(t)
+	ok, err = r.TryLockWait(ctx, 200*time.Millisecond, 10*time.Second)
+	require.False(t, ok, "2 of 4 masters are no majority")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2 of 4 masters failed")
+	for i, e := range envs[:2] {
+		assert.Zero(t, e.rdb.Exists(ctx, "red:four").Val(), "master %d: the minority taken was unlocked", i)
+	}
+}
+
 // With two of three masters held by another owner the RedLock is refused
 // (false, no error) and unlocks the master it took.
 func TestRedLockFailsWithTwoNodesHeldElsewhere(t *testing.T) {
