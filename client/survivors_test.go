@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/redisio"
 )
@@ -266,5 +267,71 @@ func TestUnlockLeavingAHoldSetsTheLeaseAnew(t *testing.T) {
 		}
 		require.NoError(t, l.Unlock(ctx))
 		assert.False(t, get(t, l.IsLocked))
+	})
+}
+
+// renewals is how many renewals of owner's holdings were answered.
+func (l *callLog) renewals(owner string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.calls {
+		if c.Renews() && slices.Contains(c.Args[1:], any(owner)) {
+			n++
+		}
+	}
+	return n
+}
+
+// Survivors of a mutation audit: a renewal that renewed the lock whoever
+// held it (only a script test saw it), and an owner told of a loss its
+// renewal found only when no renewal had succeeded for a watchdog (the
+// real tier did not see it). A watchdog-mode lock is force-unlocked and
+// another client takes it at once. The old holder's next renewal finds
+// the lock someone else's: it is told then, well before the watchdog since
+// its last renewal has passed, and the new holder keeps the lock. On real
+// Redis the old holder's watchdog is 6 s, the force unlock comes right
+// after one of its renewals, so the next one comes 2 s later and the
+// fallback 6 s later: it must be told within 4 s. On the fake clock the
+// clock moves half a watchdog only (one renewal), never to the fallback.
+func TestRenewalFindsTheLockTakenByAnotherOwner(t *testing.T) {
+	eachKind(t, func(t *testing.T, e *env, k lockKind) {
+		ctx := context.Background()
+		const name = "renew-taken"
+		calls := logCalls(e)
+		holderWatchdog := watchdog
+		if e.fake == nil {
+			holderWatchdog = 6 * time.Second
+		}
+		old := k.of(e.newClient(t, client.WithWatchdogTimeout(holderWatchdog)), name)
+		next := k.of(e.newClient(t), name)
+		require.NoError(t, old.Lock(ctx))
+		lost := old.Lost()
+		if e.fake == nil {
+			n := calls.renewals(old.Owner())
+			eventually(t, holderWatchdog, func() bool { return calls.renewals(old.Owner()) > n }, "a renewal of the old holder")
+		}
+
+		ok, err := next.ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, tryLock(t, next), "the other client takes the force-unlocked lock")
+		taken := time.Now()
+		if e.fake != nil {
+			e.advance(watchdog / 2)
+			await.Value(t, lost, 2*time.Second, "the old holder told, its fallback out of reach")
+		} else {
+			await.Value(t, lost, 2*holderWatchdog/3, "the old holder told by its renewal, before the fallback")
+			t.Logf("old holder told %v after the other client took the lock (renewal every %v, fallback at %v)",
+				time.Since(taken).Round(time.Millisecond), holderWatchdog/3, holderWatchdog)
+		}
+		e.advance(2 * watchdog)
+		assert.True(t, get(t, next.IsHeld), "the new holder keeps the lock")
+		assert.Zero(t, get(t, old.HoldCount))
+		require.ErrorIs(t, old.Unlock(ctx), client.ErrNotHeld, "the old holder's late unlock, the lock held by another")
+		assert.Equal(t, 1, get(t, next.HoldCount), "the new holder's hold is untouched")
+		requireOpen(t, next.Lost(), "the new holder told of a loss")
+		require.NoError(t, next.Unlock(ctx))
+		assert.False(t, get(t, next.IsLocked))
 	})
 }
