@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,18 +32,16 @@ func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 		assert.False(t, tryLock(t, w.WriteLock()), "a reader excludes the writer")
 		require.True(t, tryLock(t, r2.ReadLock()), "readers share")
 
-		got := make(chan error, 1)
-		go func() { got <- w.WriteLock().Lock(ctx) }()
+		got := inBackground(t, w.WriteLock().Lock)
+		// The writer was refused and listens (nobody else does): the first
+		// read unlock comes after its refusal, and a look-again of its
+		// (on the PTTL, at most the watchdog) finds the other reader.
+		awaitCountSubscribers(t, e, redisio.RWChannel("rw-share"), 1)
 		require.NoError(t, r1.ReadLock().Unlock(ctx))
-		time.Sleep(30 * time.Millisecond)
-		select {
-		case err := <-got:
-			t.Fatalf("the writer got in with a reader left: %v", err)
-		default:
-		}
+		staysBlocked(t, e, got, watchdog+200*time.Millisecond, "the writer with a reader left")
 		require.NoError(t, r2.ReadLock().Unlock(ctx))
-		err, _ := awaitWhileTime(t, e, got, 2*time.Second, "the writer")
-		require.NoError(t, err)
+		r, _ := awaitWhileTime(t, e, got, 2*time.Second, "the writer")
+		require.NoError(t, r.err)
 		locked, err := w.WriteLock().IsLocked(ctx)
 		require.NoError(t, err)
 		assert.True(t, locked)
@@ -66,6 +65,7 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		const name, n = "rw-wake-all", 20
+		calls := logCalls(e)
 		writer := messageWaiterClient(t, e).ReadWriteLock(name)
 		require.NoError(t, writer.WriteLock().Lock(ctx))
 		readers := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
@@ -77,7 +77,11 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 		}
 		entered := waiting.C
 		awaitCountSubscribers(t, e, redisio.RWChannel(name), int64(len(readers)))
-		time.Sleep(100 * time.Millisecond) // every reader tried and was refused
+		eventually(t, 5*time.Second, func() bool {
+			return !slices.ContainsFunc(locks, func(l *client.Lock) bool {
+				return calls.count(redisio.AcquireLatchKey(name, l.Owner())) == 0
+			})
+		}, "every reader tried and was refused")
 		staysBlocked(t, e, entered, watchdog+200*time.Millisecond, "a reader while the writer holds the lock")
 		assert.Equal(t, "write", e.rdb.HGet(ctx, name, "mode").Val(), "still write-held")
 
@@ -432,16 +436,15 @@ func TestDowngradeIsNotBlockedByALocalReaderWaiting(t *testing.T) {
 		c := e.newClient(t)
 		rw, other := c.ReadWriteLock("rw-local-downgrade"), c.ReadWriteLock("rw-local-downgrade")
 		require.NoError(t, rw.WriteLock().Lock(ctx))
-		waiting := make(chan error, 1)
-		go func() { waiting <- other.ReadLock().Lock(ctx) }() // refused: the lock is write-held
-		time.Sleep(30 * time.Millisecond)
+		waiting := inBackground(t, other.ReadLock().Lock) // refused: the lock is write-held
+		awaitCountSubscribers(t, e, redisio.RWChannel("rw-local-downgrade"), 1)
 		// The writer's own read comes after a refused reader of the same
-		// process, and must not queue behind it (it would wait for its own
-		// write unlock).
+		// process (listening: nobody else does), and must not queue behind
+		// it (it would wait for its own write unlock).
 		require.NoError(t, rw.ReadLock().Lock(ctx), "the writer takes its read at once")
 		require.NoError(t, rw.WriteLock().Unlock(ctx))
-		err, _ := awaitWhileTime(t, e, waiting, 2*time.Second, "the other reader")
-		require.NoError(t, err)
+		r, _ := awaitWhileTime(t, e, waiting, 2*time.Second, "the other reader")
+		require.NoError(t, r.err)
 		require.NoError(t, other.ReadLock().Unlock(ctx))
 		require.NoError(t, rw.ReadLock().Unlock(ctx))
 	})

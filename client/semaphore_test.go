@@ -349,15 +349,17 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		c := messageWaiterClient(t, e)
 		const name = "sem-wake-n"
+		calls := logCalls(e)
+		c := messageWaiterClient(t, e)
 		waiters := newBackground(t, 5)
 		for i := range 5 {
 			waiters.run(i, func(ctx context.Context) error { return c.Semaphore(name).Acquire(ctx, 1) })
 		}
 		done := waiters.C
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
-		time.Sleep(100 * time.Millisecond) // all five queued and refused
+		eventually(t, 5*time.Second, func() bool { latches, _ := calls.semAcquires(name); return len(latches) == 5 },
+			"all five queued and refused")
 
 		require.NoError(t, c.Semaphore(name).Release(ctx, 3))
 		for i := range 3 {
@@ -423,24 +425,28 @@ func TestSemaphoreHeadAskingForMoreDoesNotHoldBackSmallerWaiters(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		calls := logCalls(e)
 		c := e.newClient(t)
 		sem := c.Semaphore("sem-head")
-		big := make(chan error, 1)
-		go func() { big <- sem.Acquire(ctx, 5) }()
-		time.Sleep(30 * time.Millisecond)
-		small := make(chan error, 1)
-		go func() { small <- sem.Acquire(ctx, 1) }()
-		time.Sleep(30 * time.Millisecond)
+		tried := func(n int) func() bool {
+			return func() bool { latches, _ := calls.semAcquires("sem-head"); return len(latches) == n }
+		}
+		// Each waiter is started once the one before it tried: the one
+		// asking for 5 is the head, the one asking for 1 queues behind it.
+		big := inBackground(t, func(ctx context.Context) error { return sem.Acquire(ctx, 5) })
+		eventually(t, 5*time.Second, tried(1), "the head tried")
+		small := inBackground(t, func(ctx context.Context) error { return sem.Acquire(ctx, 1) })
+		eventually(t, 5*time.Second, tried(2), "the waiter behind it tried")
 		require.NoError(t, e.newClient(t).Semaphore("sem-head").Release(ctx, 1))
-		err, _ := awaitWhileTime(t, e, small, 2*time.Second, "the waiter one permit serves")
-		require.NoError(t, err)
+		r, _ := awaitWhileTime(t, e, small, 2*time.Second, "the waiter one permit serves")
+		require.NoError(t, r.err)
 		select {
-		case err := <-big:
-			t.Fatalf("the head asking for 5 got through with 1 released: %v", err)
+		case r := <-big:
+			t.Fatalf("the head asking for 5 got through with 1 released: %v", r.err)
 		default:
 		}
 		require.NoError(t, sem.Release(ctx, 5))
-		err, _ = awaitWhileTime(t, e, big, 2*time.Second, "the head")
-		require.NoError(t, err)
+		r, _ = awaitWhileTime(t, e, big, 2*time.Second, "the head")
+		require.NoError(t, r.err)
 	})
 }
