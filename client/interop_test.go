@@ -58,7 +58,7 @@ func (j *javaPeer) tryLock(ctx context.Context, name string, lease time.Duration
 func (j *javaPeer) lock(ctx context.Context, name string, lease time.Duration) error {
 	sub := j.rdb.Subscribe(ctx, "redisson_lock__channel:{"+name+"}")
 	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
+	if _, err := sub.ReceiveTimeout(ctx, 5*time.Second); err != nil {
 		return err
 	}
 	for {

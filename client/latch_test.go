@@ -157,8 +157,8 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 		// The test listens on the channel too, to count the zero messages.
 		sub := e.rdb.Subscribe(ctx, redisio.LatchChannel(name))
 		defer func() { _ = sub.Close() }()
-		_, err := sub.Receive(ctx)
-		require.NoError(t, err)
+		_, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		require.NoError(t, err, "the subscription confirmed")
 		published := sub.Channel()
 
 		// A reader watches the key for a value below 0 meanwhile.
