@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -45,7 +44,7 @@ func members(clients []*client.Client, name string) []*client.Lock {
 // must be given back.
 func TestMultiLockAllOrNothingAcrossServers(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	m := client.NewMultiLock(members(clients, "multi")...)
 	require.NoError(t, m.Lock(ctx))
 	for i, e := range envs {
@@ -91,7 +90,7 @@ func TestMultiLockAllOrNothingAcrossServers(t *testing.T) {
 // A MultiLock blocked on a member takes the set once the member is freed.
 func TestMultiLockWaitsForAMember(t *testing.T) {
 	_, clients := nodes(t, 2)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	blocker := clients[1].Lock("multi:w")
 	require.NoError(t, blocker.Lock(ctx))
 	m := client.NewMultiLock(members(clients, "multi:w")...)
@@ -110,7 +109,7 @@ func TestMultiLockWaitsForAMember(t *testing.T) {
 // Reentry goes through the members: each member's hold count follows.
 func TestMultiLockReentrant(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		locks := []*client.Lock{c.Lock("ra"), c.Lock("rb"), c.Lock("rc")}
 		m := client.NewMultiLock(locks...)
@@ -138,7 +137,7 @@ func TestMultiLockReentrant(t *testing.T) {
 // Among 10 contenders trying at once, exactly one takes the set.
 func TestMultiLockExactlyOneWinner(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	var wins atomic.Int32
 	var winner *client.MultiLock
 	var mu sync.Mutex
@@ -184,7 +183,7 @@ func TestMultiLockContentionOppositeOrders(t *testing.T) {
 // A fixed lease applies to every member.
 func TestMultiLockLease(t *testing.T) {
 	envs, clients := nodes(t, 2)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	m := client.NewMultiLock(members(clients, "multi:lease")...)
 	require.NoError(t, m.LockLease(ctx, 5*time.Second))
 	for _, e := range envs {
@@ -198,7 +197,7 @@ func TestMultiLockLease(t *testing.T) {
 func TestMultiLockInput(t *testing.T) {
 	e := miniEnv(t)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.ErrorIs(t, client.NewMultiLock().Lock(ctx), client.ErrInvalidArgument)
 	require.ErrorIs(t, client.NewMultiLock(c.Lock("a"), nil).Lock(ctx), client.ErrInvalidArgument)
 	a := c.Lock("a")

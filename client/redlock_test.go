@@ -19,7 +19,7 @@ import (
 // with it still down.
 func TestRedLockSurvivesOneNodeDown(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	envs[2].srv.Stop(t)
 	r := client.NewRedLock(members(clients, "red")...)
 	ok, err := r.TryLockWait(ctx, time.Second, 10*time.Second)
@@ -47,7 +47,7 @@ func firstField(t *testing.T, rdb *redis.Client, name string) string {
 // fails with their errors and leaves nothing held on the one left.
 func TestRedLockFailsWithTwoNodesDown(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	envs[1].srv.Stop(t)
 	envs[2].srv.Stop(t)
 	r := client.NewRedLock(members(clients, "red")...)
@@ -63,7 +63,7 @@ func TestRedLockFailsWithTwoNodesDown(t *testing.T) {
 // with 1 stopped the 3 left are a majority and it holds.
 func TestRedLockOnFourNodesNeedsThree(t *testing.T) {
 	envs, clients := nodes(t, 4)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	envs[3].srv.Stop(t)
 	r := client.NewRedLock(members(clients, "red:four")...)
 	ok, err := r.TryLockWait(ctx, time.Second, 10*time.Second)
@@ -88,7 +88,7 @@ func TestRedLockOnFourNodesNeedsThree(t *testing.T) {
 // (false, no error) and unlocks the master it took.
 func TestRedLockFailsWithTwoNodesHeldElsewhere(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	for _, c := range clients[1:] {
 		require.NoError(t, c.Lock("red").Lock(ctx))
 	}
@@ -120,7 +120,7 @@ func TestRedLockCounterOnFiveNodes(t *testing.T) {
 // at least its delay.
 func TestRedLockValidityAccountsForElapsedTime(t *testing.T) {
 	envs, _ := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	p := faultproxy.New(t, envs[2].srv.Addr())
 	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	t.Cleanup(func() { _ = slow.Close() })
@@ -158,7 +158,7 @@ func TestRedLockValidityAccountsForElapsedTime(t *testing.T) {
 // tolerated, a second one loses the RedLock.
 func TestRedLockLostWhenMajorityLost(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:lost")...)
 	lost := r.Lost()
 	// All three taken (under load a master may miss the per-node timeout,
@@ -204,7 +204,7 @@ func TestRedLockLostWhenMajorityLost(t *testing.T) {
 // exclude each other; the members' own handles do not reach their holds.
 func TestRedLocksOverSameHandlesExclude(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ms := members(clients, "red:twice")
 	a, b := client.NewRedLock(ms...), client.NewRedLock(ms...)
 	require.NotEqual(t, a.Owner(), b.Owner())
@@ -221,7 +221,7 @@ func TestRedLocksOverSameHandlesExclude(t *testing.T) {
 // before the members' own leases run out.
 func TestRedLockFixedLeaseLostAtValidityEnd(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:fixed")...)
 	require.NoError(t, r.LockLease(ctx, 500*time.Millisecond))
 	until := r.ValidUntil()
@@ -245,7 +245,7 @@ func TestRedLockFixedLeaseLostAtValidityEnd(t *testing.T) {
 // from releasing the others.
 func TestRedLockClosedMembers(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:closed")...)
 	require.NoError(t, r.Lock(ctx))
 	lost := r.Lost()
@@ -285,7 +285,7 @@ func TestRedLockLockFailsFastWithoutAMajority(t *testing.T) {
 func TestRedLockInput(t *testing.T) {
 	e := miniEnv(t)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.ErrorIs(t, client.NewRedLock().Lock(ctx), client.ErrInvalidArgument)
 	require.ErrorIs(t, client.NewRedLock(nil).Lock(ctx), client.ErrInvalidArgument)
 	_, err := client.NewRedLock(c.Lock("a")).TryLockWait(ctx, 0, -time.Second)
@@ -303,7 +303,7 @@ func TestRedLockInput(t *testing.T) {
 // and so do its loss watchers.
 func TestRedLockReentryUnlockReturns(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:reenter")...)
 	require.NoError(t, r.LockLease(ctx, time.Minute))
 	require.NoError(t, r.LockLease(ctx, time.Minute))

@@ -25,7 +25,7 @@ func tryLock(t *testing.T, l *client.Lock) bool {
 
 func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		r1, r2, w := c.ReadWriteLock("rw-share"), c.ReadWriteLock("rw-share"), c.ReadWriteLock("rw-share")
 		require.True(t, tryLock(t, r1.ReadLock()))
@@ -63,7 +63,7 @@ func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 // PTTL they sleep on). They then hold the lock together.
 func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, n = "rw-wake-all", 20
 		calls := logCalls(e)
 		writer := messageWaiterClient(t, e).ReadWriteLock(name)
@@ -104,7 +104,7 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 
 func TestWriteThenReadThenDowngrade(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		rw, other := c.ReadWriteLock("rw-downgrade"), c.ReadWriteLock("rw-downgrade")
 		require.NoError(t, rw.WriteLock().Lock(ctx))
@@ -137,7 +137,7 @@ func TestWriteThenReadThenDowngrade(t *testing.T) {
 
 func TestReadHolderCannotUpgrade(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		rw := e.newClient(t).ReadWriteLock("rw-upgrade")
 		require.NoError(t, rw.ReadLock().Lock(ctx))
 		assert.False(t, tryLock(t, rw.WriteLock()))
@@ -149,7 +149,7 @@ func TestReadHolderCannotUpgrade(t *testing.T) {
 
 func TestReadLeaseBookkeeping(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		rw, writer := c.ReadWriteLock("rw-lease"), c.ReadWriteLock("rw-lease")
 		ok, err := rw.ReadLock().TryLockWait(ctx, 0, 1500*time.Millisecond)
@@ -226,7 +226,7 @@ func TestReadLeaseBookkeeping(t *testing.T) {
 // touching the new holder's hold.
 func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease = "rw-write-lease", time.Second
 		first := e.newClient(t).ReadWriteLock(name).WriteLock()
 		start := e.clk.Now()
@@ -263,7 +263,7 @@ func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
 // Redisson's write unlock does).
 func TestWriteLockReentryWithLeases(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease1, lease2 = "rw-write-reenter", time.Second, 2 * time.Second
 		rw := e.newClient(t).ReadWriteLock(name)
 		other := e.newClient(t).ReadWriteLock(name)
@@ -308,7 +308,7 @@ func TestWriteLockReentryWithLeases(t *testing.T) {
 // ErrNotHeld.
 func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease = "rw-write-then-read", time.Second
 		writer := e.newClient(t).ReadWriteLock(name).WriteLock()
 		start := e.clk.Now()
@@ -346,7 +346,7 @@ func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
 
 func TestReadWriteContention(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const n = 6
 		var readers, writers holders
 		locks := make([]*client.ReadWriteLock, n)
@@ -405,7 +405,7 @@ func TestReadWriteContention(t *testing.T) {
 
 func TestReadWriteWatchdogRenewsBothSides(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		rw := e.newClient(t).ReadWriteLock("rw-renew")
 		require.NoError(t, rw.WriteLock().Lock(ctx))
 		require.NoError(t, rw.ReadLock().Lock(ctx))

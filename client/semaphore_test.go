@@ -85,7 +85,7 @@ func withoutMessage[T any](t *testing.T, e *env, done <-chan T, write func() err
 
 func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-basics")
 		assert.Zero(t, get(t, s.AvailablePermits), "a missing semaphore has no permits")
 		ok, err := s.TrySetPermits(ctx, 10)
@@ -116,7 +116,7 @@ func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
 
 func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		s := c.Semaphore("sem-no-init")
 
@@ -149,7 +149,7 @@ func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
 
 func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-negative")
 		calls := []struct {
 			what string
@@ -176,7 +176,7 @@ func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
 // message wakes it (its own look-again is out of reach).
 func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := messageWaiterClient(t, e)
 		s := c.Semaphore("sem-wake-release")
 		ok, err := s.TrySetPermits(ctx, 2)
@@ -200,7 +200,7 @@ func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 // testAcquireAfterAddPermits).
 func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := messageWaiterClient(t, e).Semaphore("sem-wake-add")
 		ok, err := s.TrySetPermits(ctx, 1)
 		require.NoError(t, err)
@@ -219,7 +219,7 @@ func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 
 func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-reduce")
 		ok, err := s.TrySetPermits(ctx, 10)
 		require.NoError(t, err)
@@ -241,7 +241,7 @@ func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
 
 func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		n, err := c.Semaphore("sem-drain-missing").DrainPermits(ctx)
 		require.NoError(t, err)
@@ -272,7 +272,7 @@ func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
 
 func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-try-wait")
 		require.NoError(t, s.Release(ctx, 1))
 
@@ -313,7 +313,7 @@ func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 
 func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-cancel")
 		require.NoError(t, s.Release(ctx, 1))
 
@@ -348,7 +348,7 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 // two through. Their own look-agains are out of reach.
 func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "sem-wake-n"
 		calls := logCalls(e)
 		c := messageWaiterClient(t, e)
@@ -388,7 +388,7 @@ func TestSemaphoreContention(t *testing.T) {
 		permits := tc.permits
 		t.Run(tc.name, func(t *testing.T) {
 			both(t, func(t *testing.T, e *env) {
-				ctx := context.Background()
+				ctx := testCtx(t)
 				clients := []*client.Client{e.newClient(t), e.newClient(t)}
 				set(t, clients[0].Semaphore("sem-contention").TrySetPermits, int64(permits))
 				sems := make([]*client.Semaphore, 8)
@@ -406,7 +406,7 @@ func TestSemaphoreContention(t *testing.T) {
 
 func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-lost-msg")
 		done := make(chan error, 1)
 		go func() { done <- s.Acquire(ctx, 1) }()

@@ -100,7 +100,7 @@ func awaitRefusedTwice(t *testing.T, calls *callLog, what string, latches ...str
 // gets in after that one's unlock, woken by its message too.
 func TestReadAndWriteWaitersOfOneClientAreBothWoken(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "rw-fan-out"
 		calls := logCalls(e)
 		holder := e.newClient(t).ReadWriteLock(name).WriteLock()
@@ -144,7 +144,7 @@ func TestReadAndWriteWaitersOfOneClientAreBothWoken(t *testing.T) {
 // for 5, which is refused again.
 func TestSemaphoreMessageWakesEveryWaiterItCanServe(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "sem-wake-1-5-1"
 		calls := logCalls(e)
 		c := messageWaiterClient(t, e)
@@ -193,7 +193,7 @@ func TestSemaphoreMessageWakesEveryWaiterItCanServe(t *testing.T) {
 // wait, queued in order, while a writer elsewhere holds for a minute.
 func TestWriteUnlockWakesTheReadersBehindAFailingHead(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "rw-wake-behind-head"
 		calls := logCalls(e)
 		writer := e.newClient(t).ReadWriteLock(name).WriteLock()
@@ -242,7 +242,7 @@ func TestWriteUnlockWakesTheReadersBehindAFailingHead(t *testing.T) {
 // lock is then still held past the first lease's end, its owner not told.
 func TestUnlockLeavingAHoldSetsTheLeaseAnew(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease = "unlock-refresh", 10 * time.Second
 		l := k.of(e.newClient(t), name)
 		other := k.of(e.newClient(t), name)
@@ -296,7 +296,7 @@ func (l *callLog) renewals(owner string) int {
 // clock moves half a watchdog only (one renewal), never to the fallback.
 func TestRenewalFindsTheLockTakenByAnotherOwner(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "renew-taken"
 		calls := logCalls(e)
 		holderWatchdog := watchdog
