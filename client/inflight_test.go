@@ -25,7 +25,7 @@ import (
 func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const (
 		name    = "inflight-reentry"
 		lease   = time.Second
@@ -89,7 +89,7 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 	cut := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = cut.Close() })
 	c := (&env{name: "cut", rdb: cut, srv: e.srv, clk: e.clk}).newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "failed-reentry"
 
 	l := c.Lock(name)
@@ -128,7 +128,7 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const (
 		name    = "lease-under-round-trip"
 		lease   = 300 * time.Millisecond
@@ -185,7 +185,7 @@ func slowClient(t *testing.T, e *env) (*client.Client, *faultproxy.Proxy) {
 func TestReentryRunAfterItsHoldingEndedIsANewHolding(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "reentry-after-end"
 	read := c.ReadWriteLock(name).ReadLock()
 	start := time.Now()
@@ -219,7 +219,7 @@ func TestReentryRunAfterItsHoldingEndedIsANewHolding(t *testing.T) {
 func TestReentryRunAfterItsHoldingEndedWithALeaseUnderTheRoundTrip(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "reentry-after-end-short"
 	l := c.Lock(name)
 	start := time.Now()
@@ -238,7 +238,7 @@ func TestReentryRunAfterItsHoldingEndedWithALeaseUnderTheRoundTrip(t *testing.T)
 // write-held as long as the read hold keeps the hash.
 func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "write-ends-under-read"
 	rw := e.newClient(t).ReadWriteLock(name)
 	require.NoError(t, rw.WriteLock().LockLease(ctx, 2*time.Second))
