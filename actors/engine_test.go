@@ -189,7 +189,9 @@ func TestProtocolCancelAnswersTheWaiter(t *testing.T) {
 	e := startEngine(t, redistest.Start(t).Client(t))
 	e.ask(t, &messages.Acquire{Name: "c", Owner: "holder", RequestID: "h", Lease: time.Minute})
 	out := e.request(&messages.Acquire{Name: "c", Owner: "w", RequestID: "w1"})
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		return e.rdb.PubSubNumSub(context.Background(), redisio.LockChannel("c")).Val()[redisio.LockChannel("c")] == 1
+	}, 5*time.Second, 2*time.Millisecond, "the waiter refused, listening")
 	e.sys.Root.Send(e.root, &messages.Cancel{Name: "c", Owner: "someone else", RequestID: "w1"})
 	select {
 	case m := <-out:

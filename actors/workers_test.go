@@ -21,6 +21,8 @@ func TestWorkersKeepABoundedPool(t *testing.T) {
 	const burst = poolWorkers + 36
 	var started atomic.Int32
 	release := make(chan struct{})
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // should the test fail before it releases them
 	var done sync.WaitGroup
 	done.Add(burst)
 	for range burst {
@@ -32,7 +34,7 @@ func TestWorkersKeepABoundedPool(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return started.Load() == burst }, 5*time.Second, time.Millisecond,
 		"every job of the burst runs at once")
-	close(release)
+	released.Do(func() { close(release) })
 	await.Group(t, &done, 5*time.Second, "the burst")
 	require.Eventually(t, func() bool { return w.pooled.Load() == poolWorkers }, 5*time.Second, time.Millisecond,
 		"the pool keeps poolWorkers goroutines (has %d)", w.pooled.Load())

@@ -18,7 +18,7 @@ import (
 // counts a holding already lost as no error; the Client is closed after.
 func TestCloseAndReleaseReleasesEveryHold(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c, other := e.newClient(t), e.newClient(t)
 
 		plain := c.Lock("car-plain")
@@ -72,7 +72,7 @@ func TestCloseAndReleaseReleasesEveryHold(t *testing.T) {
 // gone) is returned, and the Client still closes.
 func TestCloseAndReleaseReportsAFailedRelease(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t)
 	require.NoError(t, c.Lock("car-down").LockLease(ctx, time.Hour))
 	e.srv.Stop(t)

@@ -93,7 +93,7 @@ func (e *clusterEnv) awaitShardSubscribers(t *testing.T, ch string, n int64) {
 
 func TestCluster(t *testing.T) {
 	e := newClusterEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 
 	t.Run("LockUnlockReentryHoldCount", func(t *testing.T) {
 		c := e.newClient(t)

@@ -82,7 +82,7 @@ func contendLocks[L interface {
 	Unlock(context.Context) error
 }](t *testing.T, locks []L, iterations int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	contend(t, len(locks), iterations, 1,
 		func(i int) error { return locks[i].Lock(ctx) },
 		func(i int) error { return locks[i].Unlock(ctx) })

@@ -20,7 +20,7 @@ const downgradeReadLease = 10 * time.Second
 // watchdog mode, then for reading with downgradeReadLease (a downgrade).
 func downgraded(t *testing.T, name string) (*env, *client.ReadWriteLock) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	e := realEnv(t)
 	rw := e.newClient(t).ReadWriteLock(name)
 	require.NoError(t, rw.WriteLock().Lock(ctx))
@@ -33,7 +33,7 @@ func downgraded(t *testing.T, name string) (*env, *client.ReadWriteLock) {
 // in Redis, keeps another owner's writer out, and was not reported lost.
 func assertReadHoldSurvives(t *testing.T, e *env, rw *client.ReadWriteLock) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	name := rw.ReadLock().Name()
 	lost := rw.ReadLock().Lost()
 	e.advance(watchdog + 500*time.Millisecond)
@@ -58,7 +58,7 @@ func assertReadHoldSurvives(t *testing.T, e *env, rw *client.ReadWriteLock) {
 // write holds must not cut its longer read hold: the unlock sets the hash
 // to the write lease, but never below the longest read hold.
 func TestDowngradeWriteUnlockKeepsTheLongerReadHold(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	e, rw := downgraded(t, "rw-downgrade-unlock")
 	require.NoError(t, rw.WriteLock().Lock(ctx))
 	require.NoError(t, rw.WriteLock().Unlock(ctx))
@@ -71,7 +71,7 @@ func TestDowngradeWriteUnlockKeepsTheLongerReadHold(t *testing.T) {
 // The watchdog's renewal of a write hold must not cut the owner's longer
 // read hold either: a write hold of a read/write lock only raises the TTL.
 func TestDowngradeWriteRenewalKeepsTheLongerReadHold(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	e, rw := downgraded(t, "rw-downgrade-renew")
 	e.advance(watchdog + watchdog/3) // three or four renewals of the write hold
 	held, err := rw.WriteLock().IsHeld(ctx)
@@ -89,7 +89,7 @@ func TestDowngradeWriteRenewalKeepsTheLongerReadHold(t *testing.T) {
 // lock's TTL (a downgrade publishes the write unlock's wake-all message).
 func TestDowngradeWakesWaitingReaders(t *testing.T) {
 	e, rw := downgraded(t, "downgrade-wakes-readers")
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const readers = 3
 	waits := make([]func(context.Context) error, readers)
 	for i := range waits {

@@ -186,7 +186,7 @@ func newBackground(t *testing.T, n int) *background {
 	b := &background{C: make(chan returned, n), ctx: ctx}
 	t.Cleanup(func() {
 		cancel()
-		b.wg.Wait()
+		await.Group(t, &b.wg, 10*time.Second, "the background calls, their context cancelled")
 	})
 	return b
 }

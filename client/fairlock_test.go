@@ -22,7 +22,7 @@ func TestFairLockOrderIsArrivalOrderAcrossClients(t *testing.T) {
 }
 
 func testFairLockOrder(t *testing.T, e *env) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	holder := clients[0].FairLock("fair-order")
 	require.NoError(t, holder.Lock(ctx))
@@ -40,7 +40,7 @@ func testFairLockOrder(t *testing.T, e *env) {
 // done.
 func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder *client.Lock, n int, apart func()) ([]int, time.Duration) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	name := holder.Name()
 	var mu sync.Mutex
 	var order []int
@@ -95,7 +95,7 @@ func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
 // own ends, in arrival order, with no unlock message to wake it.
 func TestFairLockOrderHoldsWhenLeasesEndWithoutUnlock(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, n, lease = "fair-leases", 8, 200 * time.Millisecond
 		clients := []*client.Client{e.newClient(t), e.newClient(t)}
 		require.NoError(t, clients[1].FairLock(name).LockLease(ctx, 300*time.Millisecond))
@@ -134,7 +134,7 @@ func TestFairLockContention(t *testing.T) {
 // then, and gets it soon after, dropping them from the queue.
 func TestFairLockSkipsAbandonedWaiters(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "fair-abandoned"
 		c := e.newClient(t)
 		holder := c.FairLock(name)
@@ -183,7 +183,7 @@ func TestFairLockSkipsAbandonedWaiters(t *testing.T) {
 
 func TestFairLockDeadlinesDoNotDrift(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		holder := c.FairLock("fair-drift")
 		require.NoError(t, holder.LockLease(ctx, 5*time.Second))
@@ -222,7 +222,7 @@ func TestFairLockDeadlinesDoNotDrift(t *testing.T) {
 
 func TestFairLockHeadWakesWhenTheHoldersLeaseEnds(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		require.NoError(t, c.FairLock("fair-expiry").LockLease(ctx, 500*time.Millisecond)) // never unlocked
 		w := c.FairLock("fair-expiry")
@@ -240,7 +240,7 @@ func TestFairLockHeadWakesWhenTheHoldersLeaseEnds(t *testing.T) {
 
 func TestFairTryLockNeverEnqueuesAndLateUnlockSucceeds(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		holder, other := c.FairLock("fair-try"), c.FairLock("fair-try")
 		require.NoError(t, holder.LockLease(ctx, 300*time.Millisecond))
@@ -263,7 +263,7 @@ func TestFairTryLockNeverEnqueuesAndLateUnlockSucceeds(t *testing.T) {
 
 func TestClosingClientGivesUpItsFairWaitersPlaces(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holder := e.newClient(t).FairLock("fair-close")
 		require.NoError(t, holder.LockLease(ctx, 10*time.Second))
 		c := e.newClient(t)
@@ -287,7 +287,7 @@ func TestClosingClientGivesUpItsFairWaitersPlaces(t *testing.T) {
 // Redis error is reported as one, API.md), here when the pause ends; a
 // context ends it at once. Real Redis only: miniredis has no CLIENT PAUSE.
 func TestFairTryLockWaitDuringAPauseLeavesNoPlace(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "fair-pause"
 	e := realEnv(t)
 	holder := e.newClient(t).FairLock(name)

@@ -28,7 +28,7 @@ func proxied(t *testing.T) (*env, *client.Client, *faultproxy.Proxy) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	pe := &env{name: "proxied", rdb: rdb, srv: e.srv, clk: e.clk}
 	c := pe.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	warm := c.Lock("warm-up")
 	require.NoError(t, warm.Lock(ctx))
 	require.NoError(t, warm.Unlock(ctx))
@@ -66,7 +66,7 @@ func faulted(t *testing.T, e *env, p *faultproxy.Proxy, op func() error) error {
 
 func TestAcquireIsAppliedOnceWhenItsReplyIsLost(t *testing.T) {
 	e, c, p := proxied(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	l := c.Lock("once")
 
 	// Fixed leases: no renewal traffic that a dropped reply could hit instead.
@@ -83,7 +83,7 @@ func TestAcquireIsAppliedOnceWhenItsReplyIsLost(t *testing.T) {
 
 func TestRetriedUnlockReturnsTheFirstResult(t *testing.T) {
 	e, c, p := proxied(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	l := c.Lock("unlock-once")
 	require.NoError(t, l.LockLease(ctx, time.Minute))
 	require.NoError(t, l.LockLease(ctx, time.Minute))
@@ -100,7 +100,7 @@ func TestRetriedUnlockReturnsTheFirstResult(t *testing.T) {
 func TestTimedOutAcquireIsUndone(t *testing.T) {
 	e, h := hookedEnv(t, clockwork.NewRealClock())
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	var once atomic.Bool
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
 		if sc.Acquires() && once.CompareAndSwap(false, true) {
@@ -120,7 +120,7 @@ func TestTimedOutAcquireIsUndone(t *testing.T) {
 
 func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t)
 	l := c.Lock("restarted")
 	require.NoError(t, l.Lock(ctx))
@@ -150,7 +150,7 @@ func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
 // reached to confirm it.
 func TestUnrenewableLockIsReportedLost(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t)
 	l := c.Lock("unreachable")
 	require.NoError(t, l.Lock(ctx))
@@ -171,7 +171,7 @@ func TestUnrenewableLockIsReportedLost(t *testing.T) {
 
 func TestRedisDownFailsPromptly(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t)
 	l := c.Lock("down")
 	e.srv.Stop(t)
@@ -193,7 +193,7 @@ func TestRedisDownFailsPromptly(t *testing.T) {
 
 func TestWaiterRetriesAfterPubSubReconnect(t *testing.T) {
 	e, c, p := proxied(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	holder := e.newClient(t).Lock("reconnect")
 	require.NoError(t, holder.LockLease(ctx, 20*time.Second))
 	waiter := c.Lock("reconnect")

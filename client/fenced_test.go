@@ -18,7 +18,7 @@ import (
 // Token reads it while held and refuses a non-holder.
 func TestFencedLockTokens(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		f := c.FencedLock("fenced")
 		_, err := f.Token(ctx)
@@ -67,7 +67,7 @@ func TestFencedLockTokensIncreaseAcrossClients(t *testing.T) {
 	var last int64
 	var tokens []int64
 	var wg sync.WaitGroup
-	ctx := context.Background()
+	ctx := testCtx(t)
 	for i := range workers {
 		wg.Add(1)
 		go func() {
@@ -101,7 +101,7 @@ func TestFencedLockTokensIncreaseAcrossClients(t *testing.T) {
 // hash and channel), and a waiter is woken by its unlock.
 func TestFencedLockWaiterWakesOnUnlock(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		plain := c.Lock("fenced:shared")
 		require.NoError(t, plain.Lock(ctx))
@@ -128,7 +128,7 @@ func TestFencedLockWaiterWakesOnUnlock(t *testing.T) {
 func TestFencedLockInput(t *testing.T) {
 	e := miniEnv(t)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	_, _, err := c.FencedLock("").TryLockToken(ctx, 0, 0)
 	require.ErrorIs(t, err, client.ErrInvalidArgument)
 	_, _, err = c.FencedLock("x").TryLockToken(ctx, -time.Second, 0)

@@ -21,7 +21,7 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 		t.Run(map[bool]string{false: "lock", true: "fenced"}[fenced], func(t *testing.T) {
 			e := realEnv(t)
 			c := e.newClient(t)
-			ctx := context.Background()
+			ctx := testCtx(t)
 			type handle interface {
 				client.Mutex
 				Owner() string
@@ -55,7 +55,7 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 func TestLocalHandoffsLetARemoteWaiterIn(t *testing.T) {
 	e := realEnv(t)
 	local, remote := e.newClient(t), e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	var stop atomic.Bool
 	var rounds atomic.Int64
 	var h holders

@@ -25,7 +25,7 @@ import (
 func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const (
 		name    = "inflight-reentry"
 		lease   = time.Second
@@ -40,8 +40,11 @@ func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	lost := l.Lost()
 	toldAt := make(chan time.Duration, 1)
 	go func() {
-		<-lost
-		toldAt <- time.Since(start)
+		select {
+		case <-lost:
+			toldAt <- time.Since(start)
+		case <-time.After(10 * time.Second): // the test fails below; the goroutine ends
+		}
 	}()
 	// Sent 750 ms after the first acquire: it reaches Redis at about
 	// 950 ms, before Redis's expiry (1,200 ms), and its answer comes at
@@ -57,7 +60,7 @@ func TestLeaseEndingDuringAReentryIsToldAtItsEnd(t *testing.T) {
 	default:
 		t.Fatal("the owner was not told before the reentry's answer came")
 	}
-	told := <-toldAt
+	told := await.Value(t, toldAt, time.Second, "the time the owner was told")
 	assert.Less(t, told, lease+150*time.Millisecond, "told when the lease ran out")
 	p.SetLatency(0)
 	given := time.Now()
@@ -86,7 +89,7 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 	cut := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = cut.Close() })
 	c := (&env{name: "cut", rdb: cut, srv: e.srv, clk: e.clk}).newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "failed-reentry"
 
 	l := c.Lock(name)
@@ -125,7 +128,7 @@ func TestFailedReentryThatMayHaveShortenedTheLease(t *testing.T) {
 func TestLeaseShorterThanTheAcquiresRoundTrip(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const (
 		name    = "lease-under-round-trip"
 		lease   = 300 * time.Millisecond
@@ -182,7 +185,7 @@ func slowClient(t *testing.T, e *env) (*client.Client, *faultproxy.Proxy) {
 func TestReentryRunAfterItsHoldingEndedIsANewHolding(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "reentry-after-end"
 	read := c.ReadWriteLock(name).ReadLock()
 	start := time.Now()
@@ -216,7 +219,7 @@ func TestReentryRunAfterItsHoldingEndedIsANewHolding(t *testing.T) {
 func TestReentryRunAfterItsHoldingEndedWithALeaseUnderTheRoundTrip(t *testing.T) {
 	e := realEnv(t)
 	c, p := slowClient(t, e)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "reentry-after-end-short"
 	l := c.Lock(name)
 	start := time.Now()
@@ -235,7 +238,7 @@ func TestReentryRunAfterItsHoldingEndedWithALeaseUnderTheRoundTrip(t *testing.T)
 // write-held as long as the read hold keeps the hash.
 func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "write-ends-under-read"
 	rw := e.newClient(t).ReadWriteLock(name)
 	require.NoError(t, rw.WriteLock().LockLease(ctx, 2*time.Second))

@@ -16,7 +16,7 @@ import (
 
 func TestBadInputIsRejectedBeforeRedis(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		bad := []struct {
 			what string
@@ -162,7 +162,7 @@ func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflec
 // 1ms is still refused.
 func TestLeasesBetweenMillisecondsAreRoundedUp(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		const lease = 20*time.Second + 300*time.Microsecond
 

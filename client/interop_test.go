@@ -58,7 +58,7 @@ func (j *javaPeer) tryLock(ctx context.Context, name string, lease time.Duration
 func (j *javaPeer) lock(ctx context.Context, name string, lease time.Duration) error {
 	sub := j.rdb.Subscribe(ctx, "redisson_lock__channel:{"+name+"}")
 	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
+	if _, err := sub.ReceiveTimeout(ctx, 5*time.Second); err != nil {
 		return err
 	}
 	for {
@@ -85,7 +85,7 @@ func (j *javaPeer) unlock(ctx context.Context, name string, lease time.Duration)
 
 func TestSharesALockWithARedissonPeer(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t)
 	java := &javaPeer{rdb: e.rdb, owner: "6f1c2b6e-0000-4000-8000-00000000cafe:42"}
 	l := c.Lock("shared:order")
@@ -140,7 +140,7 @@ func TestSharesALockWithARedissonPeer(t *testing.T) {
 // Go and "Java" contenders on one name never hold it together.
 func TestMutualExclusionWithARedissonPeer(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	var holders, violations atomic.Int32
 	counter := 0
 	critical := func() {

@@ -18,7 +18,7 @@ import (
 
 func TestLatchTrySetCountOnlyOnce(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		d := c.CountDownLatch("latch-set")
 		for _, bad := range []int64{0, -1} {
@@ -41,7 +41,7 @@ func TestLatchTrySetCountOnlyOnce(t *testing.T) {
 
 func TestLatchCountDownToZeroDeletesTheKey(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		d := e.newClient(t).CountDownLatch("latch-down")
 		set(t, d.TrySetCount, 2)
 		require.NoError(t, d.CountDown(ctx))
@@ -95,7 +95,7 @@ func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
 // reach.
 func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "latch-wake-all"
 		clients := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
 		set(t, clients[0].CountDownLatch(name).TrySetCount, 5)
@@ -132,7 +132,7 @@ func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 // carries one zero message in all.
 func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "latch-concurrent"
 		const n, awaiters, extra = 16, 6, 8
 		clients := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
@@ -157,8 +157,8 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 		// The test listens on the channel too, to count the zero messages.
 		sub := e.rdb.Subscribe(ctx, redisio.LatchChannel(name))
 		defer func() { _ = sub.Close() }()
-		_, err := sub.Receive(ctx)
-		require.NoError(t, err)
+		_, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		require.NoError(t, err, "the subscription confirmed")
 		published := sub.Channel()
 
 		// A reader watches the key for a value below 0 meanwhile.
@@ -217,7 +217,7 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 
 func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		d := e.newClient(t).CountDownLatch("latch-try-out")
 		set(t, d.TrySetCount, 1)
 		type result struct {
@@ -238,7 +238,7 @@ func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
 
 func TestLatchTryAwaitCountedDownInTime(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "latch-try-in-time"
 		c := e.newClient(t)
 		set(t, c.CountDownLatch(name).TrySetCount, 1)
@@ -265,7 +265,7 @@ func TestLatchTryAwaitCountedDownInTime(t *testing.T) {
 
 func TestLatchCancelledAwait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "latch-cancel"
 		d := e.newClient(t).CountDownLatch(name)
 		set(t, d.TrySetCount, 1)
@@ -301,7 +301,7 @@ func TestLatchCancelledAwait(t *testing.T) {
 
 func TestLatchLostMessageDoesNotHangTheWaiter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "latch-lost-msg"
 		d := e.newClient(t).CountDownLatch(name)
 		set(t, d.TrySetCount, 3)

@@ -55,7 +55,7 @@ func eachKind(t *testing.T, fn func(t *testing.T, e *env, k lockKind)) {
 
 func TestReentrancyAndHoldCount(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l, other := k.of(c, "reentrant"), k.of(c, "reentrant")
 		n, err := l.HoldCount(ctx)
@@ -95,7 +95,7 @@ func TestReentrancyAndHoldCount(t *testing.T) {
 
 func TestWithOwnerSharesHolding(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		a := k.of(c, "shared", client.WithOwner("svc:worker-1"))
 		b := k.of(c, "shared", client.WithOwner("svc:worker-1"))
@@ -125,7 +125,7 @@ func TestWithOwnerSharesHolding(t *testing.T) {
 
 func TestUnlockByNonOwnerFailsAndChangesNothing(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		holder, intruder := k.of(c, "guarded"), k.of(c, "guarded")
 		require.NoError(t, holder.LockLease(ctx, time.Hour))
@@ -149,7 +149,7 @@ func TestUnlockByNonOwnerFailsAndChangesNothing(t *testing.T) {
 
 func TestLeaseExpiryFreesTheLock(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		first, second := k.of(c, "expiring"), k.of(c, "expiring")
 		require.NoError(t, first.LockLease(ctx, 500*time.Millisecond))
@@ -182,7 +182,7 @@ func TestLeaseExpiryFreesTheLock(t *testing.T) {
 
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := k.of(c, "watched")
 		require.NoError(t, l.Lock(ctx))
@@ -206,7 +206,7 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 
 func TestExplicitLeaseIsNotRenewed(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := k.of(c, "leased")
 		require.NoError(t, l.LockLease(ctx, 1500*time.Millisecond))
@@ -223,7 +223,7 @@ func TestExplicitLeaseIsNotRenewed(t *testing.T) {
 
 func TestReentrantLeaseIsKept(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := k.of(c, "lease-kept")
 		for range 3 {
@@ -253,7 +253,7 @@ func TestReentrantLeaseIsKept(t *testing.T) {
 
 func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		holder, waiter := k.of(c, "busy"), k.of(c, "busy")
 		require.NoError(t, holder.LockLease(ctx, time.Minute))
@@ -277,7 +277,7 @@ func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
 
 func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holderClient, waiterClient := e.newClient(t), e.newClient(t)
 		holder, waiter := k.of(holderClient, "handoff"), k.of(waiterClient, "handoff")
 		require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling on the PTTL would take a minute")
@@ -299,7 +299,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 
 func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holderClient, waiterClient := e.newClient(t), e.newClient(t)
 		holder, waiter := holderClient.Lock("lost-msg"), waiterClient.Lock("lost-msg")
 		start := e.clk.Now()
@@ -320,7 +320,7 @@ func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
 
 func TestForceUnlock(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		holder := k.of(c, "forced")
 		require.NoError(t, holder.Lock(ctx))
@@ -345,7 +345,7 @@ func TestForceUnlock(t *testing.T) {
 
 func TestQueries(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l, other := k.of(c, "queried"), k.of(c, "queried")
 		_, err := l.RemainTTL(ctx)
@@ -380,7 +380,7 @@ func TestQueries(t *testing.T) {
 
 func TestManyClientsKeepACounterExact(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const clients, iterations = 8, 200
 		var holders, maxHolders atomic.Int32
 		counter := 0
@@ -421,7 +421,7 @@ func TestManyClientsKeepACounterExact(t *testing.T) {
 
 func TestCancelledLockLeavesNothingBehind(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		holder, waiter := k.of(c, "cancelled"), k.of(c, "cancelled")
 		require.NoError(t, holder.LockLease(ctx, time.Hour))
@@ -471,7 +471,7 @@ func TestCancelledLockLeavesNothingBehind(t *testing.T) {
 
 func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := k.of(c, "racy")
 		for i := range 100 {
@@ -497,7 +497,7 @@ func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
 
 func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := k.of(c, "do")
 		errFn := errors.New("fn failed")
@@ -544,7 +544,7 @@ func TestLocker(t *testing.T) {
 
 func TestClosedClientReturnsErrClosed(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := k.of(c, "closing")
 		require.NoError(t, l.Lock(ctx))
@@ -565,7 +565,7 @@ func TestClosedClientReturnsErrClosed(t *testing.T) {
 
 func TestWaitersGetErrClosedOnClose(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holderC, waiterC := e.newClient(t), e.newClient(t)
 		require.NoError(t, k.of(holderC, "closed-wait").LockLease(ctx, time.Hour))
 		done := make(chan error, 1)
@@ -580,7 +580,7 @@ func TestWaitersGetErrClosedOnClose(t *testing.T) {
 
 func TestClosedClientsLockExpiresWithinTheWatchdog(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		require.NoError(t, k.of(c, "abandoned").Lock(ctx))
 		e.close(t, c)

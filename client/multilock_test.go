@@ -1,7 +1,8 @@
 package client_test
 
 import (
-	"context"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,10 +37,14 @@ func members(clients []*client.Client, name string) []*client.Lock {
 
 // A MultiLock across three servers holds all of its members or none: with
 // one member held elsewhere it takes none, and gives back the ones it took
-// while trying.
+// while trying. It takes its members in their canonical order (the name
+// being the same, by server address, which the random ports decide), so
+// the member held elsewhere is each position in turn: the members before
+// it are taken (their servers ran scripts, the ones after it none) and
+// must be given back.
 func TestMultiLockAllOrNothingAcrossServers(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	m := client.NewMultiLock(members(clients, "multi")...)
 	require.NoError(t, m.Lock(ctx))
 	for i, e := range envs {
@@ -50,25 +55,42 @@ func TestMultiLockAllOrNothingAcrossServers(t *testing.T) {
 		assert.Zero(t, e.rdb.Exists(ctx, "multi").Val(), "member %d released", i)
 	}
 
-	blocker := clients[2].Lock("multi")
-	require.NoError(t, blocker.Lock(ctx))
-	start := time.Now()
-	ok, err := m.TryLockWait(ctx, 300*time.Millisecond, 0)
-	require.NoError(t, err)
-	require.False(t, ok)
-	took := time.Since(start)
-	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
-	assert.Less(t, took, 2*time.Second, "one wait budget shared by the members")
-	for i, e := range envs[:2] {
-		assert.Zero(t, e.rdb.Exists(ctx, "multi").Val(), "member %d given back", i)
+	order := []int{0, 1, 2}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(envs[a].srv.Addr(), envs[b].srv.Addr()) })
+	for pos, blocked := range order {
+		blocker := clients[blocked].Lock("multi")
+		require.NoError(t, blocker.Lock(ctx))
+		runs := make([]int64, len(envs))
+		for i, e := range envs {
+			runs[i] = scriptRuns(t, e.rdb)
+		}
+		start := time.Now()
+		ok, err := m.TryLockWait(ctx, 300*time.Millisecond, 0)
+		require.NoError(t, err)
+		require.False(t, ok, "member %d (position %d) held elsewhere", blocked, pos)
+		took := time.Since(start)
+		assert.GreaterOrEqual(t, took, 300*time.Millisecond)
+		assert.Less(t, took, 2*time.Second, "one wait budget shared by the members")
+		for _, i := range order[:pos] {
+			assert.GreaterOrEqual(t, scriptRuns(t, envs[i].rdb)-runs[i], int64(2),
+				"member %d, before position %d, was taken and given back", i, pos)
+		}
+		for _, i := range order[pos+1:] {
+			assert.Equal(t, runs[i], scriptRuns(t, envs[i].rdb), "member %d, after position %d, was never tried", i, pos)
+		}
+		for i, e := range envs {
+			if i != blocked {
+				assert.Zero(t, e.rdb.Exists(ctx, "multi").Val(), "member %d given back (blocked at position %d)", i, pos)
+			}
+		}
+		require.NoError(t, blocker.Unlock(ctx))
 	}
-	require.NoError(t, blocker.Unlock(ctx))
 }
 
 // A MultiLock blocked on a member takes the set once the member is freed.
 func TestMultiLockWaitsForAMember(t *testing.T) {
 	_, clients := nodes(t, 2)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	blocker := clients[1].Lock("multi:w")
 	require.NoError(t, blocker.Lock(ctx))
 	m := client.NewMultiLock(members(clients, "multi:w")...)
@@ -87,7 +109,7 @@ func TestMultiLockWaitsForAMember(t *testing.T) {
 // Reentry goes through the members: each member's hold count follows.
 func TestMultiLockReentrant(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		locks := []*client.Lock{c.Lock("ra"), c.Lock("rb"), c.Lock("rc")}
 		m := client.NewMultiLock(locks...)
@@ -115,7 +137,7 @@ func TestMultiLockReentrant(t *testing.T) {
 // Among 10 contenders trying at once, exactly one takes the set.
 func TestMultiLockExactlyOneWinner(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	var wins atomic.Int32
 	var winner *client.MultiLock
 	var mu sync.Mutex
@@ -161,7 +183,7 @@ func TestMultiLockContentionOppositeOrders(t *testing.T) {
 // A fixed lease applies to every member.
 func TestMultiLockLease(t *testing.T) {
 	envs, clients := nodes(t, 2)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	m := client.NewMultiLock(members(clients, "multi:lease")...)
 	require.NoError(t, m.LockLease(ctx, 5*time.Second))
 	for _, e := range envs {
@@ -175,7 +197,7 @@ func TestMultiLockLease(t *testing.T) {
 func TestMultiLockInput(t *testing.T) {
 	e := miniEnv(t)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.ErrorIs(t, client.NewMultiLock().Lock(ctx), client.ErrInvalidArgument)
 	require.ErrorIs(t, client.NewMultiLock(c.Lock("a"), nil).Lock(ctx), client.ErrInvalidArgument)
 	a := c.Lock("a")

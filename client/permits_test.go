@@ -18,7 +18,7 @@ var permitIDFormat = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "permit-ids"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
 		set(t, p.TrySetPermits, 2)
@@ -67,7 +67,7 @@ func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
 
 func TestPermitBadInputWritesNothing(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-bad")
 		_, err := p.TrySetPermits(ctx, -1)
 		require.ErrorIs(t, err, client.ErrInvalidArgument)
@@ -93,7 +93,7 @@ func TestPermitBadInputWritesNothing(t *testing.T) {
 // in time.
 func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "permit-expiry"
 		holder := e.newClient(t).PermitExpirableSemaphore(name)
 		set(t, holder.TrySetPermits, 1)
@@ -130,7 +130,7 @@ func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 // acquirer by its message: the waiter's own look-again is out of reach.
 func TestPermitReleaseWakesABlockedAcquire(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "permit-wake-release"
 		holder := e.newClient(t).PermitExpirableSemaphore(name)
 		set(t, holder.TrySetPermits, 1)
@@ -159,7 +159,7 @@ func TestPermitReleaseWakesABlockedAcquire(t *testing.T) {
 
 func TestPermitUpdateLease(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-update")
 		set(t, p.TrySetPermits, 1)
 		id, err := p.Acquire(ctx, 300*time.Millisecond)
@@ -197,7 +197,7 @@ func TestPermitUpdateLease(t *testing.T) {
 
 func TestPermitAvailablePermitsTrackExpiry(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "permit-available"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
 		set(t, p.TrySetPermits, 3)
@@ -228,7 +228,7 @@ func TestPermitAvailablePermitsTrackExpiry(t *testing.T) {
 
 func TestPermitTryAcquireGivesUpAfterItsWait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-try")
 		set(t, p.TrySetPermits, 1)
 		held, err := p.Acquire(ctx, 0)
@@ -259,7 +259,7 @@ func TestPermitTryAcquireGivesUpAfterItsWait(t *testing.T) {
 
 func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "permit-cancel"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
 		set(t, p.TrySetPermits, 1)
@@ -284,7 +284,7 @@ func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
 
 func TestPermitContention(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const permits = 2
 		clients := []*client.Client{e.newClient(t), e.newClient(t)}
 		set(t, clients[0].PermitExpirableSemaphore("permit-contention").TrySetPermits, permits)
@@ -307,7 +307,7 @@ func TestPermitContention(t *testing.T) {
 
 func TestPermitLostMessageDoesNotHangTheWaiter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "permit-lost-msg"
 		p := e.newClient(t).PermitExpirableSemaphore(name)
 		set(t, p.TrySetPermits, 1)

@@ -34,7 +34,7 @@ func TestCancelledReentryKeepsTheOuterHoldingWatched(t *testing.T) {
 	fake := clockwork.NewFakeClock()
 	e, h := hookedEnv(t, fake)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	l := c.Lock("R")
 	require.NoError(t, l.LockLease(ctx, time.Minute))
 	lost := l.Lost()
@@ -88,7 +88,7 @@ func TestCloseDuringAnAcquireInFlightReportsErrClosed(t *testing.T) {
 func TestAcquireThatRacedItsCancelIsReleased(t *testing.T) {
 	e, h := hookedEnv(t, clockwork.NewRealClock())
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	l := c.Lock("raced")
 	require.NoError(t, l.LockLease(ctx, time.Minute)) // warm up: key actor, pools
 	require.NoError(t, l.Unlock(ctx))

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 // believes it holds the lock until the explicit lease ends).
 func TestReadLockWatchdogHoldOutlivesAnExplicitReentry(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "read-mixed-watchdog"
 	read := e.newClient(t).ReadWriteLock(name).ReadLock()
 	require.NoError(t, read.Lock(ctx))                      // watchdog mode (1 s)
@@ -55,7 +54,7 @@ func TestReadLockWatchdogHoldOutlivesAnExplicitReentry(t *testing.T) {
 // the hold Redis kept longer is given back rather than left to its TTL.
 func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const (
 		name  = "read-mixed-explicit"
 		lease = 2500 * time.Millisecond
@@ -89,7 +88,7 @@ func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) 
 // need not wait for the TTL the write side left.
 func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	const name = "downgrade-read-ends"
 	rw := e.newClient(t).ReadWriteLock(name)
 	require.NoError(t, rw.WriteLock().LockLease(ctx, 10*time.Second))
@@ -112,7 +111,7 @@ func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 // writer of another client, refused until then, gets in.
 func TestReadHoldOfAClosedClientExpiresForAWriter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name = "rw-zombie-reader"
 		zombie := e.newClient(t)
 		read := zombie.ReadWriteLock(name).ReadLock()

@@ -73,7 +73,7 @@ func TestCrashedProcessLockFreesWithinItsLease(t *testing.T) {
 	require.Equal(t, "held\n", line)
 
 	time.Sleep(2 * lease) // renewed past its first lease by the child
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.Equal(t, int64(1), e.rdb.Exists(ctx, "crashed").Val(), "still held while the child lives")
 	require.NoError(t, cmd.Process.Kill()) // kill -9
 	killed := time.Now()
@@ -199,7 +199,7 @@ func TestRedisKilledDuringContention(t *testing.T) {
 // once Redis runs again the lock has expired and another client takes it.
 func TestRedisFrozenPastTheLease(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	holder := e.newClient(t).Lock("frozen")
 	require.NoError(t, holder.Lock(ctx))
 	lost := holder.Lost()
@@ -232,7 +232,7 @@ func TestSlowNetwork(t *testing.T) {
 	const slowWatchdog = 3 * time.Second // renewals every 1 s, each 400 ms round trips
 	c := se.newClient(t, client.WithWatchdogTimeout(slowWatchdog))
 	fast := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	p.SetLatency(200 * time.Millisecond)
 
 	held := c.Lock("slow")
@@ -397,7 +397,7 @@ func TestOnlyThePubSubConnectionDropped(t *testing.T) {
 			logs := &logTimes{first: map[string]time.Time{}}
 			pe := &env{name: "pubsub-proxied", rdb: r.rdb, srv: e.srv, clk: e.clk}
 			c := pe.newClient(t, client.WithLogger(slog.New(logs)))
-			ctx := context.Background()
+			ctx := testCtx(t)
 			const name = "pubsub-drop"
 			channel := "redisson_lock__channel:{" + name + "}"
 			listening := func() int64 { return e.rdb.PubSubNumSub(ctx, channel).Val()[channel] }

@@ -19,7 +19,7 @@ import (
 // with it still down.
 func TestRedLockSurvivesOneNodeDown(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	envs[2].srv.Stop(t)
 	r := client.NewRedLock(members(clients, "red")...)
 	ok, err := r.TryLockWait(ctx, time.Second, 10*time.Second)
@@ -47,7 +47,7 @@ func firstField(t *testing.T, rdb *redis.Client, name string) string {
 // fails with their errors and leaves nothing held on the one left.
 func TestRedLockFailsWithTwoNodesDown(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	envs[1].srv.Stop(t)
 	envs[2].srv.Stop(t)
 	r := client.NewRedLock(members(clients, "red")...)
@@ -58,11 +58,37 @@ func TestRedLockFailsWithTwoNodesDown(t *testing.T) {
 	assert.Zero(t, envs[0].rdb.Exists(ctx, "red").Val(), "the minority taken was unlocked")
 }
 
+// Over 4 masters the quorum is 3, not (4+1)/2 = 2: with 2 stopped the
+// RedLock fails with their errors and leaves nothing held on the 2 left;
+// with 1 stopped the 3 left are a majority and it holds.
+func TestRedLockOnFourNodesNeedsThree(t *testing.T) {
+	envs, clients := nodes(t, 4)
+	ctx := testCtx(t)
+	envs[3].srv.Stop(t)
+	r := client.NewRedLock(members(clients, "red:four")...)
+	ok, err := r.TryLockWait(ctx, time.Second, 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "3 of 4 masters are a majority")
+	for _, e := range envs[:3] {
+		assert.Equal(t, r.Owner(), firstField(t, e.rdb, "red:four"))
+	}
+	require.NoError(t, r.Unlock(ctx))
+
+	envs[2].srv.Stop(t)
+	ok, err = r.TryLockWait(ctx, 200*time.Millisecond, 10*time.Second)
+	require.False(t, ok, "2 of 4 masters are no majority")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2 of 4 masters failed")
+	for i, e := range envs[:2] {
+		assert.Zero(t, e.rdb.Exists(ctx, "red:four").Val(), "master %d: the minority taken was unlocked", i)
+	}
+}
+
 // With two of three masters held by another owner the RedLock is refused
 // (false, no error) and unlocks the master it took.
 func TestRedLockFailsWithTwoNodesHeldElsewhere(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	for _, c := range clients[1:] {
 		require.NoError(t, c.Lock("red").Lock(ctx))
 	}
@@ -94,7 +120,7 @@ func TestRedLockCounterOnFiveNodes(t *testing.T) {
 // at least its delay.
 func TestRedLockValidityAccountsForElapsedTime(t *testing.T) {
 	envs, _ := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	p := faultproxy.New(t, envs[2].srv.Addr())
 	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	t.Cleanup(func() { _ = slow.Close() })
@@ -132,7 +158,7 @@ func TestRedLockValidityAccountsForElapsedTime(t *testing.T) {
 // tolerated, a second one loses the RedLock.
 func TestRedLockLostWhenMajorityLost(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:lost")...)
 	lost := r.Lost()
 	// All three taken (under load a master may miss the per-node timeout,
@@ -178,7 +204,7 @@ func TestRedLockLostWhenMajorityLost(t *testing.T) {
 // exclude each other; the members' own handles do not reach their holds.
 func TestRedLocksOverSameHandlesExclude(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	ms := members(clients, "red:twice")
 	a, b := client.NewRedLock(ms...), client.NewRedLock(ms...)
 	require.NotEqual(t, a.Owner(), b.Owner())
@@ -195,7 +221,7 @@ func TestRedLocksOverSameHandlesExclude(t *testing.T) {
 // before the members' own leases run out.
 func TestRedLockFixedLeaseLostAtValidityEnd(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:fixed")...)
 	require.NoError(t, r.LockLease(ctx, 500*time.Millisecond))
 	until := r.ValidUntil()
@@ -219,7 +245,7 @@ func TestRedLockFixedLeaseLostAtValidityEnd(t *testing.T) {
 // from releasing the others.
 func TestRedLockClosedMembers(t *testing.T) {
 	envs, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:closed")...)
 	require.NoError(t, r.Lock(ctx))
 	lost := r.Lost()
@@ -259,7 +285,7 @@ func TestRedLockLockFailsFastWithoutAMajority(t *testing.T) {
 func TestRedLockInput(t *testing.T) {
 	e := miniEnv(t)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	require.ErrorIs(t, client.NewRedLock().Lock(ctx), client.ErrInvalidArgument)
 	require.ErrorIs(t, client.NewRedLock(nil).Lock(ctx), client.ErrInvalidArgument)
 	_, err := client.NewRedLock(c.Lock("a")).TryLockWait(ctx, 0, -time.Second)
@@ -277,7 +303,7 @@ func TestRedLockInput(t *testing.T) {
 // and so do its loss watchers.
 func TestRedLockReentryUnlockReturns(t *testing.T) {
 	_, clients := nodes(t, 3)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	r := client.NewRedLock(members(clients, "red:reenter")...)
 	require.NoError(t, r.LockLease(ctx, time.Minute))
 	require.NoError(t, r.LockLease(ctx, time.Minute))

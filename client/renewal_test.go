@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -20,7 +19,7 @@ import (
 // fixed-lease holding expires on time.
 func TestRenewalNeverOutlivesUnlock(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		l := c.Lock("no-orphan")
 		var wg sync.WaitGroup
@@ -59,7 +58,7 @@ func TestRenewalNeverOutlivesUnlock(t *testing.T) {
 // renewed like any other (Redisson #6144).
 func TestRenewalAfterAnotherOwnersReentrantCycle(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		first, second := c.Lock("reentrant-renew"), c.Lock("reentrant-renew")
 		require.NoError(t, first.Lock(ctx))
@@ -79,7 +78,7 @@ func TestRenewalAfterAnotherOwnersReentrantCycle(t *testing.T) {
 // and no subscription is left behind (Redisson's testSubscriptionsPerConnection).
 func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	a, b := e.newClient(t), e.newClient(t)
 	names := []string{"churn:1", "churn:2", "churn:3", "churn:4", "churn:5"}
 	var wg sync.WaitGroup
@@ -117,7 +116,7 @@ func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
 // on, and one subscription per name however many local waiters it has.
 func TestOnePubSubConnectionPerClient(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	holder, waiters := e.newClient(t), e.newClient(t)
 	const names, perName = 10, 3
 	var wg sync.WaitGroup

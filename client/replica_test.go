@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 // With replica sync, an acquire the replica does not acknowledge is undone
 // and fails with ErrNotReplicated, never leaving a hold behind.
 func TestReplicaSync(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	master := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
 	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
 	mrdb, rrdb := master.Client(t), replica.Client(t)

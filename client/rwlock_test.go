@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,25 +25,23 @@ func tryLock(t *testing.T, l *client.Lock) bool {
 
 func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		r1, r2, w := c.ReadWriteLock("rw-share"), c.ReadWriteLock("rw-share"), c.ReadWriteLock("rw-share")
 		require.True(t, tryLock(t, r1.ReadLock()))
 		assert.False(t, tryLock(t, w.WriteLock()), "a reader excludes the writer")
 		require.True(t, tryLock(t, r2.ReadLock()), "readers share")
 
-		got := make(chan error, 1)
-		go func() { got <- w.WriteLock().Lock(ctx) }()
+		got := inBackground(t, w.WriteLock().Lock)
+		// The writer was refused and listens (nobody else does): the first
+		// read unlock comes after its refusal, and a look-again of its
+		// (on the PTTL, at most the watchdog) finds the other reader.
+		awaitCountSubscribers(t, e, redisio.RWChannel("rw-share"), 1)
 		require.NoError(t, r1.ReadLock().Unlock(ctx))
-		time.Sleep(30 * time.Millisecond)
-		select {
-		case err := <-got:
-			t.Fatalf("the writer got in with a reader left: %v", err)
-		default:
-		}
+		staysBlocked(t, e, got, watchdog+200*time.Millisecond, "the writer with a reader left")
 		require.NoError(t, r2.ReadLock().Unlock(ctx))
-		err, _ := awaitWhileTime(t, e, got, 2*time.Second, "the writer")
-		require.NoError(t, err)
+		r, _ := awaitWhileTime(t, e, got, 2*time.Second, "the writer")
+		require.NoError(t, r.err)
 		locked, err := w.WriteLock().IsLocked(ctx)
 		require.NoError(t, err)
 		assert.True(t, locked)
@@ -64,8 +63,9 @@ func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 // PTTL they sleep on). They then hold the lock together.
 func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, n = "rw-wake-all", 20
+		calls := logCalls(e)
 		writer := messageWaiterClient(t, e).ReadWriteLock(name)
 		require.NoError(t, writer.WriteLock().Lock(ctx))
 		readers := []*client.Client{messageWaiterClient(t, e), messageWaiterClient(t, e)}
@@ -77,7 +77,11 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 		}
 		entered := waiting.C
 		awaitCountSubscribers(t, e, redisio.RWChannel(name), int64(len(readers)))
-		time.Sleep(100 * time.Millisecond) // every reader tried and was refused
+		eventually(t, 5*time.Second, func() bool {
+			return !slices.ContainsFunc(locks, func(l *client.Lock) bool {
+				return calls.count(redisio.AcquireLatchKey(name, l.Owner())) == 0
+			})
+		}, "every reader tried and was refused")
 		staysBlocked(t, e, entered, watchdog+200*time.Millisecond, "a reader while the writer holds the lock")
 		assert.Equal(t, "write", e.rdb.HGet(ctx, name, "mode").Val(), "still write-held")
 
@@ -100,7 +104,7 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 
 func TestWriteThenReadThenDowngrade(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		rw, other := c.ReadWriteLock("rw-downgrade"), c.ReadWriteLock("rw-downgrade")
 		require.NoError(t, rw.WriteLock().Lock(ctx))
@@ -133,7 +137,7 @@ func TestWriteThenReadThenDowngrade(t *testing.T) {
 
 func TestReadHolderCannotUpgrade(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		rw := e.newClient(t).ReadWriteLock("rw-upgrade")
 		require.NoError(t, rw.ReadLock().Lock(ctx))
 		assert.False(t, tryLock(t, rw.WriteLock()))
@@ -145,7 +149,7 @@ func TestReadHolderCannotUpgrade(t *testing.T) {
 
 func TestReadLeaseBookkeeping(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		rw, writer := c.ReadWriteLock("rw-lease"), c.ReadWriteLock("rw-lease")
 		ok, err := rw.ReadLock().TryLockWait(ctx, 0, 1500*time.Millisecond)
@@ -222,7 +226,7 @@ func TestReadLeaseBookkeeping(t *testing.T) {
 // touching the new holder's hold.
 func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease = "rw-write-lease", time.Second
 		first := e.newClient(t).ReadWriteLock(name).WriteLock()
 		start := e.clk.Now()
@@ -259,7 +263,7 @@ func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
 // Redisson's write unlock does).
 func TestWriteLockReentryWithLeases(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease1, lease2 = "rw-write-reenter", time.Second, 2 * time.Second
 		rw := e.newClient(t).ReadWriteLock(name)
 		other := e.newClient(t).ReadWriteLock(name)
@@ -304,7 +308,7 @@ func TestWriteLockReentryWithLeases(t *testing.T) {
 // ErrNotHeld.
 func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const name, lease = "rw-write-then-read", time.Second
 		writer := e.newClient(t).ReadWriteLock(name).WriteLock()
 		start := e.clk.Now()
@@ -342,7 +346,7 @@ func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
 
 func TestReadWriteContention(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		const n = 6
 		var readers, writers holders
 		locks := make([]*client.ReadWriteLock, n)
@@ -401,7 +405,7 @@ func TestReadWriteContention(t *testing.T) {
 
 func TestReadWriteWatchdogRenewsBothSides(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		rw := e.newClient(t).ReadWriteLock("rw-renew")
 		require.NoError(t, rw.WriteLock().Lock(ctx))
 		require.NoError(t, rw.ReadLock().Lock(ctx))
@@ -432,16 +436,15 @@ func TestDowngradeIsNotBlockedByALocalReaderWaiting(t *testing.T) {
 		c := e.newClient(t)
 		rw, other := c.ReadWriteLock("rw-local-downgrade"), c.ReadWriteLock("rw-local-downgrade")
 		require.NoError(t, rw.WriteLock().Lock(ctx))
-		waiting := make(chan error, 1)
-		go func() { waiting <- other.ReadLock().Lock(ctx) }() // refused: the lock is write-held
-		time.Sleep(30 * time.Millisecond)
+		waiting := inBackground(t, other.ReadLock().Lock) // refused: the lock is write-held
+		awaitCountSubscribers(t, e, redisio.RWChannel("rw-local-downgrade"), 1)
 		// The writer's own read comes after a refused reader of the same
-		// process, and must not queue behind it (it would wait for its own
-		// write unlock).
+		// process (listening: nobody else does), and must not queue behind
+		// it (it would wait for its own write unlock).
 		require.NoError(t, rw.ReadLock().Lock(ctx), "the writer takes its read at once")
 		require.NoError(t, rw.WriteLock().Unlock(ctx))
-		err, _ := awaitWhileTime(t, e, waiting, 2*time.Second, "the other reader")
-		require.NoError(t, err)
+		r, _ := awaitWhileTime(t, e, waiting, 2*time.Second, "the other reader")
+		require.NoError(t, r.err)
 		require.NoError(t, other.ReadLock().Unlock(ctx))
 		require.NoError(t, rw.ReadLock().Unlock(ctx))
 	})

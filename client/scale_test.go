@@ -15,6 +15,7 @@ import (
 
 	"github.com/warden-go/warden/actors"
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -75,7 +76,8 @@ func touch(t *testing.T, c *client.Client, prefix string, n int) {
 	var next atomic.Int64
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	for range scaleWorkers {
 		wg.Go(func() {
 			for {
@@ -97,7 +99,7 @@ func touch(t *testing.T, c *client.Client, prefix string, n int) {
 			}
 		})
 	}
-	wg.Wait()
+	await.Group(t, &wg, 5*time.Minute, "the goroutines touching the names")
 	require.Zero(t, failed.Load(), "every lock and unlock succeeded")
 }
 

@@ -85,7 +85,7 @@ func withoutMessage[T any](t *testing.T, e *env, done <-chan T, write func() err
 
 func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-basics")
 		assert.Zero(t, get(t, s.AvailablePermits), "a missing semaphore has no permits")
 		ok, err := s.TrySetPermits(ctx, 10)
@@ -116,7 +116,7 @@ func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
 
 func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		s := c.Semaphore("sem-no-init")
 
@@ -149,7 +149,7 @@ func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
 
 func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-negative")
 		calls := []struct {
 			what string
@@ -176,7 +176,7 @@ func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
 // message wakes it (its own look-again is out of reach).
 func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := messageWaiterClient(t, e)
 		s := c.Semaphore("sem-wake-release")
 		ok, err := s.TrySetPermits(ctx, 2)
@@ -200,7 +200,7 @@ func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 // testAcquireAfterAddPermits).
 func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := messageWaiterClient(t, e).Semaphore("sem-wake-add")
 		ok, err := s.TrySetPermits(ctx, 1)
 		require.NoError(t, err)
@@ -219,7 +219,7 @@ func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 
 func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-reduce")
 		ok, err := s.TrySetPermits(ctx, 10)
 		require.NoError(t, err)
@@ -241,7 +241,7 @@ func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
 
 func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		c := e.newClient(t)
 		n, err := c.Semaphore("sem-drain-missing").DrainPermits(ctx)
 		require.NoError(t, err)
@@ -272,7 +272,7 @@ func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
 
 func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-try-wait")
 		require.NoError(t, s.Release(ctx, 1))
 
@@ -313,7 +313,7 @@ func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 
 func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-cancel")
 		require.NoError(t, s.Release(ctx, 1))
 
@@ -348,16 +348,18 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 // two through. Their own look-agains are out of reach.
 func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		c := messageWaiterClient(t, e)
+		ctx := testCtx(t)
 		const name = "sem-wake-n"
+		calls := logCalls(e)
+		c := messageWaiterClient(t, e)
 		waiters := newBackground(t, 5)
 		for i := range 5 {
 			waiters.run(i, func(ctx context.Context) error { return c.Semaphore(name).Acquire(ctx, 1) })
 		}
 		done := waiters.C
 		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
-		time.Sleep(100 * time.Millisecond) // all five queued and refused
+		eventually(t, 5*time.Second, func() bool { latches, _ := calls.semAcquires(name); return len(latches) == 5 },
+			"all five queued and refused")
 
 		require.NoError(t, c.Semaphore(name).Release(ctx, 3))
 		for i := range 3 {
@@ -386,7 +388,7 @@ func TestSemaphoreContention(t *testing.T) {
 		permits := tc.permits
 		t.Run(tc.name, func(t *testing.T) {
 			both(t, func(t *testing.T, e *env) {
-				ctx := context.Background()
+				ctx := testCtx(t)
 				clients := []*client.Client{e.newClient(t), e.newClient(t)}
 				set(t, clients[0].Semaphore("sem-contention").TrySetPermits, int64(permits))
 				sems := make([]*client.Semaphore, 8)
@@ -404,7 +406,7 @@ func TestSemaphoreContention(t *testing.T) {
 
 func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-lost-msg")
 		done := make(chan error, 1)
 		go func() { done <- s.Acquire(ctx, 1) }()
@@ -423,24 +425,28 @@ func TestSemaphoreHeadAskingForMoreDoesNotHoldBackSmallerWaiters(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		calls := logCalls(e)
 		c := e.newClient(t)
 		sem := c.Semaphore("sem-head")
-		big := make(chan error, 1)
-		go func() { big <- sem.Acquire(ctx, 5) }()
-		time.Sleep(30 * time.Millisecond)
-		small := make(chan error, 1)
-		go func() { small <- sem.Acquire(ctx, 1) }()
-		time.Sleep(30 * time.Millisecond)
+		tried := func(n int) func() bool {
+			return func() bool { latches, _ := calls.semAcquires("sem-head"); return len(latches) == n }
+		}
+		// Each waiter is started once the one before it tried: the one
+		// asking for 5 is the head, the one asking for 1 queues behind it.
+		big := inBackground(t, func(ctx context.Context) error { return sem.Acquire(ctx, 5) })
+		eventually(t, 5*time.Second, tried(1), "the head tried")
+		small := inBackground(t, func(ctx context.Context) error { return sem.Acquire(ctx, 1) })
+		eventually(t, 5*time.Second, tried(2), "the waiter behind it tried")
 		require.NoError(t, e.newClient(t).Semaphore("sem-head").Release(ctx, 1))
-		err, _ := awaitWhileTime(t, e, small, 2*time.Second, "the waiter one permit serves")
-		require.NoError(t, err)
+		r, _ := awaitWhileTime(t, e, small, 2*time.Second, "the waiter one permit serves")
+		require.NoError(t, r.err)
 		select {
-		case err := <-big:
-			t.Fatalf("the head asking for 5 got through with 1 released: %v", err)
+		case r := <-big:
+			t.Fatalf("the head asking for 5 got through with 1 released: %v", r.err)
 		default:
 		}
 		require.NoError(t, sem.Release(ctx, 5))
-		err, _ = awaitWhileTime(t, e, big, 2*time.Second, "the head")
-		require.NoError(t, err)
+		r, _ = awaitWhileTime(t, e, big, 2*time.Second, "the head")
+		require.NoError(t, r.err)
 	})
 }

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func requireOpen(t *testing.T, lost <-chan struct{}, msg string) {
 // unlock, and a blocked waiter woken by the unlock message, whose pub/sub
 // also goes through the sentinel-discovered master.
 func TestSentinelLock(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := redistest.StartSentinel(t)
 	e := sentinelEnv(t, s)
 	master := s.Master().Client(t)
@@ -71,7 +70,7 @@ func TestSentinelLock(t *testing.T) {
 // are refused, its renewal keeps it past the lease it had when the master
 // died, and its unlock succeeds.
 func TestSentinelFailoverKeepsASyncedLock(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := redistest.StartSentinel(t)
 	e := sentinelEnv(t, s)
 	holderClient := e.newClient(t, client.WithWatchdogTimeout(failoverWatchdog), client.WithReplicaSync(1, time.Second))
@@ -118,7 +117,7 @@ func TestSentinelFailoverKeepsASyncedLock(t *testing.T) {
 // client may take it and the holder is told: Lost() closes, and its Unlock
 // fails with ErrNotHeld or ErrLockLost.
 func TestSentinelFailoverWithoutReplicaSync(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := redistest.StartSentinel(t)
 	e := sentinelEnv(t, s)
 	holderClient := e.newClient(t, client.WithWatchdogTimeout(failoverWatchdog))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -39,7 +40,7 @@ func hammer(t *testing.T, r Redis, workers, rounds int) {
 			}
 		}()
 	}
-	wg.Wait()
+	await.Group(t, &wg, time.Minute, "the acquire and unlock rounds")
 }
 
 // deadlineHook records the deadline of every pipeline's context.
@@ -141,7 +142,7 @@ func TestAutoPipelineErrorsStayPerCall(t *testing.T) {
 			assert.Equal(t, fmt.Sprint(i), v)
 		}()
 	}
-	wg.Wait()
+	await.Group(t, &wg, time.Minute, "the pipelined calls")
 }
 
 // On a cluster the pipelines are split per master by go-redis, routed by

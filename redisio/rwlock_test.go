@@ -103,8 +103,8 @@ func (f *rwFixture) writeLocked(name string) bool {
 func (f *rwFixture) subscribe(name string) <-chan *redis.Message {
 	f.t.Helper()
 	sub := f.rdb.Subscribe(f.ctx, RWChannel(name))
-	_, err := sub.Receive(f.ctx)
-	require.NoError(f.t, err)
+	_, err := sub.ReceiveTimeout(f.ctx, 5*time.Second)
+	require.NoError(f.t, err, "the subscription confirmed")
 	f.t.Cleanup(func() { _ = sub.Close() })
 	return sub.Channel()
 }

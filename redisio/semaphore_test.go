@@ -23,8 +23,8 @@ func semSubscribe(t *testing.T, rdb *redis.Client, channels ...string) *semSub {
 	ps := rdb.Subscribe(ctx, channels...)
 	t.Cleanup(func() { _ = ps.Close() })
 	for range channels {
-		v, err := ps.Receive(ctx)
-		require.NoError(t, err)
+		v, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+		require.NoError(t, err, "the subscription confirmed")
 		require.IsType(t, &redis.Subscription{}, v)
 	}
 	return &semSub{t: t, ps: ps}

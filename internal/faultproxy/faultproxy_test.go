@@ -280,7 +280,11 @@ func TestQuietWaitsForTrafficToStop(t *testing.T) {
 		t.Fatal("Quiet while PINGs pass every 5ms")
 	}
 	close(stop)
-	<-done
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the PING loop did not end within 5s of its stop")
+	}
 	if !p.Quiet(50*time.Millisecond, 2*time.Second) {
 		t.Fatal("not Quiet once the PINGs stopped")
 	}
