@@ -370,7 +370,7 @@ func lockCalls[L lockHandle](mk func(c *client.Client, name string) L) func(*cli
 // is refused and then gets it once c unlocks (woken by pub/sub).
 func exerciseLock(mk func(c *client.Client, name string) *client.Lock) func(*testing.T, *client.Client, *client.Client, string) {
 	return func(t *testing.T, c, other *client.Client, name string) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		l, o := mk(c, name), mk(other, name)
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx), "reentry")
@@ -419,7 +419,7 @@ var namedPrimitives = []namedPrimitive{
 		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.FairLock(n) })},
 	{kind: "ReadLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).ReadLock() }),
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
-			ctx := context.Background()
+			ctx := testCtx(t)
 			r1, r2, w := c.ReadWriteLock(name).ReadLock(), other.ReadWriteLock(name).ReadLock(), other.ReadWriteLock(name).WriteLock()
 			require.NoError(t, r1.LockLease(ctx, time.Minute), "a read hold with a lease of its own")
 			require.NoError(t, r2.Lock(ctx), "readers share")
@@ -444,7 +444,7 @@ var namedPrimitives = []namedPrimitive{
 			return calls
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
-			ctx := context.Background()
+			ctx := testCtx(t)
 			f, g := c.FencedLock(name), other.FencedLock(name)
 			t1, err := f.LockToken(ctx)
 			require.NoError(t, err)
@@ -469,7 +469,7 @@ var namedPrimitives = []namedPrimitive{
 			}
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
-			ctx := context.Background()
+			ctx := testCtx(t)
 			s, o := c.Semaphore(name), other.Semaphore(name)
 			set(t, s.TrySetPermits, 1)
 			require.NoError(t, s.Acquire(ctx, 1))
@@ -495,7 +495,7 @@ var namedPrimitives = []namedPrimitive{
 			}
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
-			ctx := context.Background()
+			ctx := testCtx(t)
 			p, o := c.PermitExpirableSemaphore(name), other.PermitExpirableSemaphore(name)
 			set(t, p.TrySetPermits, 1)
 			id, err := p.Acquire(ctx, time.Minute)
@@ -526,7 +526,7 @@ var namedPrimitives = []namedPrimitive{
 			}
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
-			ctx := context.Background()
+			ctx := testCtx(t)
 			d, o := c.CountDownLatch(name), other.CountDownLatch(name)
 			set(t, d.TrySetCount, 2)
 			waited := inBackground(t, o.Await)
@@ -554,7 +554,7 @@ var (
 // tag of their own work end to end; on a single node every name works.
 func TestClusterNamesThatSpanSlots(t *testing.T) {
 	e := newClusterEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c, other := e.newClient(t), e.newClient(t)
 
 	t.Run("refused by every call of every primitive", func(t *testing.T) {

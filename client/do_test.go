@@ -20,7 +20,7 @@ import (
 // stopped).
 func TestDoReleasesWhenFnPanics(t *testing.T) {
 	eachMutex(t, func(t *testing.T, e *env, mc mutexCase) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := mc.setup(t, e, "do-panic")
 		var fnCtx context.Context
 		recovered := func() (p any) {
@@ -67,7 +67,7 @@ func TestDoUnlocksWithAnEndedContext(t *testing.T) {
 func TestCloseCancelsRunningDo(t *testing.T) {
 	const wd = 3 * time.Second
 	eachMutex(t, func(t *testing.T, e *env, mc mutexCase) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := mc.setup(t, e, "do-close", client.WithWatchdogTimeout(wd))
 		type ended struct {
 			at    time.Time
@@ -125,7 +125,7 @@ func TestCloseCancelsRunningDo(t *testing.T) {
 // Do like Close, and releases its lock.
 func TestCloseAndReleaseCancelsRunningDo(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t, client.WithWatchdogTimeout(30*time.Second))
 	started := make(chan struct{})
 	result := inBackground(t, func(bctx context.Context) error {
@@ -154,7 +154,7 @@ func TestCloseAndReleaseCancelsRunningDo(t *testing.T) {
 // only theirs: a handle that never held gets an open channel.
 func TestCloseClosesLostOfHandlesThatHold(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t, client.WithWatchdogTimeout(30*time.Second))
 	held := c.Lock("cl:held", client.WithOwner("cl:owner"))
 	shared := c.Lock("cl:held", client.WithOwner("cl:owner"))

@@ -22,7 +22,7 @@ import (
 func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	c, _, _ := ownSystemClient(t, rdb, client.WithWatchdogTimeout(30*time.Second))
-	ctx := context.Background()
+	ctx := testCtx(t)
 
 	// A Redis that refuses connections: a port that was just free.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

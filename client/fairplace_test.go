@@ -97,7 +97,7 @@ func TestCrashedFairWaiterGivesUpItsPlaceWithinOneWatchdog(t *testing.T) {
 	e := realEnv(t)
 	const wd = 1500 * time.Millisecond
 	const name = "fair-crashed-waiter"
-	ctx := context.Background()
+	ctx := testCtx(t)
 	holder := e.newClient(t, client.WithWatchdogTimeout(wd)).FairLock(name)
 	require.NoError(t, holder.Lock(ctx))
 
@@ -146,7 +146,7 @@ func TestLiveFairWaiterNeverLosesItsPlace(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		const name = "fair-long-wait"
 		const place = 300 * time.Millisecond
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holder := e.newClient(t).FairLock(name)
 		require.NoError(t, holder.Lock(ctx))
 		opts := []client.Option{client.WithFairPlaceTime(place)}
@@ -206,7 +206,7 @@ func TestRedissonFairPlaceKeepsItsDeadline(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		const name = "fair-redisson-place"
 		const redisson = "1b9c3e0a-redisson-client:42"
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holder := e.newClient(t).FairLock(name)
 		require.NoError(t, holder.Lock(ctx))
 		pttl := e.rdb.PTTL(ctx, name).Val()
@@ -290,7 +290,7 @@ func TestFairWaiterThatLeftKeepsNoPlace(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
 		const name = "fair-left"
 		const place = 300 * time.Millisecond
-		ctx := context.Background()
+		ctx := testCtx(t)
 		holder := e.newClient(t).FairLock(name)
 		require.NoError(t, holder.Lock(ctx))
 		c := e.newClient(t, client.WithFairPlaceTime(place))

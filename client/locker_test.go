@@ -20,7 +20,7 @@ import (
 func TestLockerExcludesGoroutinesSharingIt(t *testing.T) {
 	e := realEnv(t)
 	c := e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	h := c.Lock("locker-shared")
 	const goroutines, rounds = 4, 8
 	var inside, most atomic.Int64

@@ -74,7 +74,7 @@ func (r *recorder) all() []recorded {
 // lock lost logs one warning naming it.
 func TestLoggerGetsTheEngineRecordsOnly(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	rec := newRecorder()
 	c, err := client.New(e.rdb, client.WithLogger(slog.New(rec)), client.WithWatchdogTimeout(time.Second))
 	require.NoError(t, err)
@@ -120,7 +120,7 @@ func TestLoggerRenewalFailuresWarnOnce(t *testing.T) {
 	rec := newRecorder()
 	const wd = 3 * time.Second
 	c := e.newClient(t, client.WithLogger(slog.New(rec)), client.WithWatchdogTimeout(wd))
-	ctx := context.Background()
+	ctx := testCtx(t)
 	l := c.Lock("renewal-fails")
 	require.NoError(t, l.Lock(ctx))
 	var renewals atomic.Int64

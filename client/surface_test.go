@@ -108,7 +108,7 @@ func isClosed(ch <-chan struct{}) bool {
 // the holding is lost (the lock's keys deleted behind its back).
 func TestEveryLockTypeIsAMutex(t *testing.T) {
 	eachMutex(t, func(t *testing.T, e *env, mc mutexCase) {
-		ctx := context.Background()
+		ctx := testCtx(t)
 		s := mc.setup(t, e, "mutex")
 
 		require.NoError(t, s.m.Lock(ctx))
@@ -180,7 +180,7 @@ func TestFencedLockHasEveryLockMethod(t *testing.T) {
 
 	e := realEnv(t)
 	c, o := e.newClient(t), e.newClient(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	var locker interface{ Lock(context.Context) error } = c.FencedLock("fl")
 	f := locker.(*client.FencedLock)
 	assert.Equal(t, "fl", f.Name())
@@ -296,7 +296,7 @@ func TestNilMutexesAreRejected(t *testing.T) {
 // reentry keeps the holding's channel.
 func TestMultiLockLostClosesOnAMemberLoss(t *testing.T) {
 	e := realEnv(t)
-	ctx := context.Background()
+	ctx := testCtx(t)
 	c := e.newClient(t)
 	m := client.NewMultiLock(c.Lock("ml:a"), c.Lock("ml:b"), c.Lock("ml:c"))
 	require.NoError(t, m.Lock(ctx))
