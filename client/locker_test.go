@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
