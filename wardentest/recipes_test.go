@@ -158,4 +158,3 @@ func wallLimit(t *testing.T, start time.Time) {
 	}
 	t.Logf("wall time %v", time.Since(start).Round(time.Millisecond))
 }
-
