@@ -61,7 +61,6 @@ type Kit struct {
 	losses   []*loss
 	clients  []*client.Client
 	rdbs     []*redis.Client
-	closed   bool
 }
 
 // New starts an embedded Redis (miniredis) and a Client on it whose engine
@@ -275,7 +274,6 @@ func (k *Kit) waitIdle(limit time.Duration) error {
 // Redis and looks for leaked goroutines.
 func (k *Kit) cleanup() {
 	k.mu.Lock()
-	k.closed = true
 	clients, rdbs := k.clients, k.rdbs
 	k.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), settleLimit)
