@@ -252,3 +252,40 @@ func TestCleanupOfAKitWithNothingLeakedPasses(t *testing.T) {
 	rec.cleanup()
 	assert.Empty(t, rec.errs)
 }
+
+func TestAdvanceEndsAFairWaitersWaitAndItsPlace(t *testing.T) {
+	defer wallLimit(t, time.Now())
+	kit := wardentest.New(t)
+	ctx := context.Background()
+	holder := kit.NewClient().FairLock("f")
+	require.NoError(t, holder.Lock(ctx))
+
+	out := make(chan result, 1)
+	go func() {
+		ok, err := kit.Client().FairLock("f").TryLockWait(ctx, 20*time.Second, 0)
+		out <- result{ok, err}
+	}()
+	queue := "redisson_lock_queue:{f}"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := kit.Redis().LLen(ctx, queue).Result()
+		require.NoError(t, err)
+		if n == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the waiter took no place in 5s")
+		time.Sleep(time.Millisecond)
+	}
+	kit.Advance(20 * time.Second)
+	select {
+	case r := <-out:
+		require.NoError(t, r.err)
+		assert.False(t, r.ok)
+	default:
+		t.Fatal("Advance returned before the fair wait ended")
+	}
+	n, err := kit.Redis().LLen(ctx, queue).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the waiter's place is gone")
+	require.NoError(t, holder.Unlock(ctx))
+}
