@@ -67,10 +67,13 @@ type Kit struct {
 // runs on the kit's fake clock, with opts applied (the kit's own
 // client.WithClock and client.WithActorSystem come last and win). The
 // time starts at the same fixed instant in every test, and moves only
-// with Advance and PauseEngine. The test's cleanup closes the kit's
-// clients and Redis and then fails the test if a goroutine started since
-// New is still running (goleak). New fails the test if the client cannot
+// with Advance and PauseEngine. New fails the test if the client cannot
 // be made (an invalid option).
+//
+// The test's cleanup closes the kit's clients and Redis and then fails the
+// test if a goroutine started since New is still running (goleak). The
+// check sees the whole process: a test that uses a kit should not run in
+// parallel (t.Parallel) with tests whose goroutines outlive it.
 func New(t testing.TB, opts ...client.Option) *Kit {
 	t.Helper()
 	k := &Kit{
