@@ -29,8 +29,12 @@ type loss struct {
 // effect. The engine's writes are scripts: "evalsha" (acquires, renewals,
 // unlocks) is the one to name to test what a lost write does. Several
 // calls queue several losses, struck in order. The returned channel is
-// closed once the loss has struck.
+// closed once the loss has struck. An empty command fails the test.
 func (k *Kit) LoseNextReply(command string) <-chan struct{} {
+	k.t.Helper()
+	if strings.TrimSpace(command) == "" {
+		k.t.Fatalf("wardentest: LoseNextReply: command is empty")
+	}
 	l := &loss{command: strings.ToLower(command), struck: make(chan struct{})}
 	k.mu.Lock()
 	k.losses = append(k.losses, l)

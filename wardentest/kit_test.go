@@ -3,6 +3,7 @@ package wardentest_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -225,6 +226,25 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+
+// fatal runs fn on a goroutine of its own (Fatalf ends it) and returns
+// what it reported.
+func (r *recorder) fatal(t *testing.T, fn func()) []string {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	await.Value(t, done, 5*time.Second, "the call")
+	errs := r.errs
+	r.errs = nil
+	return errs
+}
+
 func (r *recorder) cleanup() {
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
@@ -288,4 +308,23 @@ func TestAdvanceEndsAFairWaitersWaitAndItsPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "the waiter's place is gone")
 	require.NoError(t, holder.Unlock(ctx))
+}
+
+func TestBadInputFailsTheTestNamingTheArgument(t *testing.T) {
+	rec := &recorder{TB: t}
+	kit := wardentest.New(rec)
+	defer rec.cleanup()
+	for _, tc := range []struct {
+		call func()
+		want string
+	}{
+		{func() { kit.Advance(-time.Second) }, "wardentest: Advance(-1s): want d >= 0"},
+		{func() { kit.PauseEngine(-time.Second) }, "wardentest: PauseEngine(-1s): want d >= 0"},
+		{func() { kit.LoseNextReply(" ") }, "wardentest: LoseNextReply: command is empty"},
+	} {
+		assert.Equal(t, []string{tc.want}, rec.fatal(t, tc.call))
+	}
+	start := kit.Now()
+	kit.Advance(time.Second) // the kit still works
+	assert.Equal(t, time.Second, kit.Now().Sub(start))
 }
