@@ -32,8 +32,9 @@ const settleQuiet = time.Millisecond
 
 // Kit is a warden Client on an embedded Redis whose time is a fake clock
 // shared with the engine, with controls for time and faults. Make one with
-// New; its methods other than Client, NewClient, Redis, Clock and Now are
-// meant for the test's goroutine, one call at a time.
+// New. Client, Redis, Clock and Now may be called from any goroutine; the
+// other methods are for the test's goroutine (they fail the test), one
+// call at a time.
 type Kit struct {
 	t      testing.TB
 	mr     *miniredis.Miniredis
