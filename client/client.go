@@ -121,7 +121,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
-	c.workers = actors.NewWorkers()
+	c.workers = actors.WorkersFor(o.system)
 	props, err := actors.RootProps(actors.Config{
 		Redis:       engineRedis(rdb, o),
 		Scripts:     scripts,
