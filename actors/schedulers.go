@@ -1,18 +1,20 @@
 package actors
 
 import (
-	"sync"
-
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/extensions"
 )
 
-// schedulers maps an actor system to the scheduler that the engines
-// started in it run their work on (RunEnginesOn).
-var schedulers sync.Map // *actor.ActorSystem -> *scheduler
+// schedulerExtension is the ID under which RunEnginesOn registers its
+// scheduler in an actor system's extensions: the scheduler travels with
+// the system it was given for, and the package keeps no table of its own.
+var schedulerExtension = extensions.NextExtensionID()
 
-// scheduler is one RunEnginesOn's schedule, boxed so that its undo can
-// tell it from a later one.
+// scheduler is one RunEnginesOn's schedule, as an actor system extension;
+// a nil schedule (after undo) stands for none.
 type scheduler struct{ schedule func(fn func()) }
+
+func (*scheduler) ExtensionID() extensions.ExtensionID { return schedulerExtension }
 
 // RunEnginesOn makes every engine started in sys from now on, until the
 // returned function is called, run all its work (its actors' mailbox turns
@@ -20,11 +22,18 @@ type scheduler struct{ schedule func(fn func()) }
 // must run fn soon, on a goroutine of its own choosing. Package wardentest
 // uses it to know when an engine has nothing left to do: every piece of
 // work it runs passes through schedule. The engine's Close does not wait
-// for the work handed to schedule: the caller owns it.
+// for the work handed to schedule: the caller owns it. RunEnginesOn and
+// undo must not run while an engine is being started in sys (protoactor's
+// extensions are not synchronized): call them before the first client is
+// made and after the last is closed.
 func RunEnginesOn(sys *actor.ActorSystem, schedule func(fn func())) (undo func()) {
 	s := &scheduler{schedule: schedule}
-	schedulers.Store(sys, s)
-	return func() { schedulers.CompareAndDelete(sys, s) }
+	sys.Extensions.Register(s)
+	return func() {
+		if cur, ok := sys.Extensions.Get(schedulerExtension).(*scheduler); ok && cur == s {
+			sys.Extensions.Register(&scheduler{})
+		}
+	}
 }
 
 // WorkersFor returns the worker pool of an engine started in sys: one on
@@ -32,8 +41,8 @@ func RunEnginesOn(sys *actor.ActorSystem, schedule func(fn func())) (undo func()
 // (NewWorkers). sys may be nil.
 func WorkersFor(sys *actor.ActorSystem) *Workers {
 	if sys != nil {
-		if s, ok := schedulers.Load(sys); ok {
-			return NewWorkersOn(s.(*scheduler).schedule)
+		if s, ok := sys.Extensions.Get(schedulerExtension).(*scheduler); ok && s.schedule != nil {
+			return NewWorkersOn(s.schedule)
 		}
 	}
 	return NewWorkers()
