@@ -8,9 +8,9 @@ GO ?= go
 
 # The repository's Go modules: the core module users import, and beside it
 # modules of their own for what would otherwise add to the core's
-# dependencies (the benchmark and its peers). Every target that vets, tests
-# or lints runs in each of them.
-MODULES := . bench
+# dependencies (the benchmark and its peers; the gocron adapter). Every
+# target that vets, tests or lints runs in each of them.
+MODULES := . bench integrations/gocron
 
 .DEFAULT_GOAL := help
 
