@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +61,9 @@ type term struct {
 // New returns a candidate in the election name on c. rdb must be the Redis
 // client c was made with: the election keeps the leader's value there
 // beside the lock. name is the election's lock's name, so it must be a
-// valid lock name; on a Cluster its keys share name's hash slot.
+// valid lock name. On a Cluster the election's keys must share the lock's
+// hash slot: a name whose braces make a hash tag of their own
+// ("job{7}") is refused there, with ErrInvalidArgument.
 func New(c *client.Client, rdb redis.UniversalClient, name string, opts ...Option) (*Election, error) {
 	if c == nil {
 		return nil, messages.Invalid("client", "nil")
@@ -70,6 +73,10 @@ func New(c *client.Client, rdb redis.UniversalClient, name string, opts ...Optio
 	}
 	if err := messages.ValidateName(name); err != nil {
 		return nil, err
+	}
+	record := "warden_election:{" + name + "}"
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && hashTag(record) != hashTag(name) {
+		return nil, messages.Invalid("name", "%q: on a Cluster the election's keys would not share a hash slot (a name with braces keeps its hash tag only in the lock's key)", name)
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -83,12 +90,23 @@ func New(c *client.Client, rdb redis.UniversalClient, name string, opts ...Optio
 	return &Election{
 		rdb:     rdb,
 		name:    name,
-		record:  "warden_election:{" + name + "}",
+		record:  record,
 		channel: "warden_election__channel:{" + name + "}",
 		lock:    c.FencedLock(name),
 		opts:    o,
 		scripts: newScripts(),
 	}, nil
+}
+
+// hashTag is the part of key Redis Cluster hashes: the text between the
+// first '{' and the first '}' after it when that is not empty, else key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // Name returns the election's name ("" for a nil Election).

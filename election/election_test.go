@@ -163,7 +163,7 @@ func TestLeaderCloseElectsANewOneWithinTheWatchdog(t *testing.T) {
 
 // A leader killed with kill -9 (a child process) renews no more: a
 // candidate is elected within the watchdog timeout of the last renewal,
-// with a greater token.
+// with a greater token, and an observer sees both terms.
 func TestKilledLeaderIsReplacedWithinTheWatchdog(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -172,6 +172,15 @@ func TestKilledLeaderIsReplacedWithinTheWatchdog(t *testing.T) {
 	ch := startChild(t, srv.Addr(), name, watchdog, "child")
 	b := newElection(t, newClient(t, rdb, watchdog), rdb, name)
 	ctx := context.Background()
+	octx, ocancel := context.WithCancel(ctx)
+	observed := b.Observe(octx)
+	defer func() {
+		ocancel()
+		for range observed {
+		}
+	}()
+	first := await.Value(t, observed, 5*time.Second, "the child's term, observed")
+	require.Equal(t, "child", first.Value)
 	info, err := b.Leader(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "child", info.Value)
@@ -191,6 +200,8 @@ func TestKilledLeaderIsReplacedWithinTheWatchdog(t *testing.T) {
 	t.Logf("new leader %v after the leader's kill -9 (watchdog %v)", failover.Round(time.Millisecond), watchdog)
 	assert.LessOrEqual(t, failover, watchdog+time.Second, "within the watchdog timeout (and a second's margin)")
 	assert.Greater(t, b.Token(), ch.token)
+	next := await.Value(t, observed, 5*time.Second, "b's term, observed")
+	assert.Equal(t, election.LeaderInfo{Value: "b", Token: b.Token(), ID: b.ID()}, next)
 }
 
 // A leader paused (SIGSTOP) past its lease is replaced; its token, used
@@ -373,4 +384,40 @@ func TestCampaignWhileLeadingAndResignWhileNot(t *testing.T) {
 	assert.ErrorIs(t, err, client.ErrNotObtained)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.False(t, other.IsLeader())
+}
+
+// On a 3-master Cluster the election works as on one node (its keys share
+// the name's slot, its announcements reach observers on any node), and a
+// name whose braces would split its keys across slots is refused.
+func TestOnACluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	rdb := cl.Client(t)
+	ctx := context.Background()
+	const watchdog = 2 * time.Second
+	c := newClient(t, rdb, watchdog)
+	_, err := election.New(c, rdb, "job{7}")
+	require.ErrorIs(t, err, election.ErrInvalidArgument)
+	require.ErrorContains(t, err, "hash slot")
+
+	a := newElection(t, c, rdb, "election:cluster")
+	b := newElection(t, newClient(t, rdb, watchdog), rdb, "election:cluster", election.WithResync(time.Hour))
+	octx, ocancel := context.WithCancel(ctx)
+	observed := b.Observe(octx)
+	defer func() {
+		ocancel()
+		for range observed {
+		}
+	}()
+	require.NoError(t, a.Campaign(ctx, "a"))
+	first := await.Value(t, observed, 5*time.Second, "a's term, observed")
+	require.Equal(t, "a", first.Value)
+	elected := campaign(t, b, "b")
+	require.NoError(t, a.Resign(ctx))
+	require.NoError(t, await.Value(t, elected, 5*time.Second, "b's election"))
+	next := await.Value(t, observed, 5*time.Second, "b's term, observed")
+	require.Equal(t, election.LeaderInfo{Value: "b", Token: b.Token(), ID: b.ID()}, next)
+	require.Greater(t, next.Token, first.Token)
+	got, err := a.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, next, got)
 }
