@@ -43,11 +43,11 @@ deps: ## Install redis-server (and gcc, needed by -race) if missing, download Go
 	$(call ensure_cmd,gcc,gcc libc6-dev)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m mod download); done
 
-test: deps ## Run go vet and the full test suite with the race detector
+test: deps ## Run go vet and the full test suite with the race detector, in every module
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m vet ./...); done
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -race -count=1 -timeout 12m ./...); done
 
-test-short: ## Run the tests once without the race detector (quick local loop)
+test-short: ## Run the tests once without the race detector, in every module (quick local loop)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -count=1 ./...); done
 
 bench: ## warden vs redsync, redislock, SET NX and 2xPING on workloads a-f (table, BENCHMARKS.svg), then go test -bench
