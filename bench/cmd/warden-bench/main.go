@@ -14,11 +14,15 @@
 //	e  10,000 waiters on one name: memory per waiter, wake-up latency
 //	f  100,000 names touched once: memory before, after, after passivation
 //
-// Usage:
+// It lives in the benchmark's own module (the repository's bench
+// directory), so that the module users import does not require the peers.
+// Usage, from the repository's root:
 //
-//	go run ./cmd/warden-bench                      # starts a redis-server on a free loopback port
-//	go run ./cmd/warden-bench -addr host:port      # or uses the Redis at addr
-//	go run ./cmd/warden-bench -only a,c -runs 3 -duration 1s
+//	go -C bench run ./cmd/warden-bench                  # starts a redis-server on a free loopback port
+//	go -C bench run ./cmd/warden-bench -addr host:port  # or uses the Redis at addr
+//	go -C bench run ./cmd/warden-bench -only a,c -runs 3 -duration 1s
+//
+// (go -C runs it in bench, so relative -svg and -md paths start there.)
 package main
 
 import (
@@ -35,7 +39,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/bench/internal/bench"
 	"github.com/warden-go/warden/internal/redisproc"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"html"
 
-	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/bench/internal/bench"
 )
 
 // bar is one library's median throughput in one workload.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/bench/internal/bench"
 	"github.com/warden-go/warden/internal/redistest"
 )
 

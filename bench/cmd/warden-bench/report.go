@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/bench/internal/bench"
 )
 
 // report turns the results into tables: text for the terminal, markdown
@@ -344,7 +344,7 @@ func (r report) text(w io.Writer) {
 // markdown renders the preamble and the tables for BENCHMARKS.md.
 func (r report) markdown() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "## Benchmarks\n\nTaken by `go run ./cmd/warden-bench -runs %d -duration %v -only %s`.\n\n",
+	fmt.Fprintf(&b, "## Benchmarks\n\nTaken by `go -C bench run ./cmd/warden-bench -runs %d -duration %v -only %s`.\n\n",
 		r.cfg.runs, r.cfg.duration, strings.Join(strings.Split(r.workloads, ""), ","))
 	for _, l := range r.preamble() {
 		if strings.HasPrefix(l, "  ") {

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/warden-go/warden/internal/bench"
+import "github.com/warden-go/warden/bench/internal/bench"
 
 // results holds every run of every workload, by contender name where
 // contenders take part.

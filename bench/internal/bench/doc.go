@@ -1,5 +1,7 @@
 // Package bench holds the measurements shared by the Go benchmarks and
-// cmd/warden-bench, so both report the same thing.
+// cmd/warden-bench, so both report the same thing. It and the peers it
+// compares warden with live in the benchmark's own module, out of the
+// dependencies of the module users import.
 //
 // A [Contender] is one lock library on its own go-redis client (all built
 // from [ClientOptions], so every library gets the same pool): warden,

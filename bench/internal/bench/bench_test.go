@@ -7,7 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/warden-go/warden/internal/bench"
+	"github.com/warden-go/warden/bench/internal/bench"
+	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -55,4 +56,35 @@ func benchThroughput(b *testing.B, goroutines int) {
 			b.ReportMetric(t.ServerPerPair(), "calls/pair")
 		})
 	}
+}
+
+// BenchmarkUncontendedLockUnlock measures one lock+unlock pair against two
+// baselines on the same Redis, alternating in blocks within one run:
+//
+//   - 2xPING: the floor any lock+unlock pays, two round trips;
+//   - scripts: the same two Lua scripts called directly from one goroutine,
+//     with no engine (what a Redisson-style lock costs at least).
+//
+// The metrics are each one's mean time per pair, floor/warden (the share of
+// the floor's speed reached; 1.0 = as fast as two PINGs) and
+// scripts/warden (the share of the bare scripts' speed reached).
+func BenchmarkUncontendedLockUnlock(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	c, err := client.New(rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	b.ResetTimer()
+	u, err := bench.RunUncontended(context.Background(), c, rdb, b.N)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(u.Warden.Nanoseconds()), "warden-ns/pair")
+	b.ReportMetric(float64(u.Ping.Nanoseconds()), "2xPING-ns/pair")
+	b.ReportMetric(float64(u.Scripts.Nanoseconds()), "scripts-ns/pair")
+	b.ReportMetric(u.FloorRatio(), "floor/warden")
+	b.ReportMetric(u.ScriptsRatio(), "scripts/warden")
 }
