@@ -176,6 +176,16 @@ func (c *Client) ID() string {
 	return c.id
 }
 
+// Redis returns the go-redis client the Client was made with (nil for a
+// nil Client), for packages built on warden that keep records of their
+// own beside a lock, such as election. The caller still owns it.
+func (c *Client) Redis() redis.UniversalClient {
+	if c == nil {
+		return nil
+	}
+	return c.rdb
+}
+
 // PID returns the engine's root actor. Actor applications send it the
 // requests of package messages and get the replies as messages (nil for a
 // nil Client).

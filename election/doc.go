@@ -21,7 +21,7 @@
 // term is announced on the channel warden_election__channel:{name}, which
 // Observe subscribes to.
 //
-//	e, err := election.New(c, rdb, "scheduler")
+//	e, err := election.New(c, "scheduler")
 //	...
 //	if err := e.Campaign(ctx, "host-a:8080"); err != nil { ... }
 //	defer e.Resign(context.Background())

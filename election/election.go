@@ -58,19 +58,16 @@ type term struct {
 	done chan struct{} // closed when the watcher returned
 }
 
-// New returns a candidate in the election name on c. rdb must be the Redis
-// client c was made with: the election keeps the leader's value there
-// beside the lock. name is the election's lock's name, so it must be a
+// New returns a candidate in the election name on c. The election keeps
+// the leader's value beside the lock, through c's Redis client. name is the election's lock's name, so it must be a
 // valid lock name. On a Cluster the election's keys must share the lock's
 // hash slot: a name whose braces make a hash tag of their own
 // ("job{7}") is refused there, with ErrInvalidArgument.
-func New(c *client.Client, rdb redis.UniversalClient, name string, opts ...Option) (*Election, error) {
+func New(c *client.Client, name string, opts ...Option) (*Election, error) {
 	if c == nil {
 		return nil, messages.Invalid("client", "nil")
 	}
-	if rdb == nil {
-		return nil, messages.Invalid("redis client", "nil")
-	}
+	rdb := c.Redis()
 	if err := messages.ValidateName(name); err != nil {
 		return nil, err
 	}

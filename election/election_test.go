@@ -320,22 +320,20 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close(context.Background())
 
-	_, err = election.New(nil, rdb, "x")
+	_, err = election.New(nil, "x")
 	assert.ErrorIs(t, err, election.ErrInvalidArgument)
-	_, err = election.New(c, nil, "x")
-	assert.ErrorIs(t, err, election.ErrInvalidArgument)
-	_, err = election.New(c, rdb, "")
+	_, err = election.New(c, "")
 	assert.ErrorIs(t, err, election.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "name")
-	_, err = election.New(c, rdb, string(make([]byte, 64<<10+1)))
+	_, err = election.New(c, string(make([]byte, 64<<10+1)))
 	assert.ErrorIs(t, err, election.ErrInvalidArgument)
-	_, err = election.New(c, rdb, "x", election.WithResync(0))
+	_, err = election.New(c, "x", election.WithResync(0))
 	assert.ErrorIs(t, err, election.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "resync")
-	_, err = election.New(c, rdb, "x", nil)
+	_, err = election.New(c, "x", nil)
 	assert.ErrorIs(t, err, election.ErrInvalidArgument)
 
-	e, err := election.New(c, rdb, "x")
+	e, err := election.New(c, "x")
 	require.NoError(t, err)
 	//lint:ignore SA1012 a nil context is the bad input under test
 	err = e.Campaign(nil, "v")
@@ -396,7 +394,7 @@ func TestOnACluster(t *testing.T) {
 	ctx := context.Background()
 	const watchdog = 2 * time.Second
 	c := newClient(t, rdb, watchdog)
-	_, err := election.New(c, rdb, "job{7}")
+	_, err := election.New(c, "job{7}")
 	require.ErrorIs(t, err, election.ErrInvalidArgument)
 	require.ErrorContains(t, err, "hash slot")
 

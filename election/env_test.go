@@ -33,7 +33,7 @@ func newClient(t *testing.T, rdb redis.UniversalClient, watchdog time.Duration) 
 // cleanup.
 func newElection(t *testing.T, c *client.Client, rdb redis.UniversalClient, name string, opts ...election.Option) *election.Election {
 	t.Helper()
-	e, err := election.New(c, rdb, name, opts...)
+	e, err := election.New(c, name, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Resign(context.Background()) })
 	return e
@@ -93,7 +93,7 @@ func leadUntilKilled(spec string) int {
 		fmt.Println("error:", err)
 		return 2
 	}
-	e, err := election.New(c, rdb, parts[1])
+	e, err := election.New(c, parts[1])
 	if err != nil {
 		fmt.Println("error:", err)
 		return 2

@@ -26,7 +26,7 @@ func Example() {
 	defer c.Close(ctx)
 	defer rdb.Del(ctx, "redisson_lock_token:{example:scheduler}")
 
-	e, err := election.New(c, rdb, "example:scheduler")
+	e, err := election.New(c, "example:scheduler")
 	if err != nil {
 		panic(err)
 	}

@@ -57,7 +57,7 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	defer rdb.Del(context.Background(), name, "warden_election:{"+name+"}", "redisson_lock_token:{"+name+"}")
 
 	// The observer prints every leader, in the order of their terms.
-	watcher, err := election.New(c, rdb, name)
+	watcher, err := election.New(c, name)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 			return err
 		}
 		defer func() { _ = cc.Close(context.Background()) }()
-		e, err := election.New(cc, rdb, name)
+		e, err := election.New(cc, name)
 		if err != nil {
 			return err
 		}

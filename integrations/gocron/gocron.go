@@ -10,7 +10,7 @@
 //	locker, err := wardengocron.NewLocker(c)
 //	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))
 //
-//	e, err := election.New(c, rdb, "scheduler")
+//	e, err := election.New(c, "scheduler")
 //	elector, err := wardengocron.NewElector(e, "host-a")
 //	defer elector.Close(ctx)
 //	s, err := gocron.NewScheduler(gocron.WithDistributedElector(elector))

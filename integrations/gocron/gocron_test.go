@@ -123,7 +123,7 @@ func TestOnlyTheLeaderRunsJobsAndAnotherTakesOver(t *testing.T) {
 	stops := make([]func(), 3)
 	for i := range electors {
 		c := newClient(t, rdb)
-		e, err := election.New(c, rdb, "scheduler")
+		e, err := election.New(c, "scheduler")
 		require.NoError(t, err)
 		el, err := wardengocron.NewElector(e, fmt.Sprintf("scheduler-%d", i))
 		require.NoError(t, err)
@@ -199,7 +199,7 @@ func TestBadInput(t *testing.T) {
 
 	_, err = wardengocron.NewElector(nil, "v")
 	assert.ErrorIs(t, err, wardengocron.ErrInvalidArgument)
-	e, err := election.New(c, rdb, "x")
+	e, err := election.New(c, "x")
 	require.NoError(t, err)
 	_, err = wardengocron.NewElector(e, "")
 	assert.ErrorIs(t, err, wardengocron.ErrInvalidArgument)

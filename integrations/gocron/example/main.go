@@ -154,7 +154,7 @@ func withElector(ctx context.Context, clients []*client.Client, rdb redis.Univer
 		}
 	}()
 	for i, c := range clients {
-		e, err := election.New(c, rdb, "report-scheduler")
+		e, err := election.New(c, "report-scheduler")
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func withElector(ctx context.Context, clients []*client.Client, rdb redis.Univer
 		all = append(all, in)
 	}
 	time.Sleep(time.Until(start.Add(time.Second + 500*time.Millisecond)))
-	e, err := election.New(clients[0], rdb, "report-scheduler")
+	e, err := election.New(clients[0], "report-scheduler")
 	if err != nil {
 		return err
 	}
