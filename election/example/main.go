@@ -117,11 +117,12 @@ func lead(ctx context.Context, c *client.Client, e *election.Election, who strin
 	fmt.Printf("%s: elected, wrote with token %d\n", who, token)
 	time.Sleep(200 * time.Millisecond) // the leader's work
 	if terms.Add(1) == 2 {
+		lost := e.Lost() // this term's: taken before Close ends it
 		start := time.Now()
 		if err := c.Close(ctx); err != nil {
 			return err
 		}
-		<-e.Lost()
+		<-lost
 		fmt.Printf("%s: Client closed; leadership lost after %v\n", who, time.Since(start).Round(100*time.Millisecond))
 		return nil
 	}

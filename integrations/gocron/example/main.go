@@ -108,6 +108,10 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 		defer func() { _ = cc.Close(context.Background()) }()
 		clients = append(clients, cc)
 	}
+	// What the election leaves behind: its lock's fencing token counter
+	// (a real deployment keeps it, so terms' tokens keep increasing) and
+	// the leader's record.
+	defer rdb.Del(context.Background(), "redisson_lock_token:{report-scheduler}", "warden_election:{report-scheduler}")
 	if err := withLocker(clients); err != nil {
 		return err
 	}
