@@ -233,4 +233,8 @@ type History struct {
 	// Multis are the MultiLock acquires; their members' operations and
 	// holds are among Ops and Holds.
 	Multis []MultiOp
+	// Events are what a user workload's actors recorded (Process.Record),
+	// Log what they appended to the simulated log, both in time order.
+	Events []Event
+	Log    []LogEntry
 }
