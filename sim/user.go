@@ -105,6 +105,9 @@ type Process struct {
 // ID is the process's number, from 0.
 func (p *Process) ID() int { return p.cl.id }
 
+// Seed is the run's seed.
+func (p *Process) Seed() int64 { return p.u.o.Seed }
+
 // Engine is the PID of the process's warden engine: send it the messages
 // protocol's requests.
 func (p *Process) Engine() *actor.PID { return p.cl.root }
