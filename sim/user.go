@@ -29,7 +29,9 @@ import (
 // check fencing tokens (Process.KV) and a log that stamps every append
 // with the simulated time (Process.Log). Process.Record records an event
 // in the run's history, which Check reads and the timeline draws on the
-// process's rows.
+// process's rows. Give every owner a name of its own across the
+// processes (with Process.ID, say): warden's checks take one name for one
+// owner.
 //
 // The faults of Options.Faults hit the user's processes as they hit the
 // built-in workload's: a pause freezes every actor of the process (its
@@ -48,10 +50,11 @@ type Workload struct {
 	// in that order when the run begins. Required.
 	Actors func(p *Process) []actor.Producer
 	// Check returns the violations of the user's invariants in the run's
-	// history (h.Events, h.Log and the lock operations the actors sent).
-	// They are never excused. Warden's own checks run as well, over the
-	// lock operations (of the kinds Held reports) the actors sent to
-	// their engines. Nil checks nothing more.
+	// history (h.Events, h.Log and the lock operations the actors sent);
+	// each one whose Excused is empty fails the run (Result.Failed).
+	// Warden's own checks run as well, over the lock operations (of the
+	// lock kinds, messages.Kind.Held) the actors sent to their engines.
+	// Nil checks nothing more.
 	Check func(h *History) []Violation
 	// Builtin runs the built-in workload's owners (Options.Owners per
 	// process) next to the user's actors. The default is the user's
