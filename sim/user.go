@@ -61,7 +61,8 @@ type Workload struct {
 	// actors alone.
 	Builtin bool
 	// StepTimeout is how long of wall time one scheduler step may take
-	// before the run ends with ErrBlocked. The default is 10s.
+	// before the run ends with ErrBlocked; the blocked goroutine is left
+	// to return on its own. The default is 10s.
 	StepTimeout time.Duration
 }
 

@@ -253,3 +253,31 @@ func TestWorkloadBadInput(t *testing.T) {
 	_, err = Run(Options{Workload: &Workload{Actors: counterWorkload(nil, nil).Actors, StepTimeout: -1}})
 	require.ErrorContains(t, err, "StepTimeout")
 }
+
+// parent spawns a counter as its child with Process.Props: the child runs
+// on the simulation's scheduler as its parent does.
+type parent struct{ p *Process }
+
+func (a *parent) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Started); ok {
+		ctx.Spawn(a.p.Props(func() actor.Actor {
+			return &counter{p: a.p, owner: fmt.Sprintf("child-%d", a.p.ID())}
+		}))
+	}
+}
+
+// TestUserChildActors: a child spawned with Process.Props is simulated: it
+// records its events, and its runs replay byte for byte.
+func TestUserChildActors(t *testing.T) {
+	o := Options{Length: 2 * time.Second, KeepTrace: true, Workload: &Workload{
+		Actors: func(p *Process) []actor.Producer {
+			return []actor.Producer{func() actor.Actor { return &parent{p: p} }}
+		},
+	}}
+	a, b := runSeeds(t, o, 1, 5), runSeeds(t, o, 1, 5)
+	for i := range a {
+		require.NotEmpty(t, a[i].Events)
+		assert.Equal(t, "child-", a[i].Events[0].Owner[:6])
+		require.Equal(t, a[i].Lines, b[i].Lines, "seed %d", a[i].Seed)
+	}
+}
