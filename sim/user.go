@@ -424,8 +424,11 @@ func (p *Process) answered(msg any) {
 		l.count++
 		l.lease = q.lease
 		if l.hold < 0 {
+			// A fixed lease bounds the hold as a permit's lease does: its
+			// owner must count it as ended a lease after it asked, told or
+			// not.
 			rec.holds = append(rec.holds, Hold{Client: p.cl.id, Owner: m.Owner, Name: m.Name, Kind: m.Kind, Permits: 1,
-				Asked: rec.ops[q.op].Call, From: w.now, To: -1, Token: m.Token})
+				Asked: rec.ops[q.op].Call, From: w.now, To: -1, Token: m.Token, Lease: q.lease})
 			l.hold = len(rec.holds) - 1
 		}
 	case *messages.AcquireFailed:
