@@ -159,7 +159,7 @@ func TestUserWorkloadNextToBuiltin(t *testing.T) {
 func TestUserBlockedStep(t *testing.T) {
 	release := make(chan struct{})
 	wl := counterWorkload(nil, func(*Process) { <-release })
-	wl.StepTimeout = 300 * time.Millisecond
+	wl.StepTimeout = time.Second
 	done := make(chan struct{})
 	var err error
 	go func() {

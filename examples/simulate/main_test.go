@@ -12,10 +12,11 @@ import (
 	"github.com/warden-go/warden/sim"
 )
 
-// seeds is how many seeds the tests sweep: a few by default (go test, make
-// test), 500 under make sim (-args -seeds 500).
+// seeds and replays are how many seeds the tests sweep: a few by default
+// (go test, make test), 500 under make sim (-args -seeds 500 -replays 500).
 var (
 	seeds    = flag.Int("seeds", 12, "how many seeds (from 1) the runner tests sweep")
+	replays  = flag.Int("replays", 3, "how many seeds (from 1) the replay test runs twice")
 	timeline = flag.String("timeline", "", "where to write the naive runner's first failing timeline (default: a temporary directory)")
 )
 
@@ -63,8 +64,8 @@ func TestReplayIsByteIdentical(t *testing.T) {
 	for _, fenced := range []bool{false, true} {
 		o := Options(fenced)
 		o.KeepTrace = true
-		first, errs1 := sim.RunSeeds(o, 1, *seeds)
-		again, errs2 := sim.RunSeeds(o, 1, *seeds)
+		first, errs1 := sim.RunSeeds(o, 1, *replays)
+		again, errs2 := sim.RunSeeds(o, 1, *replays)
 		seen := map[string]int64{}
 		for i := range first {
 			require.NoError(t, errs1[i])
