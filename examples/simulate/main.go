@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -214,7 +215,8 @@ func main() {
 	which := flag.String("runner", "both", `"naive", "fenced" or "both"`)
 	seed := flag.Int64("seed", 1, "first seed")
 	runs := flag.Int("runs", 200, "how many seeds")
-	timeline := flag.String("timeline", "simulate-timeline.html", "where to write the first failing seed's timeline")
+	timeline := flag.String("timeline", filepath.Join(os.TempDir(), "warden-simulate.html"),
+		"where to write the first failing seed's timeline")
 	flag.Parse()
 	code := 0
 	for _, fenced := range []bool{false, true} {
