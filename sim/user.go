@@ -264,8 +264,15 @@ func newUserRun(w *world, o *Options, rec *recorder) *userRun {
 	return u
 }
 
-// start spawns cl's user actors.
-func (u *userRun) start(cl *client) error {
+// start spawns cl's user actors. A panic of Actors (or of an actor's
+// constructor) is the run's StepError.
+func (u *userRun) start(cl *client) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &StepError{Seed: u.o.Seed, Step: u.w.steps, At: u.w.now, Process: cl.id, Message: "Workload.Actors",
+				Panic: r, Stack: string(debug.Stack()), kind: ErrPanicked}
+		}
+	}()
 	p := &Process{u: u, cl: cl, rng: rand.New(rand.NewPCG(uint64(u.o.Seed), uint64(cl.id)+1)),
 		kv: &KV{u: u, proc: cl.id}, log: &Log{u: u, proc: cl.id},
 		pending: map[string]userPending{}, locks: map[userLockKey]*userLock{}}
@@ -273,6 +280,9 @@ func (u *userRun) start(cl *client) error {
 	cl.user = p
 	u.procs = append(u.procs, p)
 	for i, producer := range u.wl.Actors(p) {
+		if producer == nil {
+			return fmt.Errorf("sim: process %d: Workload.Actors returned a nil producer (actor %d)", cl.id, i)
+		}
 		pid, err := cl.sys.Root.SpawnNamed(p.Props(producer), fmt.Sprintf("user-%d", i))
 		if err != nil {
 			return fmt.Errorf("sim: process %d: spawn user actor %d: %w", cl.id, i, err)

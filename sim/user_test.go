@@ -281,3 +281,15 @@ func TestUserChildActors(t *testing.T) {
 		require.Equal(t, a[i].Lines, b[i].Lines, "seed %d", a[i].Seed)
 	}
 }
+
+// TestUserActorsBadInput: a nil producer, or an Actors that panics, ends
+// the run with an error instead of the sweep.
+func TestUserActorsBadInput(t *testing.T) {
+	_, err := Run(Options{Seed: 1, Length: time.Second, Workload: &Workload{
+		Actors: func(*Process) []actor.Producer { return []actor.Producer{nil} }}})
+	require.ErrorContains(t, err, "nil producer")
+	_, err = Run(Options{Seed: 1, Length: time.Second, Workload: &Workload{
+		Actors: func(*Process) []actor.Producer { panic("no actors") }}})
+	require.ErrorIs(t, err, ErrPanicked)
+	assert.Contains(t, err.Error(), "no actors")
+}
