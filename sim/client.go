@@ -33,6 +33,8 @@ type client struct {
 	sys      *actor.ActorSystem
 	root     *actor.PID
 	workload *actor.PID
+	// user is the process's user workload, nil without one.
+	user     *Process
 	cancelIO context.CancelFunc
 }
 
@@ -84,6 +86,9 @@ func (cl *client) stop() {
 	_ = cl.sys.Root.PoisonFuture(cl.root).Wait()
 	if cl.workload != nil {
 		_ = cl.sys.Root.PoisonFuture(cl.workload).Wait()
+	}
+	if cl.user != nil {
+		cl.user.stop()
 	}
 	cl.sys.Shutdown()
 	_ = cl.rdb.Close()

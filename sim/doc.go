@@ -20,4 +20,14 @@
 // members are free). RunRedLock simulates RedLock over several
 // independent simulated masters, with the decisions client.RedLock makes
 // (package internal/quorum).
+//
+// Options.Workload runs the user's own actors instead (or next to the
+// built-in workload): each process runs the actors the Workload's Actors
+// builds, which talk to their engine by messages, share a key-value store
+// that checks fencing tokens and a log stamped with the simulated time,
+// and record events (Process.Record) that the Workload's Check reads, next
+// to warden's own checks over their lock operations. Their steps run on
+// the same scheduler and clock, under the same faults: one seed still
+// gives one trace. See Workload and ExampleWorkload; examples/simulate is
+// a job runner caught running a job twice without a fencing token.
 package sim

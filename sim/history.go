@@ -129,8 +129,10 @@ type Hold struct {
 	To    time.Duration
 	End   HoldEnd
 	Token int64
-	// Lease is a permit's lease (0: it never expires); locks leave it 0.
-	// Its owner holds the permit until leaseEnd at the latest.
+	// Lease is a permit's lease (0: it never expires); the built-in
+	// workload's locks leave it 0, a user workload's fixed-lease locks
+	// set it. Its owner holds the permit (or lock) until leaseEnd at the
+	// latest.
 	Lease time.Duration
 }
 
@@ -233,4 +235,8 @@ type History struct {
 	// Multis are the MultiLock acquires; their members' operations and
 	// holds are among Ops and Holds.
 	Multis []MultiOp
+	// Events are what a user workload's actors recorded (Process.Record),
+	// Log what they appended to the simulated log, both in time order.
+	Events []Event
+	Log    []LogEntry
 }

@@ -58,6 +58,10 @@ type Options struct {
 	LossRate float64
 	// KeepTrace keeps the trace's lines in the Result, not just its hash.
 	KeepTrace bool
+	// Workload, when set, runs the user's own actors in each process
+	// (instead of the built-in workload, unless Workload.Builtin) and
+	// checks the user's invariants too. See Workload.
+	Workload *Workload
 
 	// newPermitID, when set (by tests), replaces the seed's permit IDs.
 	newPermitID func() string
@@ -136,6 +140,12 @@ func (o *Options) defaults() error {
 	if len(o.Kinds) == 0 {
 		o.Kinds = workloadKinds
 	}
+	if o.Workload != nil && o.Workload.Actors == nil {
+		return fmt.Errorf("sim: Workload.Actors is nil")
+	}
+	if o.Workload != nil && o.Workload.StepTimeout < 0 {
+		return fmt.Errorf("sim: Workload.StepTimeout %v is negative", o.Workload.StepTimeout)
+	}
 	switch {
 	case o.Clients < 1 || o.Owners < 1 || o.Names < 1 || o.Permits < 1:
 		return fmt.Errorf("sim: clients, owners, names and permits must be at least 1")
@@ -200,7 +210,11 @@ func Run(o Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.close()
-	targets := workloadTargets(&o, w)
+	builtin := o.Workload == nil || o.Workload.Builtin
+	var targets []target
+	if builtin {
+		targets = workloadTargets(&o, w)
+	}
 	rec := &recorder{w: w}
 	r.setUp = func() error { return setUp(r, &o, targets, rec) }
 	if err := r.setUp(); err != nil {
@@ -217,7 +231,19 @@ func Run(o Options) (*Result, error) {
 	r.clients = clients
 	defer w.shutdown(clients)
 	members := multiMembers(&o, targets)
+	var user *userRun
+	if o.Workload != nil {
+		user = newUserRun(w, &o, rec)
+		for _, cl := range clients {
+			if err := user.start(cl); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, cl := range clients {
+		if !builtin {
+			break
+		}
 		wl := &workload{w: w, o: &o, cl: cl, rec: rec, targets: targets, members: members,
 			clock: &clientClock{w: w, cl: cl}}
 		for j := range o.Owners {
@@ -250,7 +276,18 @@ func Run(o Options) (*Result, error) {
 		Lines: tr.lines,
 		Steps: w.steps,
 	}
+	if user != nil {
+		res.Events, res.Log = user.events, user.log
+	}
 	res.Violations, res.Unknown = check(&res.History, &o)
+	if user != nil {
+		vs, err := user.check(&res.History)
+		if err != nil {
+			return nil, err
+		}
+		res.Violations = append(res.Violations, vs...)
+		slices.SortStableFunc(res.Violations, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
+	}
 	return res, nil
 }
 

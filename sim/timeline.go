@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,9 +34,13 @@ import (
 // client they hit (a band for those that last, a vertical marker for
 // instant ones) and Redis-wide faults (Client < 0) on a row of their own
 // and across all rows (latency, which lasts the whole run, only on its row);
-// violations as red markers at their time (orange when excused) with their
-// text in a tooltip and in a table under the chart, followed by the list of
-// faults.
+// a user workload's events (History.Events) as dark diamonds at the foot
+// of their rows (the process's row of the event's Owner, else its first
+// row) and its log appends (History.Log) as grey squares on the process's
+// first row, each with its details in a tooltip; violations as red markers
+// at their time (orange when excused) with their text in a tooltip and in a
+// table under the chart, then the events and the log (when there are any)
+// and the list of faults.
 //
 // The output depends only on its input: the same history and violations
 // give the same bytes. Nothing is written if the page cannot be built; an
@@ -86,6 +91,8 @@ type tlRow struct {
 	lane   []int // lane of each of holds
 	ops    []int // indexes into History.Ops: the owner's latch operations
 	multis []int // indexes into History.Multis: the owner's MultiLocks
+	events []int // indexes into History.Events: a user workload's events
+	logs   []int // indexes into History.Log: the process's appends (first row)
 }
 
 type tlGroup struct {
@@ -138,6 +145,12 @@ func tlNew(h *History, violations []Violation) *tlChart {
 	}
 	for _, f := range h.Faults {
 		t.span = max(t.span, f.From, f.To)
+	}
+	for _, e := range h.Events {
+		t.span = max(t.span, e.At)
+	}
+	for _, l := range h.Log {
+		t.span = max(t.span, l.At)
 	}
 	for _, v := range violations {
 		t.span = max(t.span, v.At)
@@ -214,6 +227,12 @@ func tlNew(h *History, violations []Violation) *tlChart {
 	for _, m := range h.Multis {
 		addOwner(m.Client, m.Owner)
 	}
+	for _, e := range h.Events {
+		addOwner(e.Process, e.Owner)
+	}
+	for _, l := range h.Log {
+		addClient(l.Process)
+	}
 	for _, f := range h.Faults {
 		addClient(f.Client)
 	}
@@ -262,6 +281,20 @@ func tlNew(h *History, violations []Violation) *tlChart {
 	for i, m := range h.Multis {
 		if r, ok := rowOf[ownerKey{m.Client, m.Owner}]; ok {
 			t.rows[r].multis = append(t.rows[r].multis, i)
+		}
+	}
+	for i, e := range h.Events {
+		r, ok := rowOf[ownerKey{e.Process, e.Owner}]
+		if !ok {
+			r, ok = firstRow[e.Process]
+		}
+		if ok {
+			t.rows[r].events = append(t.rows[r].events, i)
+		}
+	}
+	for i, l := range h.Log {
+		if r, ok := firstRow[l.Process]; ok {
+			t.rows[r].logs = append(t.rows[r].logs, i)
 		}
 	}
 	for r := range t.rows {
@@ -584,6 +617,20 @@ func (t *tlChart) render(b *bytes.Buffer) {
 			class, v.n, tlEsc(tlDur(v.At)), tlEsc(v.Check), tlEsc(v.Name), tlEsc(v.What), tlEsc(string(v.Excused)))
 	})
 
+	// A user workload's events and log.
+	if len(h.Events) > 0 || len(h.Log) > 0 {
+		tlTable(b, "Events", len(h.Events), []string{"time", "process", "owner", "what", "key", "value", "token"}, func(i int) {
+			e := h.Events[i]
+			p("<tr><td class=\"num\">%s</td><td class=\"num\">%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"num\">%d</td></tr>\n",
+				tlEsc(tlDur(e.At)), e.Process, tlEsc(e.Owner), tlEsc(e.What), tlEsc(e.Key), tlEsc(e.Value), e.Token)
+		})
+		tlTable(b, "Log", len(h.Log), []string{"time", "process", "entry"}, func(i int) {
+			l := h.Log[i]
+			p("<tr><td class=\"num\">%s</td><td class=\"num\">%d</td><td>%s</td></tr>\n",
+				tlEsc(tlDur(l.At)), l.Process, tlEsc(l.Entry))
+		})
+	}
+
 	// Faults.
 	tlTable(b, "Faults", len(h.Faults), []string{"from", "to", "kind", "client", "detail"}, func(i int) {
 		f := h.Faults[i]
@@ -768,6 +815,24 @@ func (t *tlChart) renderPlot(b *bytes.Buffer) {
 		}
 	}
 
+	// A user workload's events (diamonds) and log appends (small squares)
+	// at the foot of their rows.
+	for _, row := range t.rows {
+		y := row.y + row.h - 6
+		for _, i := range row.events {
+			e := h.Events[i]
+			x := t.x(e.At)
+			p("<g class=\"event\"><title>%s</title><path d=\"M%s %sL%s %sL%s %sL%s %sZ\" fill=\"#222\" stroke=\"#fff\" stroke-width=\".5\"/></g>\n",
+				tlEsc(tlEvent(e)), tlNum(x), tlNum(y-5), tlNum(x+5), tlNum(y), tlNum(x), tlNum(y+5), tlNum(x-5), tlNum(y))
+		}
+		for _, i := range row.logs {
+			l := h.Log[i]
+			x := t.x(l.At)
+			p("<g class=\"log\"><title>%s</title><rect x=\"%s\" y=\"%s\" width=\"5\" height=\"5\" fill=\"#777\"/></g>\n",
+				tlEsc(fmt.Sprintf("log, process %d, %s: %s", l.Process, tlDur(l.At), l.Entry)), tlNum(x-2.5), tlNum(y-2.5))
+		}
+	}
+
 	// Violations, on top.
 	for _, v := range t.violations {
 		x := t.x(v.At)
@@ -892,4 +957,33 @@ func (t *tlChart) faultShape(b *bytes.Buffer, f Fault, color string, y0, y1 floa
 		fmt.Fprintf(b, "<path class=\"fault-mark\" d=\"M%s %sL%s %sL%s %sZ\" fill=\"%s\"/>",
 			tlNum(x0-4), tlNum(y0), tlNum(x0+4), tlNum(y0), tlNum(x0), tlNum(y0+6), color)
 	}
+}
+
+// WriteTimelineFile writes r's timeline (WriteTimeline, with its
+// violations) to the file at path, created or truncated.
+func (r *Result) WriteTimelineFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = WriteTimeline(f, &r.History, r.Violations)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// tlEvent describes a user workload's event for its tooltip.
+func tlEvent(e Event) string {
+	s := fmt.Sprintf("%s by %s, process %d, at %s", e.What, e.Owner, e.Process, tlDur(e.At))
+	if e.Key != "" {
+		s += ": " + e.Key
+	}
+	if e.Value != "" {
+		s += " = " + e.Value
+	}
+	if e.Token != 0 {
+		s += fmt.Sprintf(", token %d", e.Token)
+	}
+	return s
 }

@@ -81,12 +81,25 @@ type world struct {
 	// goroutines counts every goroutine the world started: the jobs', and
 	// work run freely after the run.
 	goroutines sync.WaitGroup
+
+	// stepTimeout, when set (a user workload), bounds the wall time of one
+	// job: a job that takes longer is abandoned (abandoned), and the run
+	// ends with the error blocked returns. err is the error that ends the
+	// run early (a blocked or panicking user step); done is closed when
+	// the run ends, so that an abandoned job's goroutine never waits for
+	// the driver.
+	stepTimeout time.Duration
+	blocked     func() error
+	abandoned   bool
+	err         atomic.Pointer[StepError]
+	done        chan struct{}
 }
 
 func newWorld(seed int64, tr *trace) *world {
 	return &world{
 		rng:    rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
 		yield:  make(chan struct{}),
+		done:   make(chan struct{}),
 		parked: map[*job]bool{},
 		tr:     tr,
 	}
@@ -126,7 +139,7 @@ func (w *world) park() {
 	}
 	j := w.current
 	w.parked[j] = true
-	w.yield <- struct{}{}
+	w.handBack()
 	<-j.resume
 }
 
@@ -147,14 +160,47 @@ func (w *world) runJob(j *job) {
 		w.goroutines.Go(func() {
 			j.fn()
 			if !w.teardown.Load() {
-				w.yield <- struct{}{}
+				w.handBack()
 			}
 		})
 	} else {
 		j.resume <- struct{}{}
 	}
-	<-w.yield
+	w.await()
 	w.current = nil
+}
+
+// handBack gives the baton back to the driver, unless the run is over.
+func (w *world) handBack() {
+	select {
+	case w.yield <- struct{}{}:
+	case <-w.done:
+	}
+}
+
+// await waits for the running job to give the baton back: at most
+// stepTimeout of wall time when that is set, after which the job is
+// abandoned and the run fails.
+func (w *world) await() {
+	if w.stepTimeout <= 0 {
+		<-w.yield
+		return
+	}
+	t := time.NewTimer(w.stepTimeout)
+	defer t.Stop()
+	select {
+	case <-w.yield:
+	case <-t.C:
+		w.abandoned = true
+		if err, ok := w.blocked().(*StepError); ok {
+			w.fail(err)
+		}
+	}
+}
+
+// fail ends the run with err, unless an error already did.
+func (w *world) fail(err *StepError) {
+	w.err.CompareAndSwap(nil, err)
 }
 
 // step runs one runnable job, picked by the seed among those whose client
@@ -218,6 +264,7 @@ func (w *world) runs(cl *client) bool {
 // for w.goroutines once they are.
 func (w *world) stop() {
 	w.teardown.Store(true)
+	close(w.done)
 	for j := range w.parked {
 		w.runnable = append(w.runnable, j)
 	}
@@ -240,6 +287,9 @@ const maxSteps = 5_000_000
 // moves time to length. It fails a run that takes more than maxSteps.
 func (w *world) run(seed int64, length time.Duration) error {
 	for w.step(length) {
+		if err := w.err.Load(); err != nil {
+			return err
+		}
 		if w.steps > maxSteps {
 			return fmt.Errorf("sim: seed %d: more than %d steps by %v", seed, maxSteps, w.now)
 		}
@@ -255,7 +305,9 @@ func (w *world) shutdown(clients []*client) {
 	for _, cl := range clients {
 		cl.stop()
 	}
-	w.goroutines.Wait()
+	if !w.abandoned { // an abandoned job's goroutine ends when it returns
+		w.goroutines.Wait()
+	}
 }
 
 // epochNow is the wall-clock reading of simulated time now.

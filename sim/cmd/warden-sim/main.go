@@ -4,6 +4,10 @@
 // writes a timeline (HTML) of one seed on request. It exits 1 when a run
 // broke a guarantee no injected fault excuses.
 //
+// It runs warden's built-in workload. To simulate your own actors, set
+// sim.Options.Workload and sweep seeds with sim.RunSeeds in a go test
+// (see sim.Workload, sim's ExampleWorkload and examples/simulate).
+//
 //	go run ./sim/cmd/warden-sim -seed 1 -runs 1000 -faults all
 //	go run ./sim/cmd/warden-sim -seed 42 -faults partition,lost-reply -timeline seed42.html
 //	go run ./sim/cmd/warden-sim -redlock -masters 3 -seed 1 -runs 300 -faults all -q
