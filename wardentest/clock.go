@@ -99,13 +99,6 @@ func (c *fakeClock) set(t time.Time) {
 	}
 }
 
-// pending reports how many timers are armed.
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
-
 // fakeTimer is a timer of fakeClock: an AfterFunc (fn) or one with a
 // channel (ch), a ticker when period is set.
 type fakeTimer struct {
