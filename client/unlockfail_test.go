@@ -16,9 +16,9 @@ import (
 )
 
 // unlocks tells whether a script call is the unlock of a reentrant lock
-// (its third key is the unlock latch).
+// (three keys, the third the unlock latch).
 func unlocks(c redistest.ScriptCall) bool {
-	return len(c.Keys) == 4 && strings.HasPrefix(c.Keys[2], "redisson_unlock_latch:")
+	return len(c.Keys) == 3 && strings.HasPrefix(c.Keys[2], "redisson_unlock_latch:")
 }
 
 // closed tells whether ch is closed now.

@@ -13,7 +13,7 @@ import (
 // next holder's lock. The simulation's checkers must catch it (see
 // sim/broken_test.go).
 func init() {
-	src := scriptSource("unlock")
+	src := luaFile("unlock")
 	check := "local held = redis.call('hget', KEYS[1], ARGV[3])"
 	if !strings.Contains(src, check) {
 		panic("redisio: the broken build no longer finds unlock's owner check")

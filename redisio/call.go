@@ -22,8 +22,12 @@ type hotScript struct {
 	sha any
 }
 
-func newHotScript(names ...string) hotScript {
-	sc := newScript(names...)
+// newHotScript makes the script of scripts/<name>.lua alone, without
+// lib.lua in front: a hot script writes its argument checks out, so that
+// no call pays for defining helpers it does not use.
+func newHotScript(name string) hotScript {
+	sc := redis.NewScript(luaFile(name))
+	scripts = append(scripts, sc)
 	return hotScript{Script: sc, sha: sc.Hash()}
 }
 

@@ -84,22 +84,26 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 		assert.Equal(t, want, redisCalls(t, rdb), what)
 	}
 
-	step("first acquire", map[string]int{"evalsha": 1, "pttl": 1, "hincrby": 1, "pexpire": 1, "set": 1}, func() {
+	step("first acquire", map[string]int{"evalsha": 1, "pttl": 1, "hset": 1, "pexpire": 1}, func() {
 		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
 	})
-	step("the same acquire again", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1, "get": 1}, func() {
+	assert.Equal(t, map[string]string{"o1": "1", AcquireRecordField("o1"): "a1"}, rdb.HGetAll(ctx, "calls").Val(),
+		"the acquire record is in the lock's hash")
+	assert.Equal(t, []string{"calls"}, rdb.Keys(ctx, "*").Val(), "and no other key")
+	redisCalls(t, rdb)
+	step("the same acquire again", map[string]int{"evalsha": 1, "pttl": 1, "hmget": 1}, func() {
 		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
 	})
-	step("reentry", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1, "get": 1, "hincrby": 1, "pexpire": 1, "set": 1}, func() {
+	step("reentry", map[string]int{"evalsha": 1, "pttl": 1, "hmget": 1, "hset": 1, "pexpire": 1}, func() {
 		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a2", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 2}, r)
 	})
-	step("refused", map[string]int{"evalsha": 1, "pttl": 1, "hget": 1}, func() {
+	step("refused", map[string]int{"evalsha": 1, "pttl": 1, "hmget": 1}, func() {
 		r, err := s.Acquire(ctx, rdb, "calls", "o2", "b1", time.Minute)
 		require.NoError(t, err)
 		assert.False(t, r.Acquired)
@@ -129,6 +133,21 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, held)
 	})
+	_, err := s.Acquire(ctx, rdb, "calls", "o1", "a3", time.Minute)
+	require.NoError(t, err)
+	redisCalls(t, rdb)
+	step("undo the only hold", map[string]int{"evalsha": 1, "hmget": 1, "hincrby": 1, "hdel": 1, "exists": 1, "publish": 1}, func() {
+		undone, err := s.UndoAcquire(ctx, rdb, "calls", "o1", "a3")
+		require.NoError(t, err)
+		assert.True(t, undone)
+	})
+	assert.Zero(t, rdb.Exists(ctx, "calls").Val(), "the undone hold's hash is gone, its record with it")
+	redisCalls(t, rdb)
+	step("a fenced first acquire", map[string]int{"evalsha": 1, "get": 1, "pttl": 1, "hset": 1, "pexpire": 1, "incr": 1}, func() {
+		r, _, err := s.FencedAcquire(ctx, rdb, ReplicaSync{}, "calls", "o1", "f1", time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r)
+	})
 }
 
 // A reentry whose reply was lost, sent again, adds no second hold; the
@@ -145,8 +164,9 @@ func TestRetriedReentryIsAppliedOnce(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, r.Acquired)
 		assert.Equal(t, "2", rdb.HGet(ctx, "re", "o1").Val())
-		assert.Equal(t, "a2", rdb.Get(ctx, AcquireLatchKey("re", "o1")).Val())
-		assert.False(t, rdb.Exists(ctx, AcquireLatchKey("re", "o2")).Val() == 1, "a refused acquire writes no latch")
+		assert.Equal(t, "a2", rdb.HGet(ctx, "re", AcquireRecordField("o1")).Val())
+		assert.False(t, rdb.HExists(ctx, "re", AcquireRecordField("o2")).Val(), "a refused acquire writes no record")
+		assert.Equal(t, int64(1), rdb.DBSize(ctx).Val(), "the lock's hash is the only key")
 		undone, err := s.UndoAcquire(ctx, rdb, "re", "o1", "a2")
 		require.NoError(t, err)
 		assert.True(t, undone)

@@ -45,9 +45,18 @@ func unlockLatchKey(name, owner, requestID string) string {
 	return "redisson_unlock_latch:" + lb + name + rb + ":" + owner + ":" + requestID
 }
 
+// AcquireRecordField is the field of a reentrant or fenced lock's hash
+// that remembers its holder's last applied acquire request, so a retried
+// acquire is applied once: "<owner>:warden_acq". It exists only while
+// owner holds the lock (it is deleted with the hash), and it can never be
+// a holder's field: warden's and Redisson's owners end in a number.
+func AcquireRecordField(owner string) string {
+	return owner + ":warden_acq"
+}
+
 // AcquireLatchKey is the key that remembers an owner's last applied acquire
-// request, so a retried acquire is applied once:
-// warden_acquire_latch:{name}:<owner>.
+// request of a fair or read/write lock, so a retried acquire is applied
+// once: warden_acquire_latch:{name}:<owner>.
 func AcquireLatchKey(name, owner string) string {
 	lb, rb := hashTag(name)
 	return "warden_acquire_latch:" + lb + name + rb + ":" + owner

@@ -48,11 +48,11 @@ func luaFile(name string) string {
 }
 
 var (
-	acquireScript     = newHotScript("hold_lib", "acquire")
+	acquireScript     = newHotScript("acquire")
 	unlockScript      = newHotScript("unlock")
 	forceUnlockScript = newScript("forceunlock")
 	renewScript       = newScript("renew")
-	undoAcquireScript = newScript("hold_lib", "undoacquire")
+	undoAcquireScript = newScript("undoacquire")
 )
 
 // LatchTTL is how long an acquire or unlock latch remembers a request's
@@ -124,8 +124,8 @@ func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID strin
 // UndoAcquire reverses the acquire with request ID reqID if, and only if,
 // Redis applied it. It reports whether it undid anything.
 func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := undoAcquireScript.Run(ctx, r, []string{name, AcquireLatchKey(name, owner), LockChannel(name)},
-		owner, reqID, s.publish, UnlockMessage).Int64()
+	n, err := undoAcquireScript.Run(ctx, r, []string{name, LockChannel(name)},
+		owner, reqID, s.publish, UnlockMessage, AcquireRecordField(owner)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: undo acquire %s: %w", name, err)
 	}
@@ -349,23 +349,23 @@ func runCallSynced(ctx context.Context, r Redis, rs ReplicaSync, c scriptCall) (
 
 // acquireCall is the acquire script's call.
 func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fenced bool) scriptCall {
-	nkeys := 2
+	nkeys := 1
 	if fenced {
-		nkeys = 3
+		nkeys = 2
 	}
 	c := newScriptCall(acquireScript, nkeys, nkeys+4)
-	c.add(name, AcquireLatchKey(name, owner))
+	c.add(name)
 	if fenced {
 		c.add(TokenKey(name))
 	}
-	c.add(owner, s.args.leaseArg(lease), reqID, latchTTLArg)
+	c.add(owner, s.args.leaseArg(lease), reqID, AcquireRecordField(owner))
 	return c
 }
 
 // unlockCall is the unlock script's call.
 func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) scriptCall {
-	c := newScriptCall(unlockScript, 4, 9)
-	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner),
+	c := newScriptCall(unlockScript, 3, 8)
+	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
 		UnlockMessage, s.args.leaseArg(lease), owner, s.publishArg, latchTTLArg)
 	return c
 }

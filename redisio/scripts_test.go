@@ -46,25 +46,67 @@ func TestNewScriptsRejectsUnknownPublish(t *testing.T) {
 func TestScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
-	for _, lease := range []string{"0", "-1", "1.5", "1e3", "", " 5", "9223372036854775808", "9007199254740993", "abc"} {
-		err := acquireScript.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", lease, "r1", "1000").Err()
+	rec := AcquireRecordField("o")
+	for _, lease := range []string{"0", "-1", "1.5", "1e3", "", " 5", "5 ", "05", "+5", "9223372036854775808", "9007199254740993",
+		"10000000000000000", "abc"} {
+		err := acquireScript.Run(ctx, rdb, []string{"k"}, "o", lease, "r1", rec).Err()
 		require.Error(t, err, "lease %q", lease)
-		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r"), AcquireLatchKey("k", "o")},
+		err = acquireScript.Run(ctx, rdb, []string{"k", TokenKey("k")}, "o", lease, "r1", rec).Err()
+		require.Error(t, err, "fenced lease %q", lease)
+		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r")},
 			"0", lease, "o", "publish", "1000").Err()
 		require.Error(t, err, "unlock lease %q", lease)
+		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r")},
+			"0", "1000", "o", "publish", lease).Err()
+		require.Error(t, err, "unlock latch ttl %q", lease)
 		err = renewScript.Run(ctx, rdb, []string{"k"}, lease, "o", "").Err()
 		require.Error(t, err, "renew ttl %q", lease)
 	}
-	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k", "l"}, "", "1000", "r1", "1000").Err(), "empty owner")
-	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k", "l"}, "o", "1000", "", "1000").Err(), "empty request id")
-	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000").Err())
+	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k"}, "", "1000", "r1", ":warden_acq").Err(), "empty owner")
+	require.Error(t, acquireScript.Run(ctx, rdb, []string{"k"}, "o", "1000", "", rec).Err(), "empty request id")
+	for _, bad := range []string{"", "o", "p:warden_acq", "o:warden_acq ", "o:1"} {
+		require.Error(t, acquireScript.Run(ctx, rdb, []string{"k"}, "o", "1000", "r1", bad).Err(), "record field %q", bad)
+		require.Error(t, undoAcquireScript.Run(ctx, rdb, []string{"k", "c"}, "o", "r1", "publish", "0", bad).Err(),
+			"undo record field %q", bad)
+	}
+	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "o", "flushall", "1000").Err())
+	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "", "publish", "1000").Err(), "empty owner")
+	require.Error(t, undoAcquireScript.Run(ctx, rdb, []string{"k", "c"}, "o", "r1", "del", "0", rec).Err())
+	require.Error(t, undoAcquireScript.Run(ctx, rdb, []string{"k", "c"}, "o", "", "publish", "0", rec).Err(), "empty request id")
 	require.Error(t, forceUnlockScript.Run(ctx, rdb, []string{"k", "c"}, "0", "del").Err())
 	require.Error(t, renewScript.Run(ctx, rdb, []string{"k", "j"}, "1000", "o", "").Err(), "owners must match keys")
 	assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
 
-	ok, err := acquireScript.Run(ctx, rdb, []string{"k", AcquireLatchKey("k", "o")}, "o", "9007199254740992", "r1", "1000").Int64Slice()
+	ok, err := acquireScript.Run(ctx, rdb, []string{"k"}, "o", "9007199254740992", "r1", rec).Int64Slice()
 	require.NoError(t, err, "2^53 ms is the longest lease")
 	assert.Equal(t, []int64{1, 1}, ok)
+}
+
+// A hold count or token counter that is not an integer (a foreign writer)
+// is refused before the script writes anything.
+func TestAcquireRefusesCorruptValuesBeforeWriting(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	require.NoError(t, rdb.HSet(ctx, "bad", "o", "x1").Err())
+	_, err := s.Acquire(ctx, rdb, "bad", "o", "r1", time.Minute)
+	require.ErrorContains(t, err, "not an integer")
+	_, _, err = s.Unlock(ctx, rdb, "bad", "o", "u1", time.Minute)
+	require.ErrorContains(t, err, "not an integer")
+	assert.Equal(t, map[string]string{"o": "x1"}, rdb.HGetAll(ctx, "bad").Val(), "nothing written")
+	assert.Equal(t, []string{"bad"}, rdb.Keys(ctx, "*").Val(), "no latch written")
+	for _, counter := range []string{"-0", "01", "1.5", "9007199254740993", "abc"} {
+		require.NoError(t, rdb.Set(ctx, TokenKey("f"), counter, 0).Err())
+		_, _, err = s.FencedAcquire(ctx, rdb, ReplicaSync{}, "f", "o", "r1", time.Minute)
+		require.ErrorContains(t, err, "not an integer", "counter %q", counter)
+		assert.Zero(t, rdb.Exists(ctx, "f").Val(), "counter %q: nothing written", counter)
+	}
+	for _, counter := range []string{"0", "-5", "9007199254740991"} {
+		require.NoError(t, rdb.Del(ctx, "f").Err())
+		require.NoError(t, rdb.Set(ctx, TokenKey("f"), counter, 0).Err())
+		_, _, err = s.FencedAcquire(ctx, rdb, ReplicaSync{}, "f", "o", "r-"+counter, time.Minute)
+		require.NoError(t, err, "counter %q", counter)
+	}
 }
 
 func TestAcquireAndUnlockAreIdempotentPerRequest(t *testing.T) {
@@ -110,7 +152,7 @@ func TestAcquireAndUnlockAreIdempotentPerRequest(t *testing.T) {
 	msg, ok := v.(*redis.Message)
 	require.True(t, ok, "got %T %v, want the unlock message", v, v)
 	assert.Equal(t, UnlockMessage, msg.Payload, "the last unlock publishes")
-	assert.Zero(t, rdb.Exists(ctx, "lk", AcquireLatchKey("lk", "o1")).Val(), "lock and acquire latch deleted")
+	assert.Zero(t, rdb.Exists(ctx, "lk").Val(), "lock deleted, its acquire record with it")
 	n, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-2", time.Minute)
 	require.NoError(t, err)
 	assert.True(t, held, "retried last unlock: not 'not held'")
@@ -257,9 +299,9 @@ func FuzzAcquireLease(f *testing.F) {
 	f.Fuzz(func(t *testing.T, lease string) {
 		ctx := context.Background()
 		m.FlushAll()
-		res, err := acquireScript.Run(ctx, rdb, []string{"k", "latch"}, "o", lease, "r", "1000").Int64Slice()
+		res, err := acquireScript.Run(ctx, rdb, []string{"k"}, "o", lease, "r", AcquireRecordField("o")).Int64Slice()
 		if err != nil {
-			if m.DB(0).Exists("k") || m.DB(0).Exists("latch") {
+			if len(m.Keys()) > 0 {
 				t.Fatalf("lease %q: refused but wrote", lease)
 			}
 			return

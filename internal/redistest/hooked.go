@@ -17,10 +17,15 @@ type ScriptCall struct {
 	Run  func() *redis.Cmd
 }
 
-// Acquires reports whether the call is warden's acquire script (its second
-// key is the owner's acquire latch).
+// Acquires reports whether the call is warden's acquire script of a
+// reentrant lock (one key, the lock; its fourth argument the owner's
+// acquire record field "<owner>:warden_acq").
 func (c ScriptCall) Acquires() bool {
-	return len(c.Keys) == 2 && strings.HasPrefix(c.Keys[1], "warden_acquire_latch:")
+	if len(c.Keys) != 1 || len(c.Args) != 4 {
+		return false
+	}
+	rec, ok := c.Args[3].(string)
+	return ok && strings.HasSuffix(rec, ":warden_acq")
 }
 
 // Renews reports whether the call is warden's batched renewal (after the

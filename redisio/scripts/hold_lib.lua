@@ -1,7 +1,8 @@
 -- Shared by the scripts that acquire or undo holds of a lock hash (field ->
--- hold count): the reentrant, fenced, fair and read/write locks. redisio
--- puts it after lib.lua in front of each. It has no KEYS, ARGV or reply of
--- its own.
+-- hold count) with an acquire latch key: the fair and read/write locks.
+-- redisio puts it after lib.lua in front of each. It has no KEYS, ARGV or
+-- reply of its own. (The reentrant and fenced locks keep their acquire
+-- record in the lock's hash: see acquire.lua.)
 
 -- hold_replayed is field's hold count when request reqID is the one the
 -- acquire latch recorded and field still holds the lock (a repeated

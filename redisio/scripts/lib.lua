@@ -1,6 +1,8 @@
--- Argument checks and helpers shared by every warden script; redisio
+-- Argument checks and helpers shared by warden's scripts; redisio
 -- prepends this file to each script's source, so every check runs before
--- the script's first write.
+-- the script's first write. The hot path's acquire.lua and unlock.lua go
+-- without it: they write their checks out, as defining these helpers
+-- costs every call.
 
 -- ms: v is a whole number of milliseconds, 1 .. 2^53, compared as text
 -- (Lua numbers are doubles).
