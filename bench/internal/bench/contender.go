@@ -31,7 +31,8 @@ func ClientOptions(addr string) *redis.Options {
 // PoolDescription states the pool settings of [ClientOptions].
 func PoolDescription() string {
 	return fmt.Sprintf("one go-redis v9 client per library, PoolSize %d, MinIdleConns 0, "+
-		"MaxRetries 3, timeouts dial 5s / read 3s / write 3s (go-redis defaults), RESP3", PoolSize)
+		"MaxRetries 3, timeouts dial 5s / read 3s / write 3s (go-redis defaults), RESP3; "+
+		"rueidislock: one rueidis client with its defaults (auto-pipelining)", PoolSize)
 }
 
 // Mutex is one goroutine's handle on a named lock of one library.
