@@ -1,6 +1,8 @@
 // Command warden-bench measures warden side by side with its peers on the
-// same Redis, in one run: redsync v4, bsm/redislock, the textbook lock
-// (SET NX PX and a compare-and-delete script) and, where nobody waits, the
+// same Redis, in one run: redsync v4, bsm/redislock, rueidislock (one key,
+// KeyMajority 1), the textbook lock (SET NX PX and a compare-and-delete
+// script), Redisson's bare RLock scripts driven by go-redis (a baseline:
+// Redisson's wire work without any engine) and, where nobody waits, the
 // 2xPING floor. Libraries alternate (the order rotates every run), runs
 // repeat, and it prints the median of every number and its ratio to
 // warden's, then writes an SVG chart and, with -md, a markdown table.

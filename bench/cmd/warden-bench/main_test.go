@@ -40,7 +40,8 @@ func TestRunsOnItsOwnRedisServer(t *testing.T) {
 	require.NoError(t, run(context.Background(), cfg, &out))
 	text := out.String()
 	for _, want := range []string{"(a) uncontended lock+unlock", "(c) 8 goroutines on one name", "warden/floor",
-		"warden", "redsync", "redsync-defaults", "redislock", "setnx+lua", "2xPING", "machine:", "spins on time.Now()"} {
+		"warden", "redsync", "redsync-defaults", "redislock", "setnx+lua", "2xPING", "machine:", "spins on time.Now()",
+		"rueidislock", "redisson-bare", "warden/redisson-bare"} {
 		assert.Contains(t, text, want)
 	}
 	assert.NotContains(t, text, "(b)")
@@ -50,6 +51,8 @@ func TestRunsOnItsOwnRedisServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(svg), "<svg "), "not an SVG: %.40s", svg)
 	assert.Contains(t, string(svg), "redislock")
+	assert.Contains(t, string(svg), "rueidislock")
+	assert.Contains(t, string(svg), "redisson-bare")
 	md, err := os.ReadFile(cfg.md)
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| library | pairs/s |")

@@ -127,7 +127,22 @@ func (r report) throughputTable(w byte) table {
 		t.notes = append(t.notes, fmt.Sprintf("warden/floor: %.2f (warden reaches this share of the 2xPING floor's speed)",
 			ratioMedian(warden, floor, bench.Throughput.PerSecond)))
 	}
+	if n := bareNote(warden, runs[bench.RedissonBare], bench.Throughput.PerSecond); n != "" {
+		t.notes = append(t.notes, n)
+	}
 	return t
+}
+
+// bareNote states warden's speed over the redisson-bare baseline's, if
+// both ran: what the engine and its guarantees cost over Redisson's own
+// wire work.
+func bareNote[T any](warden, bare []T, f func(T) float64) string {
+	if len(warden) == 0 || len(bare) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("warden/redisson-bare: %.2f (%s: Redisson's RLock acquire and unlock scripts, no latch, by EVALSHA "+
+		"from go-redis, no engine, no watchdog, polled when refused; below 1 is what warden's engine and guarantees "+
+		"cost over Redisson's own wire work)", ratioMedian(warden, bare, f), bench.RedissonBare)
 }
 
 func (r report) contentionTable() table {
@@ -170,6 +185,9 @@ func (r report) contentionTable() table {
 			fmt.Sprintf("%.2f", median(x, bench.Contention.ServerPerAcquisition)),
 			fmt.Sprintf("%.1f", median(x, bench.Contention.RedisCPUPerAcquisition)),
 		})
+	}
+	if n := bareNote(warden, runs[bench.RedissonBare], bench.Contention.PerSecond); n != "" {
+		t.notes = append(t.notes, n)
 	}
 	return t
 }

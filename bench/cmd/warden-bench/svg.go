@@ -63,6 +63,10 @@ func color(name string) string {
 		return "#38a169"
 	case bench.Textbook:
 		return "#805ad5"
+	case bench.Rueidislock:
+		return "#d53f8c"
+	case bench.RedissonBare:
+		return "#718096"
 	default:
 		return "#a0aec0"
 	}

@@ -31,7 +31,8 @@ func ClientOptions(addr string) *redis.Options {
 // PoolDescription states the pool settings of [ClientOptions].
 func PoolDescription() string {
 	return fmt.Sprintf("one go-redis v9 client per library, PoolSize %d, MinIdleConns 0, "+
-		"MaxRetries 3, timeouts dial 5s / read 3s / write 3s (go-redis defaults), RESP3", PoolSize)
+		"MaxRetries 3, timeouts dial 5s / read 3s / write 3s (go-redis defaults), RESP3; "+
+		"rueidislock: one rueidis client with its defaults (auto-pipelining)", PoolSize)
 }
 
 // Mutex is one goroutine's handle on a named lock of one library.
@@ -56,12 +57,14 @@ const (
 	RoleDefaults
 )
 
-// Contender is one library on its own go-redis client.
+// Contender is one library on its own Redis client.
 type Contender struct {
 	Name string
 	// Waits says how a blocked Lock waits for the lock.
-	Waits   string
-	Role    Role
+	Waits string
+	Role  Role
+	// Redis is the library's go-redis client; nil for a library on
+	// another client (rueidislock), whose Counter its own wrapper feeds.
 	Redis   *redis.Client
 	Counter *Counter
 
@@ -78,7 +81,10 @@ func (c *Contender) Close(ctx context.Context) error {
 	if c.close != nil {
 		err = c.close(ctx)
 	}
-	return errors.Join(err, c.Redis.Close())
+	if c.Redis != nil {
+		err = errors.Join(err, c.Redis.Close())
+	}
+	return err
 }
 
 // newRedis returns a client built from ClientOptions with a Counter hooked
@@ -97,13 +103,17 @@ const (
 	RedsyncDefaults = "redsync-defaults"
 	Redislock       = "redislock"
 	Textbook        = "setnx+lua"
+	Rueidislock     = "rueidislock"
+	RedissonBare    = "redisson-bare"
 	Floor           = "2xPING"
 )
 
 // NewContenders returns every contender on the Redis at addr, each on its
 // own client: warden (default options: watchdog mode, 30s), redsync and
-// redislock retrying every retry, redsync with its defaults, the textbook
-// lock retrying every retry, and the 2xPING floor. Close them all when done.
+// redislock retrying every retry, redsync with its defaults, rueidislock
+// (one key, waiters woken by invalidations), the textbook lock and
+// Redisson's bare RLock scripts retrying every retry, and the 2xPING
+// floor. Close them all when done.
 func NewContenders(addr string, retry time.Duration) ([]*Contender, error) {
 	if retry <= 0 {
 		return nil, fmt.Errorf("bench: retry %v: want > 0", retry)
@@ -111,7 +121,8 @@ func NewContenders(addr string, retry time.Duration) ([]*Contender, error) {
 	var all []*Contender
 	for _, mk := range []func(string, time.Duration) (*Contender, error){
 		newWardenContender, newRedsyncContender, newRedsyncDefaultsContender,
-		newRedislockContender, newTextbookContender, newFloorContender,
+		newRedislockContender, newRueidislockContender, newTextbookContender, newRedissonBareContender,
+		newFloorContender,
 	} {
 		c, err := mk(addr, retry)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -119,4 +120,88 @@ func TestRenewalWaitersPassivation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, p.Passivated.KeyActors)
 	assert.Positive(t, p.Touched.HeapAlloc)
+}
+
+// contender returns the contender called name, on a Redis of its own.
+func contender(t *testing.T, name string) (*bench.Contender, *redistest.Server) {
+	t.Helper()
+	cs, srv := contenders(t)
+	for _, c := range cs {
+		if c.Name == name {
+			return c, srv
+		}
+	}
+	require.FailNow(t, "no contender "+name)
+	return nil, nil
+}
+
+// TestRueidislockHoldsOnAContextOfItsOwn checks the rueidislock peer as the
+// benchmark configures it: one key (KeyMajority 1) and a hold that outlives
+// the context Lock was called with, ended by Unlock alone.
+func TestRueidislockHoldsOnAContextOfItsOwn(t *testing.T) {
+	c, srv := contender(t, bench.Rueidislock)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	a, b := c.NewMutex("test:rueidis"), c.NewMutex("test:rueidis")
+
+	call, cancel := context.WithCancel(ctx)
+	require.NoError(t, a.Lock(call))
+	cancel()
+	assert.Equal(t, []int64{1, 0}, []int64{
+		rdb.Exists(ctx, "rueidislock:0:test:rueidis").Val(),
+		rdb.Exists(ctx, "rueidislock:1:test:rueidis").Val(),
+	}, "one key per lock")
+	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stop()
+	assert.ErrorIs(t, b.Lock(short), context.DeadlineExceeded, "the hold ended with the Lock call's context")
+
+	require.NoError(t, a.Unlock(ctx))
+	assert.Zero(t, rdb.Exists(ctx, "rueidislock:0:test:rueidis").Val(), "Unlock returned before the key was gone")
+	wait, stop2 := context.WithTimeout(ctx, 10*time.Second)
+	defer stop2()
+	require.NoError(t, b.Lock(wait), "the waiter was not given the released lock")
+	require.NoError(t, b.Unlock(ctx))
+	assert.Positive(t, c.Counter.Read().Cmds, "rueidislock's commands are not counted")
+}
+
+// TestRedissonBareSpeaksRedissonsLayout checks the redisson-bare baseline
+// keeps Redisson's RLock layout: a hash with the owner's entry count, the
+// fixed lease as its TTL, the unlock message on the lock's channel, and
+// exclusion against a hold another Redisson client wrote.
+func TestRedissonBareSpeaksRedissonsLayout(t *testing.T) {
+	c, srv := contender(t, bench.RedissonBare)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	m := c.NewMutex("test:rb")
+
+	require.NoError(t, m.Lock(ctx))
+	h := rdb.HGetAll(ctx, "test:rb").Val()
+	require.Len(t, h, 1, "%v", h)
+	for owner, count := range h {
+		assert.Regexp(t, `^[0-9a-f-]{36}:[0-9]+$`, owner, "owner is <client id>:<thread id>")
+		assert.Equal(t, "1", count)
+	}
+	ttl := rdb.PTTL(ctx, "test:rb").Val()
+	assert.Greater(t, ttl, bench.PeerLease-5*time.Second)
+	assert.LessOrEqual(t, ttl, bench.PeerLease)
+
+	sub := rdb.Subscribe(ctx, "redisson_lock__channel:{test:rb}")
+	defer func() { require.NoError(t, sub.Close()) }()
+	_, err := sub.Receive(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Unlock(ctx))
+	got, err := sub.ReceiveTimeout(ctx, 10*time.Second)
+	require.NoError(t, err)
+	msg, ok := got.(*redis.Message)
+	require.True(t, ok, "%T", got)
+	assert.Equal(t, "0", msg.Payload)
+	assert.Zero(t, rdb.Exists(ctx, "test:rb").Val())
+
+	require.NoError(t, rdb.HSet(ctx, "test:rb", "another-client:7", 1).Err())
+	require.NoError(t, rdb.PExpire(ctx, "test:rb", time.Minute).Err())
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, m.Lock(short), context.DeadlineExceeded, "took a lock another Redisson client holds")
+	assert.Error(t, m.Unlock(ctx), "released another Redisson client's lock")
+	assert.Equal(t, map[string]string{"another-client:7": "1"}, rdb.HGetAll(ctx, "test:rb").Val())
 }

@@ -30,6 +30,13 @@ func (s Sent) Sub(before Sent) Sent {
 // Read returns the counts so far.
 func (c *Counter) Read() Sent { return Sent{Cmds: c.cmds.Load(), Trips: c.trips.Load()} }
 
+// add counts n commands sent in as many round trips, for a client that
+// is not go-redis.
+func (c *Counter) add(n int) {
+	c.cmds.Add(uint64(n))
+	c.trips.Add(uint64(n))
+}
+
 // DialHook passes dials through uncounted.
 func (c *Counter) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {

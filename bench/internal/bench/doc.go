@@ -5,7 +5,10 @@
 //
 // A [Contender] is one lock library on its own go-redis client (all built
 // from [ClientOptions], so every library gets the same pool): warden,
-// redsync, bsm/redislock, a textbook SET NX PX lock, and the 2xPING floor.
+// redsync, bsm/redislock, a textbook SET NX PX lock, Redisson's bare RLock
+// scripts (a baseline: Redisson's wire work with no engine), and the
+// 2xPING floor; rueidislock runs on a rueidis client of its own, whose
+// commands a wrapper counts.
 // The workloads run one contender at a time and return plain numbers per
 // run; the caller alternates contenders, repeats runs and takes medians:
 //
