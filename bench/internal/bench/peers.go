@@ -157,16 +157,8 @@ func (m *textbookMutex) Lock(ctx context.Context) error {
 		if !errors.Is(err, redis.Nil) {
 			return err
 		}
-		if m.timer == nil {
-			m.timer = time.NewTimer(m.retry)
-		} else {
-			m.timer.Reset(m.retry)
-		}
-		select {
-		case <-ctx.Done():
-			m.timer.Stop()
-			return ctx.Err()
-		case <-m.timer.C:
+		if err := pause(ctx, &m.timer, m.retry); err != nil {
+			return err
 		}
 	}
 }
@@ -177,4 +169,21 @@ func (m *textbookMutex) Unlock(ctx context.Context) error {
 		err = errNotHeld
 	}
 	return err
+}
+
+// pause waits d on *t (made on first use, then reused) or until ctx ends:
+// the retry delay of a polling contender's refused acquire.
+func pause(ctx context.Context, t **time.Timer, d time.Duration) error {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-ctx.Done():
+		(*t).Stop()
+		return ctx.Err()
+	case <-(*t).C:
+		return nil
+	}
 }

@@ -90,16 +90,8 @@ func (m *redissonMutex) Lock(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if m.timer == nil {
-			m.timer = time.NewTimer(m.retry)
-		} else {
-			m.timer.Reset(m.retry)
-		}
-		select {
-		case <-ctx.Done():
-			m.timer.Stop()
-			return ctx.Err()
-		case <-m.timer.C:
+		if err := pause(ctx, &m.timer, m.retry); err != nil {
+			return err
 		}
 	}
 }
