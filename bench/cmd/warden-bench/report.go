@@ -148,14 +148,15 @@ func batchNote[T any](warden []T, batches func(T) bench.Batches) string {
 		return median(warden, func(x T) float64 { return f(batches(x)) })
 	}
 	return fmt.Sprintf("warden's batches: %.2f script calls a round trip (mean), p50 %.0f, p99 %.0f, max %.0f; "+
-		"%.1f%% of its script calls went in a round trip of more than one (a go-redis hook on its client counts the "+
+		"%.1f%% of its script calls went in a round trip of more than one, the median call in one of %.0f (a go-redis hook on its client counts the "+
 		"EVALSHAs of each single call and each pipeline: the engine pipelines the calls its key actors make at the same "+
 		"time, and sends an unlock with the next local waiter's acquire as one pipeline of two)",
 		m(bench.Batches.Mean),
 		m(func(b bench.Batches) float64 { return float64(b.Percentile(0.50)) }),
 		m(func(b bench.Batches) float64 { return float64(b.Percentile(0.99)) }),
 		m(func(b bench.Batches) float64 { return float64(b.Max()) }),
-		100*m(bench.Batches.PipelinedShare))
+		100*m(bench.Batches.PipelinedShare),
+		m(func(b bench.Batches) float64 { return float64(b.CallPercentile(0.50)) }))
 }
 
 // bareNote states warden's speed over the redisson-bare baseline's, if

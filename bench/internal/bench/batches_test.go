@@ -98,8 +98,8 @@ func TestCounterSeesTheEnginesBatches(t *testing.T) {
 				assert.Greater(t, b.Max(), 1, "no batch of more than one script call in %d pairs: %v", pairs, b.Trips)
 				assert.Positive(t, b.PipelinedShare())
 				assert.Greater(t, b.Mean(), 1.0)
-				t.Logf("%d pairs: mean %.2f script calls a round trip, p50 %d, p99 %d, max %d, %.1f%% in batches",
-					pairs, b.Mean(), b.Percentile(0.5), b.Percentile(0.99), b.Max(), 100*b.PipelinedShare())
+				t.Logf("%d pairs: mean %.2f script calls a round trip, p50 %d, p99 %d, max %d, %.1f%% in batches, median call's batch %d",
+					pairs, b.Mean(), b.Percentile(0.5), b.Percentile(0.99), b.Max(), 100*b.PipelinedShare(), b.CallPercentile(0.5))
 			} else {
 				assert.Equal(t, 1, b.Max(), "a round trip of more than one script call: %v", b.Trips)
 				assert.Equal(t, b.Cmds(), b.RoundTrips())

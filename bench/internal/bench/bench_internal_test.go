@@ -70,6 +70,7 @@ func TestBatches(t *testing.T) {
 	assert.Equal(t, Batches{Trips: []uint64{0}}, c.Batches(), "nothing counted")
 	assert.Zero(t, c.Batches().Mean())
 	assert.Zero(t, c.Batches().Percentile(0.5))
+	assert.Zero(t, c.Batches().CallPercentile(0.5))
 	assert.Zero(t, c.Batches().Max())
 	assert.Zero(t, c.Batches().PipelinedShare())
 
@@ -99,6 +100,13 @@ func TestBatches(t *testing.T) {
 	assert.Equal(t, 4, b.Percentile(0.99))
 	assert.Equal(t, MaxBatchCounted, b.Percentile(1))
 	assert.Equal(t, MaxBatchCounted, b.Max())
+	// 97 calls alone, 8 in batches of 4, 1024 in the largest: the median
+	// call went in the largest.
+	assert.Equal(t, 1, b.CallPercentile(97.0/float64(b.Cmds())))
+	assert.Equal(t, 4, b.CallPercentile(98.0/float64(b.Cmds())))
+	assert.Equal(t, 4, b.CallPercentile(105.0/float64(b.Cmds())))
+	assert.Equal(t, MaxBatchCounted, b.CallPercentile(106.0/float64(b.Cmds())))
+	assert.Equal(t, MaxBatchCounted, b.CallPercentile(0.5))
 	assert.InDelta(t, float64(8+MaxBatchCounted)/float64(97+8+MaxBatchCounted), b.PipelinedShare(), 1e-9)
 
 	none := c.Batches().Sub(c.Batches())

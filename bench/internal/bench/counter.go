@@ -178,6 +178,25 @@ func (b Batches) Percentile(p float64) int {
 	return len(b.Trips) - 1
 }
 
+// CallPercentile is the nearest-rank percentile p (0 < p <= 1) over the
+// script calls of the size of the round trip each went in: with many
+// lone calls and a few large batches, Percentile(0.5) is 1 while
+// CallPercentile(0.5) is the batch most calls went in. 0 for none.
+func (b Batches) CallPercentile(p float64) int {
+	calls := b.Cmds()
+	if calls == 0 {
+		return 0
+	}
+	rank := uint64(max(math.Ceil(p*float64(calls)), 1))
+	var seen uint64
+	for n, k := range b.Trips {
+		if seen += uint64(n) * k; seen >= rank {
+			return n
+		}
+	}
+	return len(b.Trips) - 1
+}
+
 // Max is the most script calls a round trip carried, 0 for none.
 func (b Batches) Max() int {
 	if len(b.Trips) == 0 {
