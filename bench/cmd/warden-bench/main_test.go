@@ -41,7 +41,7 @@ func TestRunsOnItsOwnRedisServer(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{"(a) uncontended lock+unlock", "(c) 8 goroutines on one name", "warden/floor",
 		"warden", "redsync", "redsync-defaults", "redislock", "setnx+lua", "2xPING", "machine:", "spins on time.Now()",
-		"rueidislock", "redisson-bare", "warden/redisson-bare"} {
+		"rueidislock", "redisson-bare", "warden/redisson-bare", "warden's batches:"} {
 		assert.Contains(t, text, want)
 	}
 	assert.NotContains(t, text, "(b)")

@@ -130,7 +130,33 @@ func (r report) throughputTable(w byte) table {
 	if n := bareNote(warden, runs[bench.RedissonBare], bench.Throughput.PerSecond); n != "" {
 		t.notes = append(t.notes, n)
 	}
+	if n := batchNote(warden, func(t bench.Throughput) bench.Batches { return t.Cost.Batches }); n != "" {
+		t.notes = append(t.notes, n)
+	}
 	return t
+}
+
+// batchNote states how many script calls warden's client sent per round
+// trip (the median over runs of each figure), if warden ran: what the
+// engine's automatic pipelining of concurrent script calls made of the
+// workload.
+func batchNote[T any](warden []T, batches func(T) bench.Batches) string {
+	if len(warden) == 0 {
+		return ""
+	}
+	m := func(f func(bench.Batches) float64) float64 {
+		return median(warden, func(x T) float64 { return f(batches(x)) })
+	}
+	return fmt.Sprintf("warden's batches: %.2f script calls a round trip (mean), p50 %.0f, p99 %.0f, max %.0f; "+
+		"%.1f%% of its script calls went in a round trip of more than one, the median call in one of %.0f (a go-redis hook on its client counts the "+
+		"EVALSHAs of each single call and each pipeline: the engine pipelines the calls its key actors make at the same "+
+		"time, and sends an unlock with the next local waiter's acquire as one pipeline of two)",
+		m(bench.Batches.Mean),
+		m(func(b bench.Batches) float64 { return float64(b.Percentile(0.50)) }),
+		m(func(b bench.Batches) float64 { return float64(b.Percentile(0.99)) }),
+		m(func(b bench.Batches) float64 { return float64(b.Max()) }),
+		100*m(bench.Batches.PipelinedShare),
+		m(func(b bench.Batches) float64 { return float64(b.CallPercentile(0.50)) }))
 }
 
 // bareNote states warden's speed over the redisson-bare baseline's, if
@@ -187,6 +213,9 @@ func (r report) contentionTable() table {
 		})
 	}
 	if n := bareNote(warden, runs[bench.RedissonBare], bench.Contention.PerSecond); n != "" {
+		t.notes = append(t.notes, n)
+	}
+	if n := batchNote(warden, func(c bench.Contention) bench.Batches { return c.Cost.Batches }); n != "" {
 		t.notes = append(t.notes, n)
 	}
 	return t

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSummarize(t *testing.T) {
@@ -62,4 +63,53 @@ func TestServerStatsSub(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"evalsha": 4, "subscribe": 2, "pexpire": 4}, d.ByCommand)
 	assert.Equal(t, 500*time.Millisecond, d.CPU)
 	assert.Equal(t, 60*time.Microsecond, d.Scripts)
+}
+
+func TestBatches(t *testing.T) {
+	var c Counter
+	assert.Equal(t, Batches{Trips: []uint64{0}}, c.Batches(), "nothing counted")
+	assert.Zero(t, c.Batches().Mean())
+	assert.Zero(t, c.Batches().Percentile(0.5))
+	assert.Zero(t, c.Batches().CallPercentile(0.5))
+	assert.Zero(t, c.Batches().Max())
+	assert.Zero(t, c.Batches().PipelinedShare())
+
+	c.add(3) // three commands from a client that is not go-redis
+	before := c.Batches()
+	assert.Equal(t, Batches{Trips: []uint64{0}}, before, "no script call seen")
+	for range 96 {
+		c.trip(1, 1)
+	}
+	c.trip(2, 0) // a connection's CLIENT SETINFO pair: no script call
+	c.trip(3, 1) // a pipeline of one script call and two other commands
+	c.trip(4, 4)
+	c.trip(4, 4)
+	c.trip(2*MaxBatchCounted, 2*MaxBatchCounted)
+	b := c.Batches().Sub(before)
+	require.Len(t, b.Trips, MaxBatchCounted+1)
+	assert.Equal(t, uint64(97), b.Trips[1])
+	assert.Equal(t, uint64(2), b.Trips[4])
+	assert.Equal(t, uint64(1), b.Trips[MaxBatchCounted], "a larger round trip counts as the largest told apart")
+	assert.Equal(t, uint64(100), b.RoundTrips())
+	assert.Equal(t, uint64(97+8+MaxBatchCounted), b.Cmds())
+	assert.Equal(t, Sent{Cmds: 3 + 96 + 2 + 3 + 8 + 2*MaxBatchCounted, Trips: 3 + 96 + 5}, c.Read(), "Sent counts every command")
+	assert.InDelta(t, float64(97+8+MaxBatchCounted)/100, b.Mean(), 1e-9)
+	assert.Equal(t, 1, b.Percentile(0.50))
+	assert.Equal(t, 1, b.Percentile(0.97))
+	assert.Equal(t, 4, b.Percentile(0.98))
+	assert.Equal(t, 4, b.Percentile(0.99))
+	assert.Equal(t, MaxBatchCounted, b.Percentile(1))
+	assert.Equal(t, MaxBatchCounted, b.Max())
+	// 97 calls alone, 8 in batches of 4, 1024 in the largest: the median
+	// call went in the largest.
+	assert.Equal(t, 1, b.CallPercentile(97.0/float64(b.Cmds())))
+	assert.Equal(t, 4, b.CallPercentile(98.0/float64(b.Cmds())))
+	assert.Equal(t, 4, b.CallPercentile(105.0/float64(b.Cmds())))
+	assert.Equal(t, MaxBatchCounted, b.CallPercentile(106.0/float64(b.Cmds())))
+	assert.Equal(t, MaxBatchCounted, b.CallPercentile(0.5))
+	assert.InDelta(t, float64(8+MaxBatchCounted)/float64(97+8+MaxBatchCounted), b.PipelinedShare(), 1e-9)
+
+	none := c.Batches().Sub(c.Batches())
+	assert.Zero(t, none.RoundTrips())
+	assert.Zero(t, none.Max())
 }

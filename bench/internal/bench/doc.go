@@ -21,5 +21,7 @@
 // Redis cost is counted twice: the commands a contender's client sent
 // (a go-redis hook, plus pub/sub commands, which bypass hooks) and the calls
 // Redis executed (INFO commandstats deltas, which include the calls made
-// inside scripts).
+// inside scripts). The same hook counts the script calls each round trip
+// carried ([Batches]): for warden, the batches of its engine's automatic
+// pipelining.
 package bench

@@ -95,6 +95,10 @@ func (s ServerStats) Sub(before ServerStats) ServerDelta {
 type Cost struct {
 	Sent   Sent        // commands and round trips its client sent, pub/sub included
 	Server ServerDelta // what Redis executed meanwhile
+	// Batches is the commands its client sent per round trip, through
+	// the go-redis hooks (pub/sub aside): for warden, the batches of its
+	// engine's automatic pipelining.
+	Batches Batches
 	// ClientCPU is the CPU time (user + system) of this whole process: the
 	// contender's client and the workload's goroutines.
 	ClientCPU time.Duration
@@ -106,6 +110,7 @@ type meter struct {
 	stats   redis.UniversalClient
 	counter *Counter
 	sent    Sent
+	batches Batches
 	server  ServerStats
 	cpu     time.Duration // ProcessCPU at the start
 }
@@ -115,13 +120,14 @@ func startMeter(ctx context.Context, stats redis.UniversalClient, counter *Count
 	if err != nil {
 		return nil, err
 	}
-	return &meter{stats: stats, counter: counter, sent: counter.Read(), server: s, cpu: ProcessCPU()}, nil
+	return &meter{stats: stats, counter: counter, sent: counter.Read(), batches: counter.Batches(), server: s, cpu: ProcessCPU()}, nil
 }
 
 // stop returns the cost since start.
 func (m *meter) stop(ctx context.Context) (Cost, error) {
 	cpu := ProcessCPU() - m.cpu
 	sent := m.counter.Read().Sub(m.sent)
+	batches := m.counter.Batches().Sub(m.batches)
 	s, err := ReadServerStats(ctx, m.stats)
 	if err != nil {
 		return Cost{}, err
@@ -129,5 +135,5 @@ func (m *meter) stop(ctx context.Context) (Cost, error) {
 	d := s.Sub(m.server)
 	sent.Cmds += d.PubSub
 	sent.Trips += d.PubSub
-	return Cost{Sent: sent, Server: d, ClientCPU: cpu}, nil
+	return Cost{Sent: sent, Server: d, Batches: batches, ClientCPU: cpu}, nil
 }
