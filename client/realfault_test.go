@@ -277,8 +277,20 @@ func TestSlowNetwork(t *testing.T) {
 type pubSubRoute struct {
 	proxy *toxiproxy.Proxy
 	rdb   *redis.Client
-	// pubSubDials and commandDials count the connections opened each way.
-	pubSubDials, commandDials atomic.Int64
+	// pubSubDials and commandDials count the connections opened each way;
+	// commandCloses the command connections closed.
+	pubSubDials, commandDials, commandCloses atomic.Int64
+}
+
+// countedConn counts its Close in closes.
+type countedConn struct {
+	net.Conn
+	closes *atomic.Int64
+}
+
+func (c *countedConn) Close() error {
+	c.closes.Add(1)
+	return c.Conn.Close()
 }
 
 // routePubSub starts a toxiproxy proxy (used as a library: no API server)
@@ -297,11 +309,14 @@ func routePubSub(t *testing.T, upstream string) *pubSubRoute {
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if dialingPubSub() {
 				r.pubSubDials.Add(1)
-				addr = listen
-			} else {
-				r.commandDials.Add(1)
+				return d.DialContext(ctx, network, listen)
 			}
-			return d.DialContext(ctx, network, addr)
+			r.commandDials.Add(1)
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countedConn{Conn: conn, closes: &r.commandCloses}, nil
 		},
 	})
 	t.Cleanup(func() { _ = r.rdb.Close() })
@@ -445,7 +460,9 @@ func TestOnlyThePubSubConnectionDropped(t *testing.T) {
 				r.pubSubDials.Load(), commandDials, r.commandDials.Load())
 			assert.Less(t, recovered, 5*time.Second, "retried after the reconnect, not when the lease ran out")
 			assert.GreaterOrEqual(t, r.pubSubDials.Load(), int64(2), "reconnected through the proxy")
-			assert.Equal(t, commandDials, r.commandDials.Load(), "the command connections stayed up")
+			// The pool may open another command connection when calls
+			// overlap; none of those it had was broken.
+			assert.Zero(t, r.commandCloses.Load(), "the command connections stayed up")
 			require.NoError(t, waiter.Unlock(ctx))
 		})
 	}
