@@ -293,7 +293,7 @@ func Run(o Options) (*Result, error) {
 
 // RunSeeds runs n seeds from first on with o (its Seed replaced), on as
 // many goroutines as there are CPUs, and returns each seed's result and
-// error, in seed order.
+// error, in seed order; n below 1 runs nothing (empty slices).
 func RunSeeds(o Options, first int64, n int) ([]*Result, []error) {
 	return runEach(first, n, func(seed int64) (*Result, error) {
 		oi := o
@@ -305,6 +305,7 @@ func RunSeeds(o Options, first int64, n int) ([]*Result, []error) {
 // runEach runs run for n seeds from first on, on as many goroutines as
 // there are CPUs, and returns each seed's result and error, in seed order.
 func runEach[R any](first int64, n int, run func(seed int64) (R, error)) ([]R, []error) {
+	n = max(n, 0) // no seeds to run: no results
 	results := make([]R, n)
 	errs := make([]error, n)
 	next := make(chan int)

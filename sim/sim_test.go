@@ -173,3 +173,12 @@ func TestSeedsThatOnceFailed(t *testing.T) {
 		}
 	}
 }
+
+// RunSeeds with no seeds to run returns no results instead of panicking.
+func TestRunSeedsWithNoSeeds(t *testing.T) {
+	for _, n := range []int{0, -3} {
+		results, errs := RunSeeds(Options{}, 1, n)
+		require.Empty(t, results, "n = %d", n)
+		require.Empty(t, errs, "n = %d", n)
+	}
+}

@@ -218,6 +218,14 @@ func main() {
 	timeline := flag.String("timeline", filepath.Join(os.TempDir(), "warden-simulate.html"),
 		"where to write the first failing seed's timeline")
 	flag.Parse()
+	switch {
+	case *which != "both" && *which != "naive" && *which != "fenced":
+		fmt.Fprintf(os.Stderr, "-runner %q: want naive, fenced or both\n", *which)
+		os.Exit(2)
+	case *runs < 1:
+		fmt.Fprintln(os.Stderr, "-runs must be at least 1")
+		os.Exit(2)
+	}
 	code := 0
 	for _, fenced := range []bool{false, true} {
 		name := map[bool]string{false: "naive", true: "fenced"}[fenced]
