@@ -1067,17 +1067,18 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 	}
 }
 
-// register has the renewer renew owner's holding, resuming a paused
-// registration (whose lease's end the renewer kept).
+// register has the renewer renew owner's holding. A paused registration
+// is registered anew: it resumes after an acquire set the lease again (a
+// reentry after a failed unlock), so its lease clock starts now, and an
+// expiry the renewer reported while it was paused (the holding that ended
+// then) does not hide the next one.
 func (a *keyActor) register(ctx actor.Context, owner string) {
-	switch {
-	case !a.registered[owner]:
-		a.registered[owner] = true
-		ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
-	case a.paused[owner]:
-		delete(a.paused, owner)
-		ctx.Send(a.renewer, &pause{Held: a.rio.held(owner), Paused: false})
+	if a.registered[owner] && !a.paused[owner] {
+		return
 	}
+	a.registered[owner] = true
+	delete(a.paused, owner)
+	ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when
@@ -1085,7 +1086,7 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 func (a *keyActor) pause(ctx actor.Context, owner string) {
 	if a.registered[owner] && !a.paused[owner] {
 		a.paused[owner] = true
-		ctx.Send(a.renewer, &pause{Held: a.rio.held(owner), Paused: true})
+		ctx.Send(a.renewer, &pause{Held: a.rio.held(owner)})
 	}
 }
 

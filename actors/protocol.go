@@ -56,13 +56,12 @@ type unregister struct {
 	Held redisio.Held
 }
 
-// pause stops (Paused) or resumes the renewals of the holding Held, which
-// stays registered: while paused, the renewer still tells its key actor
-// when no renewal has reached it for a watchdog timeout (renewalExpired).
-// No reply.
+// pause stops the renewals of the holding Held, which stays registered:
+// the renewer still tells its key actor when no renewal has reached it for
+// a watchdog timeout (renewalExpired). A register of the same holding
+// resumes it, with the lease clock started anew. No reply.
 type pause struct {
-	Held   redisio.Held
-	Paused bool
+	Held redisio.Held
 }
 
 // renewalGone tells a key actor that a renewal found Owner's holding gone.

@@ -97,7 +97,7 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 		}
 	case *pause:
 		if r := a.regs[m.Held]; r != nil {
-			r.paused = m.Paused
+			r.paused = true
 		}
 	case *tick:
 		if a.timer.fired(m.Gen) {
