@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/internal/multi"
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -195,7 +196,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	var errs memberErrors
+	var errs []error
 	ended := true
 	for i, err := range unlockAll(ctx, m.locks) {
 		if err != nil {
@@ -206,25 +207,11 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	if ended {
 		m.release()
 	}
-	if errs != nil {
-		return fmt.Errorf("warden: %s: unlock: %w", m.describe(), errs)
+	if len(errs) > 0 {
+		return fmt.Errorf("warden: %s: unlock: %w", m.describe(), messages.Join(errs...))
 	}
 	return nil
 }
-
-// memberErrors are the errors of several members, in one line ("a; b")
-// that matches each of them with errors.Is.
-type memberErrors []error
-
-func (e memberErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e memberErrors) Unwrap() []error { return e }
 
 // Lost returns a channel closed when the current holding is lost: a
 // member's holding was lost (it expired, was force-unlocked, vanished, or
@@ -266,8 +253,11 @@ func (m *MultiLock) describe() string {
 }
 
 // memberClosed reports whether a member's Client was closed.
-func (m *MultiLock) memberClosed() bool {
-	for _, l := range m.locks {
+func (m *MultiLock) memberClosed() bool { return anyClosed(m.locks) }
+
+// anyClosed reports whether the Client of one of locks was closed.
+func anyClosed(locks []*Lock) bool {
+	for _, l := range locks {
 		if l.c.closed.Load() {
 			return true
 		}

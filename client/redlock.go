@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/warden-go/warden/internal/quorum"
+	"github.com/warden-go/warden/messages"
 )
 
 // RedLock is the Redis distlock algorithm over N independent Redis masters
@@ -186,14 +187,14 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	if released >= r.quorum {
 		return nil
 	}
-	var failed memberErrors
+	var failed []error
 	for i, err := range errs {
 		if err != nil {
 			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
 		}
 	}
 	return fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
-		r.locks[0].name, released, len(r.locks), ErrNotHeld, failed)
+		r.locks[0].name, released, len(r.locks), ErrNotHeld, messages.Join(failed...))
 }
 
 // ValidUntil is when the current holding's validity ends if it is not
@@ -241,14 +242,7 @@ func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) er
 }
 
 // memberClosed reports whether a member's Client was closed.
-func (r *RedLock) memberClosed() bool {
-	for _, l := range r.locks {
-		if l.c.closed.Load() {
-			return true
-		}
-	}
-	return false
-}
+func (r *RedLock) memberClosed() bool { return anyClosed(r.locks) }
 
 // lease is the lease validity is counted from: the watchdog timeout in
 // watchdog mode.
@@ -289,7 +283,7 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 		releaseTaken(ctx, held)
 		if ctx.Err() == nil && quorum.OutOfReach(len(r.locks), len(failed)) {
 			return false, fmt.Errorf("warden: redlock %s: %d of %d masters failed, a majority is out of reach: %w",
-				r.locks[0].name, len(failed), len(r.locks), memberErrors(failed))
+				r.locks[0].name, len(failed), len(r.locks), messages.Join(failed...))
 		}
 		return false, nil
 	})
