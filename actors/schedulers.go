@@ -17,7 +17,7 @@ type scheduler struct{ schedule func(fn func()) }
 func (*scheduler) ExtensionID() extensions.ExtensionID { return schedulerExtension }
 
 // RunEnginesOn makes every engine started in sys from now on, until the
-// returned function is called, run all its work (its actors' mailbox turns
+// returned function is called (which puts back the scheduler before it), run all its work (its actors' mailbox turns
 // and its Redis calls) through schedule, as NewWorkersOn does; schedule
 // must run fn soon, on a goroutine of its own choosing. Package wardentest
 // uses it to know when an engine has nothing left to do: every piece of
@@ -27,11 +27,15 @@ func (*scheduler) ExtensionID() extensions.ExtensionID { return schedulerExtensi
 // extensions are not synchronized): call them before the first client is
 // made and after the last is closed.
 func RunEnginesOn(sys *actor.ActorSystem, schedule func(fn func())) (undo func()) {
+	prev, _ := sys.Extensions.Get(schedulerExtension).(*scheduler)
+	if prev == nil {
+		prev = &scheduler{}
+	}
 	s := &scheduler{schedule: schedule}
 	sys.Extensions.Register(s)
 	return func() {
 		if cur, ok := sys.Extensions.Get(schedulerExtension).(*scheduler); ok && cur == s {
-			sys.Extensions.Register(&scheduler{})
+			sys.Extensions.Register(prev) // the scheduler before, if any
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 
+	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/election"
 	"github.com/warden-go/warden/messages"
 )
@@ -44,13 +45,14 @@ func NewElector(e *election.Election, value string) (*Elector, error) {
 }
 
 // campaign campaigns until ctx ends, again after every term, and after a
-// failed campaign (Redis unreachable) a second later.
+// failed campaign (Redis unreachable) a second later; it stops for good
+// once the Client is closed (the Elector then never leads).
 func (el *Elector) campaign(ctx context.Context, value string) {
 	defer close(el.done)
 	for {
 		err := el.e.Campaign(ctx, value)
-		if ctx.Err() != nil {
-			return
+		if ctx.Err() != nil || errors.Is(err, client.ErrClosed) || errors.Is(err, client.ErrInvalidArgument) {
+			return // nothing to wait for: no later campaign can succeed
 		}
 		if err != nil && !errors.Is(err, election.ErrAlreadyLeader) {
 			t := time.NewTimer(time.Second)

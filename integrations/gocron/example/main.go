@@ -115,7 +115,7 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if err := withLocker(clients); err != nil {
 		return err
 	}
-	return withElector(ctx, clients, rdb)
+	return withElector(ctx, clients)
 }
 
 func withLocker(clients []*client.Client) error {
@@ -143,7 +143,7 @@ func withLocker(clients []*client.Client) error {
 	return l.check(1, 3, names...)
 }
 
-func withElector(ctx context.Context, clients []*client.Client, rdb redis.UniversalClient) error {
+func withElector(ctx context.Context, clients []*client.Client) error {
 	fmt.Println("with the Elector: only the leader runs the job")
 	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	l := newLedger(start)
@@ -154,7 +154,9 @@ func withElector(ctx context.Context, clients []*client.Client, rdb redis.Univer
 			if in.sched != nil {
 				_ = in.sched.Shutdown()
 			}
-			_ = electors[in.name].Close(context.Background())
+		}
+		for _, el := range electors { // one whose scheduler did not start too
+			_ = el.Close(context.Background())
 		}
 	}()
 	for i, c := range clients {
