@@ -191,7 +191,29 @@ type trackedConn struct {
 	pubsub  bool
 }
 
-var subscribe = []byte("subscribe")
+// subscribes reports whether b, the start of a write in RESP, is a
+// SUBSCRIBE, SSUBSCRIBE or PSUBSCRIBE: its first command's name, the first
+// bulk string ("*N\r\n$len\r\nname\r\n"). Only the name counts: a lock
+// whose name holds "subscribe" is no pub/sub.
+func subscribes(b []byte) bool {
+	_, rest, ok := bytes.Cut(b, []byte("\r\n")) // "*N"
+	if !ok || len(b) == 0 || b[0] != '*' {
+		return false
+	}
+	_, rest, ok = bytes.Cut(rest, []byte("\r\n")) // "$len"
+	if !ok {
+		return false
+	}
+	name, _, ok := bytes.Cut(rest, []byte("\r\n"))
+	if !ok {
+		return false
+	}
+	switch string(bytes.ToLower(name)) {
+	case "subscribe", "ssubscribe", "psubscribe":
+		return true
+	}
+	return false
+}
 
 func (c *trackedConn) Read(b []byte) (int, error) {
 	k := c.k
@@ -214,7 +236,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	k := c.k
 	k.mu.Lock()
 	c.pending = true
-	if !c.pubsub && bytes.Contains(bytes.ToLower(b), subscribe) {
+	if !c.pubsub && subscribes(b) {
 		c.pubsub = true
 	}
 	k.changeLocked()
