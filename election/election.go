@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // ioTimeout bounds each of the election's own Redis calls (the lock's calls
@@ -72,7 +72,7 @@ func New(c *client.Client, name string, opts ...Option) (*Election, error) {
 		return nil, err
 	}
 	record := "warden_election:{" + name + "}"
-	if _, cluster := rdb.(*redis.ClusterClient); cluster && hashTag(record) != hashTag(name) {
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && redisio.Slot(record) != redisio.Slot(name) {
 		return nil, messages.Invalid("name", "%q: on a Cluster the election's keys would not share a hash slot (a name with braces keeps its hash tag only in the lock's key)", name)
 	}
 	o := defaultOptions()
@@ -93,17 +93,6 @@ func New(c *client.Client, name string, opts ...Option) (*Election, error) {
 		opts:    o,
 		scripts: newScripts(),
 	}, nil
-}
-
-// hashTag is the part of key Redis Cluster hashes: the text between the
-// first '{' and the first '}' after it when that is not empty, else key.
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
 }
 
 // Name returns the election's name ("" for a nil Election).
