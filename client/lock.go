@@ -26,7 +26,8 @@ type Lock struct {
 	err   error // a validation error, returned by every call
 
 	// local is the Locker's exclusion of the goroutines that share the
-	// handle: a slot taken from Locker().Lock to Locker().Unlock.
+	// handle: a slot taken from Locker().Lock to Locker().Unlock, made on
+	// the first use (slot).
 	local chan struct{}
 
 	mu      sync.Mutex
@@ -61,7 +62,7 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 			opt(&o)
 		}
 	}
-	l := &Lock{c: c, name: name, kind: kind, owner: o.owner, local: make(chan struct{}, 1)}
+	l := &Lock{c: c, name: name, kind: kind, owner: o.owner}
 	if c == nil {
 		return l // every call on it returns ErrInvalidArgument (check)
 	}

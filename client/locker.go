@@ -24,23 +24,36 @@ func (k locker) Lock() {
 	if err := k.l.check(); err != nil {
 		panic(err)
 	}
-	k.l.local <- struct{}{}
+	slot := k.l.slot()
+	slot <- struct{}{}
 	if err := k.l.Lock(context.Background()); err != nil {
-		<-k.l.local
+		<-slot
 		panic(err)
 	}
 }
 
 func (k locker) Unlock() {
-	if k.l == nil || k.l.local == nil {
-		panic(k.l.check()) // a nil or zero handle
+	if k.l == nil || k.l.c == nil {
+		panic(k.l.check()) // a nil handle, or one a nil Client made
 	}
-	if len(k.l.local) == 0 {
+	slot := k.l.slot()
+	if len(slot) == 0 {
 		panic(fmt.Errorf("warden: %s: unlock of an unlocked Locker: %w", k.l.name, ErrNotHeld))
 	}
 	err := k.l.Unlock(context.Background())
-	<-k.l.local
+	<-slot
 	if err != nil {
 		panic(err)
 	}
+}
+
+// slot returns the handle's Locker slot, made on first use: handles that
+// never serve as a Locker do not carry one.
+func (l *Lock) slot() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.local == nil {
+		l.local = make(chan struct{}, 1)
+	}
+	return l.local
 }
