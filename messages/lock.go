@@ -30,18 +30,36 @@ const (
 	// KindCountDownLatch is the count-down latch (RCountDownLatch). Its
 	// Acquire is Await: answered Acquired when the count reaches zero.
 	KindCountDownLatch
+	// KindSpinLock is the reentrant lock whose waiters poll with back-off
+	// instead of listening on a channel (RedissonSpinLock); its unlock
+	// publishes nothing.
+	KindSpinLock
+	// KindNonReentrantLock is the lock its holder cannot take again
+	// (RedissonNonReentrantLock): a second acquire by the holding owner
+	// fails with ErrAlreadyHeld.
+	KindNonReentrantLock
+	// KindNonReentrantFairLock is the fair lock its holder cannot take
+	// again (RedissonNonReentrantFairLock).
+	KindNonReentrantFairLock
+	// KindGroupLock locks many values of one group all-or-none in one hash
+	// (RedissonFasterMultiLock).
+	KindGroupLock
 	kindEnd
 )
 
 var kindNames = [...]string{
-	KindLock:            "lock",
-	KindFairLock:        "fair lock",
-	KindReadLock:        "read lock",
-	KindWriteLock:       "write lock",
-	KindFencedLock:      "fenced lock",
-	KindSemaphore:       "semaphore",
-	KindPermitSemaphore: "permit-expirable semaphore",
-	KindCountDownLatch:  "count-down latch",
+	KindLock:                 "lock",
+	KindFairLock:             "fair lock",
+	KindReadLock:             "read lock",
+	KindWriteLock:            "write lock",
+	KindFencedLock:           "fenced lock",
+	KindSemaphore:            "semaphore",
+	KindPermitSemaphore:      "permit-expirable semaphore",
+	KindCountDownLatch:       "count-down latch",
+	KindSpinLock:             "spin lock",
+	KindNonReentrantLock:     "non-reentrant lock",
+	KindNonReentrantFairLock: "non-reentrant fair lock",
+	KindGroupLock:            "group lock",
 }
 
 // String names the kind.
@@ -55,7 +73,7 @@ func (k Kind) String() string {
 // Held reports whether the kind is held by an owner (a lock of some kind):
 // it then takes Release, Watch and LockLost; the other kinds count.
 func (k Kind) Held() bool {
-	return k <= KindFencedLock
+	return k <= KindFencedLock || (k >= KindSpinLock && k < kindEnd)
 }
 
 // Acquire asks for the lock Name on behalf of Owner. The reply is Acquired

@@ -78,7 +78,8 @@ func TestValidation(t *testing.T) {
 func TestKindNames(t *testing.T) {
 	for k := KindLock; k < kindEnd; k++ {
 		assert.NotEqual(t, "unknown", k.String(), "kind %d", k)
-		assert.Equal(t, k <= KindFencedLock, k.Held(), "%s", k)
+		counts := k == KindSemaphore || k == KindPermitSemaphore || k == KindCountDownLatch
+		assert.Equal(t, !counts, k.Held(), "%s", k)
 	}
 	assert.Equal(t, "unknown", kindEnd.String())
 }
