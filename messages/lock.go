@@ -112,6 +112,9 @@ type Acquire struct {
 	// place time after the engine last refreshed it; 0 selects the
 	// engine's place time.
 	Wait time.Duration
+	// BackOff spaces a KindSpinLock waiter's polls; the zero value selects
+	// DefaultBackOff. The other kinds take none.
+	BackOff BackOff
 }
 
 // Acquired answers Acquire: Owner now holds Name HoldCount times.
