@@ -24,6 +24,8 @@ type Lock struct {
 	kind  messages.Kind
 	owner string
 	err   error // a validation error, returned by every call
+	// backOff spaces a spin lock waiter's polls (zero: the default).
+	backOff messages.BackOff
 
 	// local is the Locker's exclusion of the goroutines that share the
 	// handle: a slot taken from Locker().Lock to Locker().Unlock, made on
@@ -70,6 +72,9 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 		l.owner = c.nextOwner()
 	}
 	l.err = validateLockHandle(c, kind, name, l.owner)
+	if l.err == nil && o.backOffSet {
+		l.err, l.backOff = validateBackOff(kind, o), o.backOff
+	}
 	return l
 }
 
@@ -172,6 +177,9 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		Lease: wholeMillis(lease), Deadline: deadline, Watch: true}
 	if l.kind == messages.KindFairLock {
 		req.Wait = wait
+	}
+	if l.kind == messages.KindSpinLock {
+		req.BackOff = l.backOff
 	}
 	r, err := l.c.wait(ctx, req, blocking, func(*messages.Acquired) {
 		// Give this hold back. Nobody waits for the answer; the mailbox
@@ -277,6 +285,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return l.c.scripts.ReadForceUnlock(ctx, l.c.rdb, l.name)
 	case messages.KindWriteLock:
 		return l.c.scripts.WriteForceUnlock(ctx, l.c.rdb, l.name)
+	case messages.KindSpinLock:
+		return l.c.scripts.SpinForceUnlock(ctx, l.c.rdb, l.name)
 	}
 	return l.c.scripts.ForceUnlock(ctx, l.c.rdb, l.name)
 }
