@@ -353,3 +353,61 @@ func TestSpinLockRejectsBadBackOff(t *testing.T) {
 	require.True(t, tryLock(t, l))
 	require.NoError(t, l.Unlock(ctx))
 }
+
+// On the 3-master cluster, spin locks on every shard are renewed while
+// held, and their waiters get in after the unlocks by polling: no shard
+// has a subscriber, and no shard ran a PUBLISH or SPUBLISH.
+func TestSpinLockOnCluster(t *testing.T) {
+	e := newClusterEnv(t)
+	ctx := testCtx(t)
+	const wd = 600 * time.Millisecond
+	holderClient := e.newClient(t, client.WithWatchdogTimeout(wd))
+	waiterClient := e.newClient(t)
+	published := func() int {
+		n := 0
+		for _, node := range e.nodes {
+			n += commandCalls(t, node, "publish") + commandCalls(t, node, "spublish")
+		}
+		return n
+	}
+	before := published()
+
+	var holders, waiters []*client.Lock
+	var waited []<-chan returned
+	for node := range 3 {
+		name := e.nameOn(t, node, "spin")
+		h, w := holderClient.SpinLock(name), waiterClient.SpinLock(name, client.WithConstantBackOff(10*time.Millisecond))
+		require.NoError(t, h.Lock(ctx), "node %d", node)
+		require.True(t, tryLock(t, h), "reentry on node %d", node)
+		assert.Equal(t, "2", e.rdb.HGet(ctx, name, h.Owner()).Val())
+		assert.False(t, tryLock(t, w), "excluded on node %d", node)
+		holders, waiters = append(holders, h), append(waiters, w)
+		waited = append(waited, inBackground(t, w.Lock))
+	}
+	time.Sleep(4 * wd) // renewals (every wd/3) must keep every holder's lock
+	for i, h := range holders {
+		assert.True(t, get(t, h.IsHeld), "%s renewed across four watchdog timeouts", h.Name())
+		assert.False(t, isClosed(h.Lost()), h.Name())
+		ch := redisio.LockChannel(h.Name())
+		assert.Zero(t, e.shardSubscribers(t, ch), "nobody listens on %s", ch)
+		for _, node := range e.nodes {
+			assert.Empty(t, subscribedConns(t, node, -1), "no subscription on any master")
+		}
+		select {
+		case r := <-waited[i]:
+			t.Fatalf("waiter %d returned while the lock was held: %v", i, r.err)
+		default:
+		}
+	}
+	for _, h := range holders {
+		require.NoError(t, h.Unlock(ctx))
+		require.NoError(t, h.Unlock(ctx))
+	}
+	for i, w := range waiters {
+		r := await.Value(t, waited[i], 10*time.Second, "a waiter")
+		require.NoError(t, r.err)
+		assert.True(t, get(t, w.IsHeld))
+		require.NoError(t, w.Unlock(ctx))
+	}
+	assert.Equal(t, before, published(), "no unlock published, on any master")
+}
