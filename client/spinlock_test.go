@@ -18,6 +18,7 @@ import (
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -410,4 +411,31 @@ func TestSpinLockOnCluster(t *testing.T) {
 		require.NoError(t, w.Unlock(ctx))
 	}
 	assert.Equal(t, before, published(), "no unlock published, on any master")
+}
+
+// An actor application's spin lock Acquire with a bad back-off is refused
+// with ErrInvalidArgument naming the field; a good one is served.
+func TestSpinLockActorRequestBackOff(t *testing.T) {
+	e := realEnv(t)
+	c, sys, _ := ownSystemClient(t, e.rdb)
+	const name = "spin:actor"
+	bad := &messages.Acquire{Name: name, Kind: messages.KindSpinLock, Owner: "app:1", RequestID: "r1",
+		BackOff: messages.BackOff{Initial: 10 * time.Millisecond, Max: time.Millisecond, Multiplier: 2}}
+	reply, err := sys.Root.RequestFuture(c.PID(), bad, 5*time.Second).Result()
+	require.NoError(t, err)
+	failed, ok := reply.(*messages.AcquireFailed)
+	require.True(t, ok, "refused, not %T", reply)
+	require.ErrorIs(t, failed.Err, client.ErrInvalidArgument)
+	assert.Contains(t, failed.Err.Error(), "back-off max:")
+	assert.Zero(t, e.rdb.Exists(context.Background(), name).Val(), "nothing written")
+
+	good := &messages.Acquire{Name: name, Kind: messages.KindSpinLock, Owner: "app:1", RequestID: "r2",
+		BackOff: messages.ConstantBackOff(5 * time.Millisecond)}
+	reply, err = sys.Root.RequestFuture(c.PID(), good, 5*time.Second).Result()
+	require.NoError(t, err)
+	require.IsType(t, &messages.Acquired{}, reply)
+	reply, err = sys.Root.RequestFuture(c.PID(), &messages.Release{Name: name, Kind: messages.KindSpinLock, Owner: "app:1",
+		RequestID: "r3"}, 5*time.Second).Result()
+	require.NoError(t, err)
+	require.IsType(t, &messages.Released{}, reply)
 }
