@@ -266,8 +266,9 @@ func (l *Lock) Lost() <-chan struct{} {
 	return l.lostCh
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock existed. A read or write lock's ForceUnlock
+// ForceUnlock deletes the lock whoever holds it and wakes its waiters (a
+// spin lock's find it free at their next poll). It reports whether the
+// lock existed. A read or write lock's ForceUnlock
 // deletes it only while it is held in its own mode. A watchdog-mode holder learns of the
 // loss at its next renewal; a fixed-lease holder when its lease would have
 // ended, or at its Unlock (ErrNotHeld).
