@@ -32,11 +32,13 @@ func (p *spinPoll) pause(w *waiter) time.Duration {
 	}
 	cur := p.next
 	p.fails++
-	next := cur*time.Duration(b.Multiplier) + time.Duration(spinJitter(w.req, p.fails))*time.Millisecond
-	if next > b.Max || next < cur { // past Max, or overflowed
-		next = b.Max
+	p.next = b.Max
+	if cur <= b.Max/time.Duration(b.Multiplier) {
+		next := cur*time.Duration(b.Multiplier) + time.Duration(spinJitter(w.req, p.fails))*time.Millisecond
+		if next >= cur && next < b.Max { // (next < cur: the jitter overflowed)
+			p.next = next
+		}
 	}
-	p.next = next
 	return cur
 }
 

@@ -49,6 +49,12 @@ func TestSpinPollPauses(t *testing.T) {
 	assert.Greater(t, len(seen), 1, "the jitter differs between waiters")
 	// Constant.
 	assert.Equal(t, []time.Duration{64 * ms, 64 * ms, 64 * ms}, pauses(messages.ConstantBackOff(64*ms), "c:1", 3))
+	// Durations near the largest do not overflow.
+	huge := time.Duration(1<<63 - 1)
+	assert.Equal(t, []time.Duration{huge / 2, huge, huge}, pauses(messages.BackOff{Initial: huge / 2, Max: huge, Multiplier: 3}, "c:1", 3))
+	for _, p := range pauses(messages.BackOff{Initial: huge - 1, Max: huge, Multiplier: 1}, "c:1", 5) {
+		assert.GreaterOrEqual(t, p, huge-1, "the jitter did not wrap around")
+	}
 	// The same waiter gets the same pauses (a simulation replays them).
 	assert.Equal(t, pauses(messages.BackOff{}, "c:7", 10), pauses(messages.BackOff{}, "c:7", 10))
 }
