@@ -119,6 +119,8 @@ type waiter struct {
 	permitID string
 	// channel is what a refused waiter listens on (set with refused).
 	channel string
+	// poll is a spin lock waiter's back-off (lockIO.polls).
+	poll spinPoll
 }
 
 // opKind tells what the one Redis request in flight does.
@@ -815,6 +817,11 @@ func (a *keyActor) inFlightFor(owner string, id uint64) bool {
 // sleep is how long a refused waiter w waits for a message before it tries
 // again anyway, given the PTTL the refusal reported.
 func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
+	if a.rio.polls() {
+		// A spin lock's waiter hears of no unlock: it polls again after
+		// its back-off's pause, whatever the holder's lease.
+		return w.poll.pause(w)
+	}
 	wait := pttl
 	if wait <= 0 {
 		// No TTL on the key (a foreign writer) or just expired: look again
@@ -961,6 +968,9 @@ func (a *keyActor) settle(ctx actor.Context) {
 func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 	if len(a.waiters.list) == 0 && len(a.subs) == 0 {
 		return // the uncontended path: nothing to compare
+	}
+	if a.rio.polls() {
+		return // a spin lock's waiters poll: they listen on nothing
 	}
 	want := map[string]bool{}
 	for _, w := range a.waiters.list {

@@ -45,6 +45,12 @@ func (l lockIO) channel(owner string) string {
 // instead of only the local queue's head waiting on Redis.
 func (l lockIO) perWaiter() bool { return l.kind == messages.KindFairLock }
 
+// polls tells that the lock's waiters poll with back-off instead of
+// listening on a channel (the spin lock): a refused waiter subscribes to
+// nothing and retries after its back-off's pause, and the lock's scripts
+// publish nothing.
+func (l lockIO) polls() bool { return l.kind == messages.KindSpinLock }
+
 // shared tells that holders do not exclude each other (read locks): an
 // acquire lets the next local waiter try at once.
 func (l lockIO) shared() bool { return l.kind == messages.KindReadLock }
@@ -235,6 +241,8 @@ func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Dura
 		return cfg.Scripts.ReadUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+	case messages.KindSpinLock:
+		return cfg.Scripts.SpinUnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	default:
 		return cfg.Scripts.UnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	}
@@ -250,6 +258,8 @@ func (l lockIO) undo(ctx context.Context, owner, reqID string) (bool, error) {
 		return cfg.Scripts.ReadUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
+	case messages.KindSpinLock:
+		return cfg.Scripts.SpinUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
 	default:
 		return cfg.Scripts.UndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
 	}

@@ -417,6 +417,8 @@ var namedPrimitives = []namedPrimitive{
 		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.Lock(n) })},
 	{kind: "FairLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.FairLock(n) }),
 		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.FairLock(n) })},
+	{kind: "SpinLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.SpinLock(n) }),
+		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.SpinLock(n) })},
 	{kind: "ReadLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).ReadLock() }),
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
 			ctx := testCtx(t)

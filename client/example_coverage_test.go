@@ -32,7 +32,7 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 	}
 	for _, name := range []string{
 		"Client_Lock", "Lock_TryLockWait", "Lock_LockLease", "Lock_Lost", "Lock_Do",
-		"Client_FairLock", "Client_ReadWriteLock", "FencedLock_LockToken",
+		"Client_FairLock", "Client_ReadWriteLock", "FencedLock_LockToken", "Client_SpinLock",
 		"Client_Semaphore", "Client_PermitExpirableSemaphore", "Client_CountDownLatch",
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",

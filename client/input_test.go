@@ -92,6 +92,7 @@ func TestNilHandlesAreRejected(t *testing.T) {
 		"nil *RedLock":                     (*client.RedLock)(nil),
 		"nil client's Lock":                nilClient.Lock("x"),
 		"nil client's FairLock":            nilClient.FairLock("x"),
+		"nil client's SpinLock":            nilClient.SpinLock("x"),
 		"nil client's FencedLock":          nilClient.FencedLock("x"),
 		"nil client's ReadLock":            rw.ReadLock(),
 		"nil client's WriteLock":           rw.WriteLock(),

@@ -24,6 +24,8 @@ type Lock struct {
 	kind  messages.Kind
 	owner string
 	err   error // a validation error, returned by every call
+	// backOff spaces a spin lock waiter's polls (zero: the default).
+	backOff messages.BackOff
 
 	// local is the Locker's exclusion of the goroutines that share the
 	// handle: a slot taken from Locker().Lock to Locker().Unlock, made on
@@ -70,6 +72,9 @@ func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lo
 		l.owner = c.nextOwner()
 	}
 	l.err = validateLockHandle(c, kind, name, l.owner)
+	if l.err == nil && o.backOffSet {
+		l.err, l.backOff = validateBackOff(kind, o), o.backOff
+	}
 	return l
 }
 
@@ -173,6 +178,9 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	if l.kind == messages.KindFairLock {
 		req.Wait = wait
 	}
+	if l.kind == messages.KindSpinLock {
+		req.BackOff = l.backOff
+	}
 	r, err := l.c.wait(ctx, req, blocking, func(*messages.Acquired) {
 		// Give this hold back. Nobody waits for the answer; the mailbox
 		// still sees it and forgets the holding if this was its last hold.
@@ -258,8 +266,9 @@ func (l *Lock) Lost() <-chan struct{} {
 	return l.lostCh
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether the lock existed. A read or write lock's ForceUnlock
+// ForceUnlock deletes the lock whoever holds it and wakes its waiters (a
+// spin lock's find it free at their next poll). It reports whether the
+// lock existed. A read or write lock's ForceUnlock
 // deletes it only while it is held in its own mode. A watchdog-mode holder learns of the
 // loss at its next renewal; a fixed-lease holder when its lease would have
 // ended, or at its Unlock (ErrNotHeld).
@@ -277,6 +286,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return l.c.scripts.ReadForceUnlock(ctx, l.c.rdb, l.name)
 	case messages.KindWriteLock:
 		return l.c.scripts.WriteForceUnlock(ctx, l.c.rdb, l.name)
+	case messages.KindSpinLock:
+		return l.c.scripts.SpinForceUnlock(ctx, l.c.rdb, l.name)
 	}
 	return l.c.scripts.ForceUnlock(ctx, l.c.rdb, l.name)
 }

@@ -29,6 +29,7 @@ func TestNilContextIsRejected(t *testing.T) {
 	}{
 		{"Lock", c.Lock("nilctx-lock")},
 		{"FairLock", c.FairLock("nilctx-fair")},
+		{"SpinLock", c.SpinLock("nilctx-spin")},
 		{"FencedLock", c.FencedLock("nilctx-fenced")},
 		{"ReadLock", rw.ReadLock()},
 		{"WriteLock", rw.WriteLock()},

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -162,6 +163,12 @@ type LockOption func(*lockOptions)
 type lockOptions struct {
 	owner    string
 	ownerSet bool
+	// backOff is a spin lock's back-off (zero: the default), set by
+	// WithExponentialBackOff or WithConstantBackOff; backOffErr is what
+	// was wrong with it.
+	backOff    messages.BackOff
+	backOffSet bool
+	backOffErr error
 }
 
 // WithOwner sets the handle's owner identity, so that several handles act
@@ -192,5 +199,39 @@ func WithFairPlaceTime(d time.Duration) Option {
 		}
 		o.fairPlaceTime = d
 		return nil
+	}
+}
+
+// WithExponentialBackOff sets how a spin lock's waiter (Client.SpinLock)
+// spaces its polls of Redis, as Redisson's LockOptions.ExponentialBackOff:
+// after a refused attempt it polls again initial later, then each pause is
+// multiplier times the last plus a jitter of up to one millisecond per
+// pause so far, capped at max, and max once reached. initial and max must
+// be positive, max at least initial, multiplier at least 1; an invalid
+// back-off is reported by every call on the handle. Only a spin lock takes
+// a back-off. The default is 1ms, 128ms and 2, Redisson's.
+func WithExponentialBackOff(initial, max time.Duration, multiplier int) LockOption {
+	return func(o *lockOptions) {
+		b := messages.BackOff{Initial: initial, Max: max, Multiplier: multiplier}
+		o.backOff, o.backOffSet, o.backOffErr = b, true, nil
+		if initial <= 0 {
+			o.backOffErr = invalid("back-off initial", "%v: want > 0", initial)
+			return
+		}
+		o.backOffErr = b.Validate()
+	}
+}
+
+// WithConstantBackOff makes a spin lock's waiter (Client.SpinLock) poll
+// Redis every d while it waits, as Redisson's LockOptions.ConstantBackOff
+// (whose own default is 64ms). d must be positive; an invalid back-off is
+// reported by every call on the handle. Only a spin lock takes a back-off.
+// The default is the exponential back-off of WithExponentialBackOff.
+func WithConstantBackOff(d time.Duration) LockOption {
+	return func(o *lockOptions) {
+		o.backOff, o.backOffSet, o.backOffErr = messages.ConstantBackOff(d), true, nil
+		if d <= 0 {
+			o.backOffErr = invalid("back-off delay", "%v: want > 0", d)
+		}
 	}
 }

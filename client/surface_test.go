@@ -33,7 +33,7 @@ type mutexSetup struct {
 	closers []*client.Client
 }
 
-// mutexCases are every lock type: the reentrant, fair, read, write and
+// mutexCases are every lock type: the reentrant, fair, spin, read, write and
 // fenced locks, a MultiLock over members on two clients and a RedLock
 // over three (on one server, under three names).
 var mutexCases = []mutexCase{
@@ -44,6 +44,10 @@ var mutexCases = []mutexCase{
 	{"fair", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
 		c := e.newClient(t, opts...)
 		return mutexSetup{m: c.FairLock(name), other: e.newClient(t).FairLock(name), keys: []string{name}, closers: []*client.Client{c}}
+	}},
+	{"spin", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
+		c := e.newClient(t, opts...)
+		return mutexSetup{m: c.SpinLock(name), other: e.newClient(t).SpinLock(name), keys: []string{name}, closers: []*client.Client{c}}
 	}},
 	{"read", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
 		c := e.newClient(t, opts...)

@@ -82,7 +82,9 @@ func (k Kind) Held() bool {
 // The engine makes one attempt at once. If the lock is held elsewhere it
 // waits until Deadline (the zero time waits until Cancel), woken by the
 // holder's unlock message or, if that is lost, by the holder's lease running
-// out. A Deadline at or before now means exactly one attempt (TryLock).
+// out; a KindSpinLock waiter hears no message and polls instead, as
+// BackOff spaces it. A Deadline at or before now means exactly one attempt
+// (TryLock).
 //
 // The same message waits for the counting kinds: Permits permits of a
 // KindSemaphore, one permit of a KindPermitSemaphore (for Lease, 0 meaning
@@ -112,6 +114,9 @@ type Acquire struct {
 	// place time after the engine last refreshed it; 0 selects the
 	// engine's place time.
 	Wait time.Duration
+	// BackOff spaces a KindSpinLock waiter's polls; the zero value selects
+	// DefaultBackOff. The other kinds take none.
+	BackOff BackOff
 }
 
 // Acquired answers Acquire: Owner now holds Name HoldCount times.

@@ -148,7 +148,7 @@ func (m *Acquire) Validate() error {
 		return Invalid("acquire", "nil")
 	}
 	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
-		validateRequestID(m.RequestID), m.validateKindFields())
+		validateRequestID(m.RequestID), m.validateKindFields(), m.validateBackOff())
 }
 
 // Validate checks every field of the request.

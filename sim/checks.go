@@ -269,17 +269,32 @@ func starveBound(o *Options) time.Duration {
 	return max(o.Watchdog, o.Lease) + o.Watchdog/2
 }
 
+// spinStarveBound is how long a spin lock's waiter may go without the
+// lock while it is free: it hears of no unlock, but polls at least every
+// longest pause of its back-off (the workload's is the default), each poll
+// a round trip, which may wait behind one other Redis call of its key
+// actor; and the history sees a lock free from when its release was sent
+// until the next holder's grant came back, a round trip longer than Redis
+// did.
+func spinStarveBound(o *Options) time.Duration {
+	return messages.DefaultBackOff().Max + 8*o.trip() + 100*time.Millisecond
+}
+
 // checkStarving finds an acquire that waited (and failed, or never
-// returned) through a stretch longer than starveBound in which nobody
-// held its lock (for a semaphore: in which a permit was free). A latch's
-// await waits for its zero, not for a holder: checkLatches sees to it.
+// returned) through a stretch longer than starveBound (spinStarveBound
+// for a spin lock) in which nobody held its lock (for a semaphore: in
+// which a permit was free). A latch's await waits for its zero, not for a
+// holder: checkLatches sees to it.
 func checkStarving(h *History, o *Options) []Violation {
-	bound := starveBound(o)
 	var vs []Violation
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Action != ActAcquire || op.OK || op.Err || op.Kind == messages.KindCountDownLatch {
 			continue
+		}
+		bound := starveBound(o)
+		if op.Kind == messages.KindSpinLock {
+			bound = spinStarveBound(o)
 		}
 		end := op.Return
 		if end < 0 {

@@ -22,8 +22,9 @@ import (
 //
 // The sequential models, one object per lock name:
 //
-//   - An exclusive lock (KindLock, KindFairLock, KindFencedLock: they share
-//     the name's object, as they share its Redis key) is a holder and a hold
+//   - An exclusive lock (KindLock, KindFairLock, KindFencedLock,
+//     KindSpinLock: they share the name's object, as they share its Redis
+//     key) is a holder and a hold
 //     count. An acquire is granted when it is free or held by the same owner
 //     (a reentry, count+1), refused otherwise; a release succeeds only for
 //     the holder (count-1, free at 0) and fails for anyone else.

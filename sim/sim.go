@@ -29,8 +29,8 @@ type Options struct {
 	Faults []FaultKind
 	// Kinds are the primitives the workload uses (default: reentrant,
 	// fenced, fair, read and write locks, a semaphore, a permit-expirable
-	// semaphore and a count-down latch); Names how many names of each
-	// (default 2).
+	// semaphore, a count-down latch and a spin lock); Names how many names
+	// of each (default 2).
 	Kinds []messages.Kind
 	Names int
 	// NoMultiLocks keeps MultiLocks out of the workload. Otherwise, when
@@ -70,6 +70,9 @@ type Options struct {
 	doubleCountDown bool
 	// brokenMulti (set by tests) breaks the workload's MultiLocks.
 	brokenMulti brokenMultiLock
+	// spinBackOff (set by tests) is the back-off of the workload's spin
+	// lock acquires; zero: the default.
+	spinBackOff messages.BackOff
 }
 
 // allFaults is every fault the simulation can inject, in the order
@@ -122,7 +125,8 @@ func (o *Options) rate(k FaultKind) float64 {
 // workloadKinds are the primitives the workload can use, its default.
 var workloadKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
 	messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore, messages.KindPermitSemaphore,
-	messages.KindCountDownLatch}
+	messages.KindCountDownLatch,
+	messages.KindSpinLock}
 
 // defaults fills in o's zero fields and checks the rest.
 func (o *Options) defaults() error {

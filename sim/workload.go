@@ -310,6 +310,8 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 		if !req.Deadline.IsZero() {
 			req.Wait = max(time.Millisecond, req.Deadline.Sub(now))
 		}
+	case messages.KindSpinLock:
+		req.BackOff = wl.o.spinBackOff
 	}
 	o.busy = true
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: act,

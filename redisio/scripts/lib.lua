@@ -35,6 +35,17 @@ local function pubcmd(v)
   return v == 'publish' or v == 'spublish'
 end
 
+-- pubcmd_or_none: v is a publish command, or "none": the lock's waiters
+-- poll (the spin lock) and its scripts publish nothing.
+local function pubcmd_or_none(v)
+  return pubcmd(v) or v == 'none'
+end
+
+-- notify publishes msg on channel with cmd, unless cmd is "none".
+local function notify(cmd, channel, msg)
+  if cmd ~= 'none' then redis.call(cmd, channel, msg) end
+end
+
 -- dec renders an integral Lua number as decimal text (tostring would switch
 -- to exponent notation above 10^14).
 local function dec(n)

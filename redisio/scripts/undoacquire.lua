@@ -6,14 +6,15 @@
 -- KEYS[2]  unlock channel redisson_lock__channel:{name}
 -- ARGV[1]  owner field
 -- ARGV[2]  request ID of the uncertain acquire
--- ARGV[3]  publish command: "publish" or "spublish"
+-- ARGV[3]  publish command: "publish" or "spublish", or "none" (the spin
+--          lock, whose waiters poll)
 -- ARGV[4]  unlock message ("0")
 -- ARGV[5]  acquire record field: "<owner>:warden_acq"
 --
 -- Reply: 1 when the acquire had been applied and was undone, 0 when it had
 -- not been applied (nothing changed). Undoing takes the record away, so a
 -- second undo of the same request changes nothing.
-if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
+if not pubcmd_or_none(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id') end
 if ARGV[5] ~= ARGV[1] .. ':warden_acq' then return redis.error_reply('ERR warden: invalid acquire record field') end
@@ -27,6 +28,6 @@ end
 -- field (no other holder) is gone with them: its waiters are woken.
 redis.call('hdel', KEYS[1], ARGV[1], ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
-  redis.call(ARGV[3], KEYS[2], ARGV[4])
+  notify(ARGV[3], KEYS[2], ARGV[4])
 end
 return 1

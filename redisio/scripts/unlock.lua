@@ -7,11 +7,13 @@
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
 -- ARGV[3]  owner field
--- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[4]  publish command: "publish" or "spublish", or "none" for a lock
+--          whose waiters poll instead of listening (the spin lock)
 -- ARGV[5]  latch TTL in ms (integer, 1 .. 2^53)
 --
 -- Reply: the owner's remaining hold count (0 = released, key deleted and
--- the unlock message published), or -1 when the owner does not hold it.
+-- the unlock message published unless the command is "none"), or -1 when
+-- the owner does not hold it.
 -- A repeated request ID returns the first result.
 -- Errors before any write when an argument is malformed; the checks are
 -- written out here, not taken from lib.lua (see acquire.lua).
@@ -21,7 +23,9 @@ if #lease > 16 or not string.find(lease, '^[1-9]%d*$')
   return redis.error_reply('ERR warden: invalid lease')
 end
 if ARGV[3] == '' then return redis.error_reply('ERR warden: empty owner') end
-if pub ~= 'publish' and pub ~= 'spublish' then return redis.error_reply('ERR warden: invalid publish command') end
+if pub ~= 'publish' and pub ~= 'spublish' and pub ~= 'none' then
+  return redis.error_reply('ERR warden: invalid publish command')
+end
 if #ttl > 16 or not string.find(ttl, '^[1-9]%d*$')
     or (#ttl == 16 and ttl > '9007199254740992') then
   return redis.error_reply('ERR warden: invalid latch ttl')
@@ -50,6 +54,6 @@ if n > 0 then
   redis.call('pexpire', KEYS[1], lease)
 else
   redis.call('del', KEYS[1])
-  redis.call(pub, KEYS[2], ARGV[1])
+  if pub ~= 'none' then redis.call(pub, KEYS[2], ARGV[1]) end
 end
 return n

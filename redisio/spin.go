@@ -1,0 +1,51 @@
+package redisio
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The spin lock (Redisson's RedissonSpinLock) keeps the reentrant lock's
+// hash and acquires with its script (Acquire, AcquireSynced); its waiters
+// poll instead of listening on a channel, so none of its scripts publishes
+// anything.
+
+// noPublish is the publish command argument of the spin lock's scripts:
+// they publish nothing.
+const noPublish = "none"
+
+// SpinUnlockSynced releases one hold of owner's spin lock, as
+// UnlockSynced does a reentrant lock's, but publishes nothing when the
+// lock is freed.
+func (s *Scripts) SpinUnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
+	c := newScriptCall(unlockScript, 3, 8)
+	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
+		UnlockMessage, s.args.leaseArg(lease), owner, noPublish, latchTTLArg)
+	cmd, n, err := runCallSynced(ctx, r, rs, c)
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("warden: unlock spin lock %s: %w", name, err)
+	}
+	remaining, held, err = unlockReply("unlock spin lock", name, cmd)
+	return remaining, held, int(n), err
+}
+
+// SpinUndoAcquire is UndoAcquire for a spin lock: it publishes nothing.
+func (s *Scripts) SpinUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
+	n, err := undoAcquireScript.Run(ctx, r, []string{name, LockChannel(name)},
+		owner, reqID, noPublish, UnlockMessage, AcquireRecordField(owner)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: undo acquire of spin lock %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// SpinForceUnlock deletes a spin lock whoever holds it, publishing
+// nothing; it reports whether it existed.
+func (s *Scripts) SpinForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
+	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, noPublish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: force unlock spin lock %s: %w", name, err)
+	}
+	return n == 1, nil
+}
