@@ -149,12 +149,17 @@ func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 }
 
 // onMessage wakes the waiters a message on the channel concerns: the
-// latch's zero releases all; a semaphore's new count n wakes up to n waiters
-// it could serve (n = 1 when the count cannot be read).
+// latch's zero releases all; its new-count message makes every waiter read
+// the count again (Redisson's delete publishes it, and a deleted latch
+// counts zero); a semaphore's new count n wakes up to n waiters it could
+// serve (n = 1 when the count cannot be read).
 func (a *countActor) onMessage(ctx actor.Context, payload string) {
 	if a.key.Kind == messages.KindCountDownLatch {
-		if payload == redisio.LatchZeroMessage {
+		switch payload {
+		case redisio.LatchZeroMessage:
 			a.latchReachedZero(ctx)
+		case redisio.LatchNewCountMessage:
+			a.wake(len(a.waiters.list))
 		}
 		return
 	}
