@@ -22,7 +22,7 @@ if not ms(ARGV[1]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[3]) then return redis.error_reply('ERR warden: invalid latch ttl') end
 if #ARGV < 4 then return redis.error_reply('ERR warden: no permit ids') end
-if #KEYS ~= #ARGV then return redis.error_reply('ERR warden: one spent marker per permit id') end
+if #KEYS ~= #ARGV + 1 then return redis.error_reply('ERR warden: one spent marker per permit id') end
 local seen = {}
 for i = 4, #ARGV do
   if not permitid(ARGV[i]) then return redis.error_reply('ERR warden: invalid permit id') end
