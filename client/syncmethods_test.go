@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -450,5 +451,60 @@ func TestLatchDeleteReleasesWaiters(t *testing.T) {
 		assert.Zero(t, e.rdb.Exists(ctx, name).Val())
 		assert.Zero(t, get(t, d.Count))
 		set(t, d.TrySetCount, 1) // set anew once deleted
+	})
+}
+
+// Bad input to the new methods is refused with ErrInvalidArgument naming
+// the field, before any Redis call: nothing is written. After Close they
+// return ErrClosed.
+func TestSyncMethodsBadInputWritesNothing(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := testCtx(t)
+		c := e.newClient(t)
+		s, p, d := c.Semaphore("bad-sem"), c.PermitExpirableSemaphore("bad-permit"), c.CountDownLatch("")
+		id := redisio.NewPermitID()
+		bad := []struct {
+			field string
+			call  func() error
+		}{
+			{"permits", func() error { _, err := s.TrySetPermitsTTL(ctx, -1, time.Second); return err }},
+			{"ttl", func() error { _, err := s.TrySetPermitsTTL(ctx, 1, 0); return err }},
+			{"ttl", func() error { _, err := s.TrySetPermitsTTL(ctx, 1, -time.Hour); return err }},
+			{"permits", func() error { return s.SetPermits(ctx, -1) }},
+			{"permits", func() error { return s.SetPermits(ctx, 1<<53+1) }},
+			{"permits", func() error { _, err := s.ReleaseIfExists(ctx, -2); return err }},
+			{"ttl", func() error { _, err := s.Expire(ctx, 999*time.Microsecond); return err }},
+			{"expire at", func() error { _, err := s.ExpireAt(ctx, time.Unix(0, 0)); return err }},
+			{"permits", func() error { return p.SetPermits(ctx, -1) }},
+			{"permit ID", func() error { _, err := p.RemainLease(ctx, ""); return err }},
+			{"permit ID", func() error { _, err := p.RemainLease(ctx, strings.ToUpper(id)); return err }},
+			{"permit IDs", func() error { _, err := p.TryReleasePermits(ctx); return err }},
+			{"permit IDs", func() error { return p.ReleasePermits(ctx, id, id) }},
+			{"permit IDs", func() error { return p.ReleasePermits(ctx, id, id[:31]) }},
+			{"ttl", func() error { _, err := p.Expire(ctx, 0); return err }},
+			{"expire at", func() error { _, err := p.ExpireAt(ctx, time.Time{}); return err }},
+			{"name", func() error { _, err := d.Delete(ctx); return err }},
+			{"name", func() error { _, err := c.Semaphore("").Delete(ctx); return err }},
+			{"name", func() error { _, err := c.PermitExpirableSemaphore("").Delete(ctx); return err }},
+		}
+		for i, b := range bad {
+			err := b.call()
+			require.ErrorIs(t, err, client.ErrInvalidArgument, "case %d", i)
+			assert.ErrorContains(t, err, b.field, "case %d", i)
+		}
+		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
+
+		e.close(t, c)
+		ok, err := s.TrySetPermitsTTL(ctx, 1, time.Second)
+		require.ErrorIs(t, err, client.ErrClosed)
+		assert.False(t, ok)
+		require.ErrorIs(t, s.SetPermits(ctx, 1), client.ErrClosed)
+		_, err = p.RemainLease(ctx, id)
+		require.ErrorIs(t, err, client.ErrClosed)
+		_, err = p.TryReleasePermits(ctx, id)
+		require.ErrorIs(t, err, client.ErrClosed)
+		_, err = c.CountDownLatch("x").Delete(ctx)
+		require.ErrorIs(t, err, client.ErrClosed)
+		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
 	})
 }
