@@ -66,24 +66,81 @@ func (p *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease t
 	return p.acquire(ctx, lease, p.c.opts.clock.Now().Add(wait), false)
 }
 
+// AcquirePermits takes permits permits at once, all or none, each for
+// lease (0: they never expire), waiting until that many are available or
+// ctx ends, and returns their IDs (Redisson's acquire(permits,
+// leaseTime)). permits is 1 to 1000 (messages.MaxPermitIDs).
+func (p *PermitExpirableSemaphore) AcquirePermits(ctx context.Context, permits int64, lease time.Duration) ([]string, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
+	if err := messages.Join(p.check(), validatePermitCount(permits)); err != nil {
+		return nil, err
+	}
+	ids, _, err := p.acquireN(ctx, permits, lease, time.Time{}, true)
+	return ids, err
+}
+
+// TryAcquirePermits takes permits permits at once, all or none, each for
+// lease (0: they never expire), waiting up to wait, and returns their IDs
+// (Redisson's tryAcquire(permits, waitTime, leaseTime)). It returns nil,
+// false and a nil error when wait runs out. permits is 1 to 1000
+// (messages.MaxPermitIDs).
+func (p *PermitExpirableSemaphore) TryAcquirePermits(ctx context.Context, permits int64, wait, lease time.Duration) ([]string, bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, false, err
+	}
+	if err := messages.Join(p.check(), validatePermitCount(permits), validateWait(wait)); err != nil {
+		return nil, false, err
+	}
+	return p.acquireN(ctx, permits, lease, p.c.opts.clock.Now().Add(wait), false)
+}
+
 func (p *PermitExpirableSemaphore) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool) (string, bool, error) {
-	if err := messages.Join(p.check(), validateLease(lease, true)); err != nil {
+	ids, ok, err := p.acquireN(ctx, 1, lease, deadline, blocking)
+	if !ok {
 		return "", false, err
+	}
+	return ids[0], true, nil
+}
+
+func (p *PermitExpirableSemaphore) acquireN(ctx context.Context, permits int64, lease time.Duration, deadline time.Time, blocking bool) ([]string, bool, error) {
+	if err := messages.Join(p.check(), validateLease(lease, true)); err != nil {
+		return nil, false, err
 	}
 	req := &messages.Acquire{Name: p.name, Kind: messages.KindPermitSemaphore, Owner: p.c.id,
 		RequestID: p.c.nextRequestID(), Lease: wholeMillis(lease), Deadline: deadline}
+	if permits > 1 {
+		req.Permits = permits
+	}
 	r, err := p.c.wait(ctx, req, blocking, func(a *messages.Acquired) {
-		// Taken just before the cancel arrived: give the permit back.
+		// Taken just before the cancel arrived: give the permits back.
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
 		defer cancel()
-		if _, err := p.c.scripts.PermitRelease(c, p.c.rdb, p.name, p.c.nextRequestID(), a.PermitID, p.c.opts.clock.Now()); err != nil {
-			p.c.opts.logger.Warn("warden: could not give back a permit taken after a cancel", "name", p.name, "err", err)
+		if _, err := p.c.scripts.PermitReleaseMany(c, p.c.rdb, p.name, p.c.nextRequestID(), acquiredIDs(a), p.c.opts.clock.Now()); err != nil {
+			p.c.opts.logger.Warn("warden: could not give back permits taken after a cancel", "name", p.name, "err", err)
 		}
 	})
 	if r == nil {
-		return "", false, err
+		return nil, false, err
 	}
-	return r.PermitID, true, nil
+	return acquiredIDs(r), true, nil
+}
+
+// acquiredIDs are the IDs of the permits a permit acquire took.
+func acquiredIDs(a *messages.Acquired) []string {
+	if len(a.PermitIDs) > 0 {
+		return a.PermitIDs
+	}
+	return []string{a.PermitID}
+}
+
+// validatePermitCount checks how many permits one permit acquire takes.
+func validatePermitCount(n int64) error {
+	if n < 1 || n > messages.MaxPermitIDs {
+		return invalid("permits", "%d is not between 1 and %d", n, messages.MaxPermitIDs)
+	}
+	return nil
 }
 
 // Release gives the permit back. It returns an error matching ErrNotHeld

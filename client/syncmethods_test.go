@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -506,5 +507,108 @@ func TestSyncMethodsBadInputWritesNothing(t *testing.T) {
 		_, err = c.CountDownLatch("x").Delete(ctx)
 		require.ErrorIs(t, err, client.ErrClosed)
 		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
+	})
+}
+
+// AcquirePermits takes several permits at once, all or none (Redisson's
+// acquire(permits, leaseTime)): a refused attempt takes nothing, and a
+// waiter for several is woken when a release makes enough available.
+func TestPermitAcquirePermitsAllOrNone(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := testCtx(t)
+		const name = "permit-acquire-many"
+		p := messageWaiterClient(t, e).PermitExpirableSemaphore(name)
+		require.NoError(t, p.SetPermits(ctx, 5))
+		ids, err := p.AcquirePermits(ctx, 3, time.Hour)
+		require.NoError(t, err)
+		require.Len(t, ids, 3)
+		seen := map[string]bool{}
+		for _, id := range ids {
+			assert.Regexp(t, permitIDFormat, id)
+			assert.False(t, seen[id], "distinct IDs")
+			seen[id] = true
+			left, err := p.RemainLease(ctx, id)
+			require.NoError(t, err)
+			assert.Greater(t, left, 59*time.Minute, "each with the lease")
+		}
+		assert.Equal(t, int64(3), get(t, p.AcquiredPermits))
+
+		got, ok, err := p.TryAcquirePermits(ctx, 3, 0, 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "2 left, 3 asked")
+		assert.Nil(t, got)
+		assert.Equal(t, int64(2), get(t, p.AvailablePermits), "a refused attempt takes nothing")
+
+		var waited []string
+		done := inBackground(t, func(ctx context.Context) error {
+			var err error
+			waited, err = p.AcquirePermits(ctx, 3, 0)
+			return err
+		})
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
+		staysBlocked(t, e, done, 500*time.Millisecond, "AcquirePermits(3) with 2 available")
+		require.NoError(t, e.newClient(t).PermitExpirableSemaphore(name).ReleasePermits(ctx, ids[0]))
+		r := wokenByMessage(t, done, "AcquirePermits(3) after a release")
+		require.NoError(t, r.err)
+		require.Len(t, waited, 3)
+		left, err := p.RemainLease(ctx, waited[2])
+		require.NoError(t, err)
+		assert.Equal(t, time.Duration(-1), left, "lease 0: never expires")
+		assert.Zero(t, get(t, p.AvailablePermits))
+		assert.Equal(t, int64(5), get(t, p.AcquiredPermits))
+
+		one, ok, err := p.TryAcquirePermits(ctx, 1, 0, time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		assert.Nil(t, one)
+		require.NoError(t, p.ReleasePermits(ctx, append(waited, ids[1:]...)...))
+		one, ok, err = p.TryAcquirePermits(ctx, 1, 0, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Len(t, one, 1)
+		require.NoError(t, p.Release(ctx, one[0]))
+		assert.Equal(t, int64(5), get(t, p.AvailablePermits))
+
+		for _, n := range []int64{0, -1, 1001} {
+			_, err = p.AcquirePermits(ctx, n, 0)
+			require.ErrorIs(t, err, client.ErrInvalidArgument, "permits %d", n)
+			assert.ErrorContains(t, err, "permits")
+			_, _, err = p.TryAcquirePermits(ctx, n, 0, 0)
+			require.ErrorIs(t, err, client.ErrInvalidArgument, "permits %d", n)
+		}
+		_, _, err = p.TryAcquirePermits(ctx, 2, -time.Second, 0)
+		require.ErrorIs(t, err, client.ErrInvalidArgument)
+		assert.ErrorContains(t, err, "wait")
+		_, err = p.AcquirePermits(ctx, 2, -time.Second)
+		require.ErrorIs(t, err, client.ErrInvalidArgument)
+		assert.ErrorContains(t, err, "lease")
+		assert.Equal(t, int64(5), get(t, p.AvailablePermits), "bad input took nothing")
+	})
+}
+
+// A cancelled AcquirePermits takes nothing, and the ones it was waiting
+// for stay for the next acquirer.
+func TestPermitAcquirePermitsCancelledTakesNothing(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := testCtx(t)
+		const name = "permit-acquire-many-cancel"
+		p := e.newClient(t).PermitExpirableSemaphore(name)
+		require.NoError(t, p.SetPermits(ctx, 1))
+		cctx, cancel := context.WithCancel(ctx)
+		done := inBackground(t, func(context.Context) error {
+			_, err := p.AcquirePermits(cctx, 2, 0)
+			return err
+		})
+		awaitCountSubscribers(t, e, redisio.SemaphoreChannel(name), 1)
+		cancel()
+		r := await.Value(t, done, 5*time.Second, "the cancelled AcquirePermits")
+		require.ErrorIs(t, r.err, client.ErrNotObtained)
+		require.ErrorIs(t, r.err, context.Canceled)
+		require.NoError(t, p.AddPermits(ctx, 1))
+		ids, ok, err := p.TryAcquirePermits(ctx, 2, 0, 0)
+		require.NoError(t, err)
+		require.True(t, ok, "both permits are there")
+		require.NoError(t, p.ReleasePermits(ctx, ids...))
+		assert.Equal(t, int64(2), get(t, p.AvailablePermits))
 	})
 }

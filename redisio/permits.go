@@ -95,8 +95,12 @@ func permitLease(lease time.Duration) (string, error) {
 type PermitResult struct {
 	// Acquired reports that PermitID is held (also when it already was).
 	Acquired bool
-	// PermitID is the held permit's ID when Acquired, else empty.
+	// PermitID is the held permit's ID when Acquired, else empty; the
+	// first of PermitIDs when the acquire took several.
 	PermitID string
+	// PermitIDs, when Acquired by PermitAcquireMany with more than one
+	// ID, are the held permits' IDs; else nil.
+	PermitIDs []string
 	// Available is the count after acquiring, or the current count when
 	// refused.
 	Available int64
@@ -114,17 +118,24 @@ type PermitResult struct {
 // released or undone is refused with an error. rs asks for replica
 // acknowledgement; the int is how many replicas acknowledged.
 func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, permitID string, lease time.Duration, now time.Time) (PermitResult, int, error) {
-	member, err := permitMember(permitID)
-	if err != nil {
-		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
-	}
+	return s.PermitAcquireMany(ctx, r, rs, name, []string{permitID}, lease, now)
+}
+
+// PermitAcquireMany is PermitAcquire for several permits at once, one per
+// ID of permitIDs (at least one, all distinct), all or none (Redisson's
+// acquire(permits)), each with the same lease. It is idempotent by the
+// IDs: when all are held, it acquires nothing more and reports them held.
+func (s *Scripts) PermitAcquireMany(ctx context.Context, r Redis, rs ReplicaSync, name string, permitIDs []string, lease time.Duration, now time.Time) (PermitResult, int, error) {
 	leaseArg, err := permitLease(lease)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
-	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript,
-		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
-		member, leaseArg, unixMillis(now), s.publish)
+	keys, members, err := permitKeysAndMembers(name, permitIDs)
+	if err != nil {
+		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
+	}
+	args := append([]any{members[0], leaseArg, unixMillis(now), s.publish}, members[1:]...)
+	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript, keys, args...)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
@@ -133,9 +144,34 @@ func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
 	if v[0] == 1 {
-		return PermitResult{Acquired: true, PermitID: permitID, Available: v[1]}, int(acks), nil
+		res := PermitResult{Acquired: true, PermitID: permitIDs[0], Available: v[1]}
+		if len(permitIDs) > 1 {
+			res.PermitIDs = permitIDs
+		}
+		return res, int(acks), nil
 	}
 	return PermitResult{Available: v[1], NextExpiry: time.Duration(v[2]) * time.Millisecond}, int(acks), nil
+}
+
+// permitKeysAndMembers are the keys of a script on permitIDs' permits
+// (the name, its held permits, its channel, and one spent marker per ID)
+// and the IDs as stored, their raw bytes.
+func permitKeysAndMembers(name string, permitIDs []string) ([]string, []any, error) {
+	if len(permitIDs) == 0 {
+		return nil, nil, fmt.Errorf("no permit ids")
+	}
+	keys := make([]string, 0, 3+len(permitIDs))
+	keys = append(keys, name, PermitTimeoutKey(name), SemaphoreChannel(name))
+	members := make([]any, len(permitIDs))
+	for i, id := range permitIDs {
+		m, err := permitMember(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, PermitSpentKey(name, id))
+		members[i] = m
+	}
+	return keys, members, nil
 }
 
 // PermitUndoAcquire gives back permitID's permit if it is held (the new
@@ -143,13 +179,18 @@ func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 // spent for the retry window: an acquire with it that reaches Redis late
 // takes nothing.
 func (s *Scripts) PermitUndoAcquire(ctx context.Context, r Redis, name, permitID string, now time.Time) (bool, error) {
-	member, err := permitMember(permitID)
+	return s.PermitUndoAcquireMany(ctx, r, name, []string{permitID}, now)
+}
+
+// PermitUndoAcquireMany is PermitUndoAcquire for the IDs of one
+// PermitAcquireMany: it gives back those held, and spends them all.
+func (s *Scripts) PermitUndoAcquireMany(ctx context.Context, r Redis, name string, permitIDs []string, now time.Time) (bool, error) {
+	keys, members, err := permitKeysAndMembers(name, permitIDs)
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
-	n, err := permitUndoAcquireScript.Run(ctx, r,
-		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
-		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
+	args := append([]any{members[0], unixMillis(now), s.publish, Millis(LatchTTL)}, members[1:]...)
+	n, err := permitUndoAcquireScript.Run(ctx, r, keys, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
