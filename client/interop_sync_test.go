@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/hex"
+	"strconv"
 	"testing"
 	"time"
 
@@ -364,4 +365,49 @@ func TestLatchDeleteWithARedissonPeer(t *testing.T) {
 	m, err := java.ReceiveMessage(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, redisio.LatchZeroMessage, m.Payload, "the message that opens a Redisson waiter's latch")
+}
+
+// Permits warden takes several at once are, on Redisson's layout, permits
+// like any: Redisson reads their leases and releases them together, which
+// wakes a warden waiter for several; several Redisson took at once are
+// released by warden's ReleasePermits.
+func TestPermitAcquirePermitsWithARedissonPeer(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	const name = "permit-java-many"
+	p := messageWaiterClient(t, e).PermitExpirableSemaphore(name)
+	keys := []string{name, redisio.PermitTimeoutKey(name), redisio.SemaphoreChannel(name)}
+	now := func() int64 { return time.Now().UnixMilli() }
+	require.NoError(t, p.SetPermits(ctx, 4))
+
+	ours, err := p.AcquirePermits(ctx, 3, time.Hour)
+	require.NoError(t, err)
+	for _, id := range ours {
+		ms := redissonPermitLeaseTime.Run(ctx, e.rdb, keys, append(rawIDs(t, id), redissonNeverExpires, now(), "publish")...).Val()
+		assert.Greater(t, ms, int64(59*60*1000), "Redisson reads each lease")
+	}
+	java := []string{redisio.NewPermitID(), redisio.NewPermitID()}
+	args := append([]any{2, now() + time.Hour.Milliseconds(), now(), redissonNeverExpires, "publish"}, rawIDs(t, java...)...)
+	nearest := int64(e.rdb.ZRangeWithScores(ctx, keys[1], 0, 0).Val()[0].Score)
+	assert.Equal(t, ":"+strconv.FormatInt(nearest, 10), redissonPermitTryAcquire.Run(ctx, e.rdb, keys, args...).Val(),
+		"Redisson is refused two with one left, and told the nearest lease end")
+
+	var waited []string
+	done := inBackground(t, func(ctx context.Context) error {
+		var err error
+		waited, err = p.AcquirePermits(ctx, 3, 0)
+		return err
+	})
+	awaitCountSubscribers(t, e, keys[2], 1)
+	rel := append([]any{3, now(), "publish"}, rawIDs(t, ours...)...)
+	assert.Equal(t, int64(3), redissonPermitTryReleaseList.Run(ctx, e.rdb, []string{name, keys[2], keys[1]}, rel...).Val())
+	r := wokenByMessage(t, done, "warden's AcquirePermits(3) after Redisson's tryRelease(List) of three")
+	require.NoError(t, r.err)
+	require.Len(t, waited, 3)
+	require.NoError(t, p.ReleasePermits(ctx, waited...))
+
+	args = append([]any{2, now() + time.Hour.Milliseconds(), now(), redissonNeverExpires, "publish"}, rawIDs(t, java...)...)
+	require.Equal(t, "OK", redissonPermitTryAcquire.Run(ctx, e.rdb, keys, args...).Val())
+	require.NoError(t, p.ReleasePermits(ctx, java...), "warden releases Redisson's two")
+	assert.Equal(t, int64(4), get(t, p.AvailablePermits))
 }

@@ -285,3 +285,62 @@ func TestPermitNewScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		assert.Equal(t, int64(2), rdb.DBSize(ctx).Val(), "no latch or marker written")
 	})
 }
+
+// PermitAcquireMany takes one permit per ID, all or none, idempotent by
+// the IDs; PermitUndoAcquireMany gives back the held ones and spends all.
+func TestPermitAcquireMany(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		s := newScripts(t)
+		const name = "pm"
+		sub := semSubscribe(t, rdb, SemaphoreChannel(name))
+		ok, err := s.PermitTrySetPermits(ctx, rdb, name, 3, permitT0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, "redisson_sc:{pm} 3", sub.next())
+
+		ids := []string{NewPermitID(), NewPermitID()}
+		res, acks, err := s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, ids, time.Minute, permitT0)
+		require.NoError(t, err)
+		assert.Zero(t, acks)
+		assert.Equal(t, PermitResult{Acquired: true, PermitID: ids[0], PermitIDs: ids, Available: 1}, res)
+		for _, id := range ids {
+			assert.Equal(t, float64(permitT0.Add(time.Minute).UnixMilli()), permitScore(t, rdb, name, id), "each with the lease")
+		}
+		res, _, err = s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, ids, time.Minute, permitT0)
+		require.NoError(t, err)
+		assert.True(t, res.Acquired, "a retry: already held")
+		assert.Equal(t, "1", rdb.Get(ctx, name).Val(), "and takes nothing more")
+
+		more := []string{NewPermitID(), NewPermitID()}
+		res, _, err = s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, more, 0, permitT0)
+		require.NoError(t, err)
+		assert.False(t, res.Acquired, "1 available, 2 asked")
+		assert.Equal(t, int64(1), res.Available)
+		assert.Equal(t, time.Minute, res.NextExpiry, "the nearest lease end")
+		assert.Equal(t, float64(-1), permitScore(t, rdb, name, more[0]), "none taken")
+
+		_, _, err = s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, []string{ids[0], more[0]}, 0, permitT0)
+		require.ErrorContains(t, err, "partly held")
+		_, _, err = s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, []string{more[0], more[0]}, 0, permitT0)
+		require.ErrorContains(t, err, "duplicate")
+		_, _, err = s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, nil, 0, permitT0)
+		require.Error(t, err)
+
+		undone, err := s.PermitUndoAcquireMany(ctx, rdb, name, ids, permitT0)
+		require.NoError(t, err)
+		assert.True(t, undone)
+		assert.Equal(t, "redisson_sc:{pm} 3", sub.next())
+		assert.Zero(t, rdb.Exists(ctx, PermitTimeoutKey(name)).Val(), "both given back")
+		for _, id := range ids {
+			assert.Equal(t, int64(1), rdb.Exists(ctx, PermitSpentKey(name, id)).Val(), "spent")
+		}
+		_, _, err = s.PermitAcquireMany(ctx, rdb, ReplicaSync{}, name, ids, 0, permitT0)
+		require.ErrorContains(t, err, "spent", "a late retry of the undone acquire takes nothing")
+		assert.Equal(t, "3", rdb.Get(ctx, name).Val())
+		undone, err = s.PermitUndoAcquireMany(ctx, rdb, name, more, permitT0)
+		require.NoError(t, err)
+		assert.False(t, undone, "never taken")
+		sub.none()
+	})
+}
