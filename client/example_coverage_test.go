@@ -36,7 +36,7 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 		"Client_Semaphore", "Client_PermitExpirableSemaphore", "Client_CountDownLatch",
 		"Semaphore_TrySetPermitsTTL", "Semaphore_SetPermits", "Semaphore_ReleaseIfExists",
 		"PermitExpirableSemaphore_ReleasePermits", "PermitExpirableSemaphore_RemainLease",
-		"PermitExpirableSemaphore_SetPermits", "CountDownLatch_Delete",
+		"PermitExpirableSemaphore_SetPermits", "PermitExpirableSemaphore_AcquirePermits", "CountDownLatch_Delete",
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",
 	} {

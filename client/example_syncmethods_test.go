@@ -168,3 +168,27 @@ func ExampleCountDownLatch_Delete() {
 	// deleted: true
 	// the waiter went: true
 }
+
+// AcquirePermits takes several permits in one call, all or none, each
+// with its own ID and the same lease.
+func ExamplePermitExpirableSemaphore_AcquirePermits() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	sem := c.PermitExpirableSemaphore("shards")
+	_ = sem.SetPermits(ctx, 4)
+	ids, _ := sem.AcquirePermits(ctx, 3, time.Minute)
+	fmt.Println("took:", len(ids))
+
+	more, ok, _ := sem.TryAcquirePermits(ctx, 2, 0, time.Minute)
+	fmt.Println("two more:", ok, more)
+	avail, _ := sem.AvailablePermits(ctx)
+	fmt.Println("available:", avail)
+
+	_ = sem.ReleasePermits(ctx, ids...)
+	// Output:
+	// took: 3
+	// two more: false []
+	// available: 1
+}
