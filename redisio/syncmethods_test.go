@@ -2,10 +2,13 @@ package redisio
 
 import (
 	"context"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -342,5 +345,40 @@ func TestPermitAcquireMany(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, undone, "never taken")
 		sub.none()
+	})
+}
+
+// FuzzTrySetPermitsTTL runs the semaphore's trySetPermits script with
+// arbitrary TTL strings: it either refuses before writing, or sets the
+// semaphore with exactly that TTL (none for "0").
+func FuzzTrySetPermitsTTL(f *testing.F) {
+	m := miniredis.NewMiniRedis()
+	require.NoError(f, m.Start())
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	for _, seed := range []string{"0", "1", "1000", "-5", "1.5", "1e3", "9007199254740992", "9007199254740993", "", " 1", "01"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, ttl string) {
+		ctx := context.Background()
+		m.FlushAll()
+		n, err := semTrySetPermitsScript.Run(ctx, rdb, []string{"s", SemaphoreChannel("s")}, "3", "publish", ttl).Int64()
+		if err != nil {
+			if len(m.Keys()) > 0 {
+				t.Fatalf("ttl %q: refused but wrote", ttl)
+			}
+			return
+		}
+		want, perr := strconv.ParseInt(ttl, 10, 64)
+		if perr != nil || want < 0 || strconv.FormatInt(want, 10) != ttl || n != 1 {
+			t.Fatalf("ttl %q accepted (reply %d)", ttl, n)
+		}
+		if want > math.MaxInt64/int64(time.Millisecond) {
+			return // beyond time.Duration: miniredis cannot show this TTL
+		}
+		if got := m.TTL("s"); got != time.Duration(want)*time.Millisecond {
+			t.Fatalf("ttl %q: the semaphore's TTL is %v", ttl, got)
+		}
 	})
 }
