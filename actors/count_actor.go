@@ -99,6 +99,13 @@ func (a *countActor) Receive(ctx actor.Context) {
 		w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
 		if m.Kind == messages.KindPermitSemaphore {
 			w.permitID = a.cfg.newPermitID()
+			if m.Permits > 1 {
+				w.permitIDs = make([]string, m.Permits)
+				w.permitIDs[0] = w.permitID
+				for i := 1; i < len(w.permitIDs); i++ {
+					w.permitIDs[i] = a.cfg.newPermitID()
+				}
+			}
 		}
 	case *messages.Cancel:
 		a.seen++
@@ -149,12 +156,17 @@ func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 }
 
 // onMessage wakes the waiters a message on the channel concerns: the
-// latch's zero releases all; a semaphore's new count n wakes up to n waiters
-// it could serve (n = 1 when the count cannot be read).
+// latch's zero releases all; its new-count message makes every waiter read
+// the count again (Redisson's delete publishes it, and a deleted latch
+// counts zero); a semaphore's new count n wakes up to n waiters it could
+// serve (n = 1 when the count cannot be read).
 func (a *countActor) onMessage(ctx actor.Context, payload string) {
 	if a.key.Kind == messages.KindCountDownLatch {
-		if payload == redisio.LatchZeroMessage {
+		switch payload {
+		case redisio.LatchZeroMessage:
 			a.latchReachedZero(ctx)
+		case redisio.LatchNewCountMessage:
+			a.wake(len(a.waiters.list))
 		}
 		return
 	}
@@ -234,7 +246,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 		o.w.inflight = true
 	}
 	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
-	req, permitID := o.w.req, o.w.permitID
+	req, permitIDs := o.w.req, o.w.ids()
 	sys, self := ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
@@ -258,11 +270,19 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 			d.acquired, _, _, d.err = cfg.Scripts.SemaphoreAcquire(c, cfg.Redis, rs, name, req.RequestID, req.Permits)
 		default:
 			var res redisio.PermitResult
-			res, _, d.err = cfg.Scripts.PermitAcquire(c, cfg.Redis, rs, name, permitID, req.Lease, cfg.Clock.Now())
+			res, _, d.err = cfg.Scripts.PermitAcquireMany(c, cfg.Redis, rs, name, permitIDs, req.Lease, cfg.Clock.Now())
 			d.acquired, d.next = res.Acquired, res.NextExpiry
 		}
 		sys.Root.Send(self, d)
 	})
+}
+
+// ids are the permit IDs a permit-expirable semaphore waiter asks for.
+func (w *waiter) ids() []string {
+	if w.permitIDs != nil {
+		return w.permitIDs
+	}
+	return []string{w.permitID}
 }
 
 // closingUndoTimeout bounds a give-back run while the engine stops.
@@ -278,7 +298,7 @@ func (a *countActor) undo(c context.Context, w *waiter) error {
 		_, err := cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, w.req.RequestID)
 		return err
 	case messages.KindPermitSemaphore:
-		_, err := cfg.Scripts.PermitUndoAcquire(c, cfg.Redis, name, w.permitID, cfg.Clock.Now())
+		_, err := cfg.Scripts.PermitUndoAcquireMany(c, cfg.Redis, name, w.ids(), cfg.Clock.Now())
 		return err
 	}
 	return nil // a latch await takes nothing
@@ -345,7 +365,7 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 			break
 		}
 		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
-			RequestID: w.req.RequestID, PermitID: w.permitID})
+			RequestID: w.req.RequestID, PermitID: w.permitID, PermitIDs: w.permitIDs})
 		a.waiters.wakeHead() // there may be more to take
 	case w.cancelled:
 		a.waiters.remove(w)

@@ -117,6 +117,9 @@ type waiter struct {
 	gone bool
 	// permitID is the permit a permit-expirable semaphore waiter asks for.
 	permitID string
+	// permitIDs, when a permit-expirable semaphore waiter asks for more
+	// than one permit, are all their IDs, permitID first.
+	permitIDs []string
 	// channel is what a refused waiter listens on (set with refused).
 	channel string
 	// poll is a spin lock waiter's back-off (lockIO.polls).

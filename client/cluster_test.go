@@ -468,6 +468,14 @@ var namedPrimitives = []namedPrimitive{
 				"AddPermits":       func(ctx context.Context) error { return s.AddPermits(ctx, 1) },
 				"AvailablePermits": func(ctx context.Context) error { _, err := s.AvailablePermits(ctx); return err },
 				"DrainPermits":     func(ctx context.Context) error { _, err := s.DrainPermits(ctx); return err },
+				"TrySetPermitsTTL": func(ctx context.Context) error { _, err := s.TrySetPermitsTTL(ctx, 1, time.Second); return err },
+				"SetPermits":       func(ctx context.Context) error { return s.SetPermits(ctx, 1) },
+				"ReleaseIfExists":  func(ctx context.Context) error { _, err := s.ReleaseIfExists(ctx, 1); return err },
+				"Expire":           func(ctx context.Context) error { _, err := s.Expire(ctx, time.Second); return err },
+				"ExpireAt":         func(ctx context.Context) error { _, err := s.ExpireAt(ctx, time.Now().Add(time.Hour)); return err },
+				"ClearExpire":      func(ctx context.Context) error { _, err := s.ClearExpire(ctx); return err },
+				"RemainTTL":        func(ctx context.Context) error { _, err := s.RemainTTL(ctx); return err },
+				"Delete":           func(ctx context.Context) error { _, err := s.Delete(ctx); return err },
 			}
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
@@ -480,6 +488,22 @@ var namedPrimitives = []namedPrimitive{
 			require.NoError(t, within(t, waited).err, "the release wakes the other acquire")
 			require.NoError(t, s.AddPermits(ctx, 2))
 			assert.Equal(t, int64(2), get(t, o.DrainPermits))
+			require.NoError(t, o.SetPermits(ctx, 1))
+			ok, err := s.ReleaseIfExists(ctx, 1)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			ok, err = s.Expire(ctx, time.Minute)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			assert.Greater(t, get(t, o.RemainTTL), 59*time.Second)
+			ok, err = o.Delete(ctx)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			ok, err = s.TrySetPermitsTTL(ctx, 1, time.Minute)
+			require.NoError(t, err)
+			assert.True(t, ok, "set anew once deleted")
+			_, err = s.Delete(ctx)
+			require.NoError(t, err)
 		}},
 	{kind: "PermitExpirableSemaphore",
 		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
@@ -494,6 +518,22 @@ var namedPrimitives = []namedPrimitive{
 				"TrySetPermits":    func(ctx context.Context) error { _, err := p.TrySetPermits(ctx, 1); return err },
 				"AddPermits":       func(ctx context.Context) error { return p.AddPermits(ctx, 1) },
 				"AvailablePermits": func(ctx context.Context) error { _, err := p.AvailablePermits(ctx); return err },
+				"AcquirePermits":   func(ctx context.Context) error { _, err := p.AcquirePermits(ctx, 2, time.Second); return err },
+				"TryAcquirePermits": func(ctx context.Context) error {
+					_, _, err := p.TryAcquirePermits(ctx, 2, 0, time.Second)
+					return err
+				},
+				"ReleasePermits":    func(ctx context.Context) error { return p.ReleasePermits(ctx, id) },
+				"TryReleasePermits": func(ctx context.Context) error { _, err := p.TryReleasePermits(ctx, id); return err },
+				"RemainLease":       func(ctx context.Context) error { _, err := p.RemainLease(ctx, id); return err },
+				"SetPermits":        func(ctx context.Context) error { return p.SetPermits(ctx, 1) },
+				"Permits":           func(ctx context.Context) error { _, err := p.Permits(ctx); return err },
+				"AcquiredPermits":   func(ctx context.Context) error { _, err := p.AcquiredPermits(ctx); return err },
+				"Expire":            func(ctx context.Context) error { _, err := p.Expire(ctx, time.Second); return err },
+				"ExpireAt":          func(ctx context.Context) error { _, err := p.ExpireAt(ctx, time.Now().Add(time.Hour)); return err },
+				"ClearExpire":       func(ctx context.Context) error { _, err := p.ClearExpire(ctx); return err },
+				"RemainTTL":         func(ctx context.Context) error { _, err := p.RemainTTL(ctx); return err },
+				"Delete":            func(ctx context.Context) error { _, err := p.Delete(ctx); return err },
 			}
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
@@ -515,6 +555,21 @@ var namedPrimitives = []namedPrimitive{
 			require.NoError(t, within(t, waited).err, "the release wakes the other acquire")
 			require.NoError(t, o.Release(ctx, <-got))
 			assert.Equal(t, int64(1), get(t, p.AvailablePermits))
+			require.NoError(t, o.SetPermits(ctx, 3))
+			ids, err := p.AcquirePermits(ctx, 2, time.Minute)
+			require.NoError(t, err)
+			left, err := o.RemainLease(ctx, ids[1])
+			require.NoError(t, err)
+			assert.Greater(t, left, 59*time.Second)
+			assert.Equal(t, int64(2), get(t, o.AcquiredPermits))
+			assert.Equal(t, int64(3), get(t, o.Permits))
+			ok, err = p.Expire(ctx, time.Minute)
+			require.NoError(t, err)
+			assert.True(t, ok, "both keys, one slot")
+			require.NoError(t, o.ReleasePermits(ctx, ids...))
+			ok, err = o.Delete(ctx)
+			require.NoError(t, err)
+			assert.True(t, ok)
 		}},
 	{kind: "CountDownLatch", latch: true,
 		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
@@ -525,6 +580,7 @@ var namedPrimitives = []namedPrimitive{
 				"Count":       func(ctx context.Context) error { _, err := d.Count(ctx); return err },
 				"Await":       d.Await,
 				"TryAwait":    func(ctx context.Context) error { _, err := d.TryAwait(ctx, 10*time.Millisecond); return err },
+				"Delete":      func(ctx context.Context) error { _, err := d.Delete(ctx); return err },
 			}
 		},
 		exercise: func(t *testing.T, c, other *client.Client, name string) {
@@ -536,6 +592,12 @@ var namedPrimitives = []namedPrimitive{
 			assert.Equal(t, int64(1), get(t, o.Count))
 			require.NoError(t, d.CountDown(ctx))
 			require.NoError(t, within(t, waited).err, "the count reaching zero wakes the waiter")
+			set(t, d.TrySetCount, 2)
+			waited = inBackground(t, o.Await)
+			ok, err := d.Delete(ctx)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			require.NoError(t, within(t, waited).err, "the delete wakes the waiter")
 		}},
 }
 

@@ -34,6 +34,9 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 		"Client_Lock", "Lock_TryLockWait", "Lock_LockLease", "Lock_Lost", "Lock_Do",
 		"Client_FairLock", "Client_ReadWriteLock", "FencedLock_LockToken", "Client_SpinLock",
 		"Client_Semaphore", "Client_PermitExpirableSemaphore", "Client_CountDownLatch",
+		"Semaphore_TrySetPermitsTTL", "Semaphore_SetPermits", "Semaphore_ReleaseIfExists",
+		"PermitExpirableSemaphore_ReleasePermits", "PermitExpirableSemaphore_RemainLease",
+		"PermitExpirableSemaphore_SetPermits", "PermitExpirableSemaphore_AcquirePermits", "CountDownLatch_Delete",
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",
 	} {

@@ -121,8 +121,8 @@ func TestNilHandlesAreRejected(t *testing.T) {
 	assert.Greater(t, calls, 100, "every method was called")
 }
 
-// callWithPlainArgs calls m with a background context, 1 s durations, 1
-// for counts, "x" for strings and a no-op function, and fails t if it
+// callWithPlainArgs calls m with a background context, 1 s durations, an
+// hour from now for times, 1 for counts, "x" for strings and a no-op function, and fails t if it
 // panics.
 func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflect.Value) {
 	t.Helper()
@@ -133,6 +133,8 @@ func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflec
 			args[i] = reflect.ValueOf(context.Background())
 		case in == reflect.TypeFor[time.Duration]():
 			args[i] = reflect.ValueOf(time.Second)
+		case in == reflect.TypeFor[time.Time]():
+			args[i] = reflect.ValueOf(time.Now().Add(time.Hour))
 		case in.Kind() == reflect.Int64:
 			args[i] = reflect.ValueOf(int64(1))
 		case in.Kind() == reflect.String:

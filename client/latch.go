@@ -69,6 +69,19 @@ func (d *CountDownLatch) CountDown(ctx context.Context) error {
 	return err
 }
 
+// Delete deletes the latch and reports whether it existed. A missing
+// latch counts zero, so every waiter, here and in other processes, is
+// released.
+func (d *CountDownLatch) Delete(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := d.check(); err != nil {
+		return false, err
+	}
+	return d.c.scripts.LatchDelete(ctx, d.c.rdb, d.name)
+}
+
 // Count returns the current count, 0 when the latch does not exist.
 func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
 	if err := checkCtx(ctx); err != nil {

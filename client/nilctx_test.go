@@ -53,7 +53,11 @@ func TestNilContextIsRejected(t *testing.T) {
 			what := h.what + "." + v.Type().Method(i).Name
 			calls++
 			var out []reflect.Value
-			if !assert.NotPanics(t, func() { out = m.Call(nilCtxArgs(t, what, m.Type())) }, what) {
+			call := m.Call
+			if m.Type().IsVariadic() {
+				call = m.CallSlice
+			}
+			if !assert.NotPanics(t, func() { out = call(nilCtxArgs(t, what, m.Type())) }, what) {
 				failed = append(failed, what+" (panics)")
 				continue
 			}
@@ -87,8 +91,8 @@ func takesContext(m reflect.Type) bool {
 }
 
 // nilCtxArgs are the arguments of a method of type m: a nil context, 1 s
-// durations, 1 for counts, "x" for strings, a function that returns its
-// zero values.
+// durations, an hour from now for times, no variadic arguments, 1 for
+// counts, "x" for strings, a function that returns its zero values.
 func nilCtxArgs(t *testing.T, what string, m reflect.Type) []reflect.Value {
 	args := make([]reflect.Value, m.NumIn())
 	for i := range args {
@@ -97,6 +101,10 @@ func nilCtxArgs(t *testing.T, what string, m reflect.Type) []reflect.Value {
 			args[i] = reflect.Zero(in)
 		case in == reflect.TypeFor[time.Duration]():
 			args[i] = reflect.ValueOf(time.Second)
+		case in == reflect.TypeFor[time.Time]():
+			args[i] = reflect.ValueOf(time.Now().Add(time.Hour))
+		case in.Kind() == reflect.Slice && m.IsVariadic() && i == len(args)-1:
+			args[i] = reflect.MakeSlice(in, 0, 0)
 		case in.Kind() == reflect.Int64:
 			args[i] = reflect.ValueOf(int64(1))
 		case in.Kind() == reflect.String:

@@ -110,6 +110,51 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, permits int64) (bool, err
 	return s.c.scripts.SemaphoreTrySetPermits(ctx, s.c.rdb, s.name, permits)
 }
 
+// TrySetPermitsTTL sets the number of permits if the semaphore does not
+// exist yet, and gives it ttl to live (rounded up to whole milliseconds,
+// at least 1ms): once it expires, the semaphore is gone with its permits,
+// as if it had never been set. It reports whether it set it (Redisson's
+// trySetPermits(permits, timeToLive)).
+func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int64, ttl time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := messages.Join(s.check(), validateCount("permits", permits), validateTTL(ttl)); err != nil {
+		return false, err
+	}
+	return s.c.scripts.SemaphoreTrySetPermitsTTL(ctx, s.c.rdb, s.name, permits, wholeMillis(ttl))
+}
+
+// SetPermits sets the number of available permits, whether or not the
+// semaphore exists and whatever it held, and keeps its time to live if it
+// has one. Waiters that the new count can serve are woken.
+func (s *Semaphore) SetPermits(ctx context.Context, permits int64) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil {
+		return err
+	}
+	_, err := s.c.scripts.SemaphoreSetPermits(ctx, s.c.rdb, s.name, permits)
+	return err
+}
+
+// ReleaseIfExists gives permits permits back, as Release does, but only if
+// the semaphore exists: a semaphore that expired or was deleted is not
+// brought back to life by a late release. It reports whether it gave them
+// back (Redisson's releaseIfExists). Releasing 0 permits does nothing and
+// reports false.
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, permits int64) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
+		return false, err
+	}
+	ok, _, err := s.c.scripts.SemaphoreReleaseIfExists(ctx, s.c.rdb, s.name, s.c.nextRequestID(), permits)
+	return ok, err
+}
+
 // AddPermits adds delta permits, which may be negative and may take the
 // count below zero (waiters then wait until releases bring it back).
 func (s *Semaphore) AddPermits(ctx context.Context, delta int64) error {
@@ -150,6 +195,68 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	return s.c.scripts.SemaphoreDrain(ctx, s.c.rdb, s.name)
 }
 
+// Expire gives the semaphore ttl to live (rounded up to whole
+// milliseconds, at least 1ms); when it expires, its permits go with it. It
+// reports whether the semaphore exists.
+func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := messages.Join(s.check(), validateTTL(ttl)); err != nil {
+		return false, err
+	}
+	return redisio.Expire(ctx, s.c.rdb, []string{s.name}, wholeMillis(ttl))
+}
+
+// ExpireAt makes the semaphore expire at t (a time already past deletes
+// it). It reports whether the semaphore exists.
+func (s *Semaphore) ExpireAt(ctx context.Context, t time.Time) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := messages.Join(s.check(), validateExpireAt(t)); err != nil {
+		return false, err
+	}
+	return redisio.ExpireAt(ctx, s.c.rdb, []string{s.name}, t)
+}
+
+// ClearExpire removes the semaphore's time to live. It reports whether it
+// had one.
+func (s *Semaphore) ClearExpire(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	return redisio.ClearExpire(ctx, s.c.rdb, []string{s.name})
+}
+
+// RemainTTL returns the semaphore's remaining time to live: -1 when it
+// has none, -2 when the semaphore does not exist (Redis's PTTL, Redisson's
+// remainTimeToLive).
+func (s *Semaphore) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return remainTTL(ctx, s.c, s.name)
+}
+
+// Delete deletes the semaphore with its permits; it reports whether it
+// existed. A later acquire waits until permits are set or released again.
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	return redisio.Delete(ctx, s.c.rdb, s.name)
+}
+
 // maxCount bounds permits and counts: the scripts compute in doubles.
 const maxCount = 1 << 53
 
@@ -162,4 +269,34 @@ func validateCount(field string, n int64) error {
 		return invalid(field, "%d is more than 2^53", n)
 	}
 	return nil
+}
+
+// validateTTL checks an object's time to live: at least 1ms. Like a lease,
+// it may fall between whole milliseconds; the calls round it up.
+func validateTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return invalid("ttl", "%v is less than 1ms", ttl)
+	}
+	return nil
+}
+
+// validateExpireAt checks an expiry time: after the Unix epoch.
+func validateExpireAt(t time.Time) error {
+	if t.UnixMilli() < 1 {
+		return invalid("expire at", "%v is not after the Unix epoch", t)
+	}
+	return nil
+}
+
+// remainTTL is the PTTL of key: -1 when it has none, -2 when it does not
+// exist.
+func remainTTL(ctx context.Context, c *Client, key string) (time.Duration, error) {
+	ttl, exists, err := redisio.RemainTTL(ctx, c.rdb, key)
+	switch {
+	case err != nil:
+		return 0, err
+	case !exists:
+		return -2, nil
+	}
+	return ttl, nil
 }

@@ -87,9 +87,10 @@ func (k Kind) Held() bool {
 // (TryLock).
 //
 // The same message waits for the counting kinds: Permits permits of a
-// KindSemaphore, one permit of a KindPermitSemaphore (for Lease, 0 meaning
-// it never expires), or a KindCountDownLatch's count reaching zero. Owner
-// then only pairs the request with its Cancel.
+// KindSemaphore, one permit of a KindPermitSemaphore, or Permits of them
+// all or none (each for Lease, 0 meaning it never expires), or a
+// KindCountDownLatch's count reaching zero. Owner then only pairs the
+// request with its Cancel.
 type Acquire struct {
 	Name  string
 	Kind  Kind
@@ -107,7 +108,9 @@ type Acquire struct {
 	// starts or joins.
 	Watch bool
 	// Permits is how many permits a KindSemaphore acquire takes, at least
-	// 1; zero for every other kind.
+	// 1; for a KindPermitSemaphore acquire, 0 or 1 takes one permit, more
+	// takes that many at once (at most MaxPermitIDs); zero for every other
+	// kind.
 	Permits int64
 	// Wait is a fair lock waiter's wait (Redisson's wait time): its place
 	// in the queue lapses within the shorter of Wait and the engine's
@@ -131,11 +134,15 @@ type Acquired struct {
 	// Holding identifies this holding (from the first acquire to the unlock
 	// that reaches zero or the loss); LockLost carries the same value.
 	Holding uint64
-	// PermitID names the permit a KindPermitSemaphore acquire took.
+	// PermitID names the permit a KindPermitSemaphore acquire took (the
+	// first, when it took several).
 	PermitID string
 	// Token is a KindFencedLock holding's fencing token: strictly
 	// increasing per name across first acquires, the same for a reentry.
 	Token int64
+	// PermitIDs names every permit a KindPermitSemaphore acquire of more
+	// than one permit took, PermitID first; nil otherwise.
+	PermitIDs []string
 }
 
 // AcquireFailed answers Acquire when the lock was not obtained. Err is

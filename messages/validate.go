@@ -101,7 +101,7 @@ func (m *Acquire) validateKindFields() error {
 	case KindSemaphore:
 		return firstErr(ValidatePermits(m.Permits), zeroLease(m.Lease), zeroWait(m.Wait))
 	case KindPermitSemaphore:
-		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
+		return firstErr(permitIDCount(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
 	case KindCountDownLatch:
 		return firstErr(zeroPermits(m.Permits), zeroLease(m.Lease), zeroWait(m.Wait))
 	case KindFairLock:
@@ -109,6 +109,19 @@ func (m *Acquire) validateKindFields() error {
 	default:
 		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
 	}
+}
+
+// MaxPermitIDs bounds the permits one permit-expirable semaphore acquire
+// takes: each has an ID of its own, all sent in one script call.
+const MaxPermitIDs = 1000
+
+// permitIDCount checks how many permits a permit-expirable semaphore
+// acquire takes: 0 (one) to MaxPermitIDs.
+func permitIDCount(p int64) error {
+	if p < 0 || p > MaxPermitIDs {
+		return Invalid("permits", "%d is not between 1 and %d", p, MaxPermitIDs)
+	}
+	return nil
 }
 
 func zeroPermits(p int64) error {

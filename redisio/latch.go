@@ -9,6 +9,7 @@ import (
 var (
 	latchTrySetCountScript = newScript("latch_trysetcount")
 	latchCountDownScript   = newScript("latch_countdown")
+	latchDeleteScript      = newScript("latch_delete")
 )
 
 // LatchZeroMessage is published on a count-down latch's channel when its
@@ -54,4 +55,16 @@ func (s *Scripts) LatchCountDown(ctx context.Context, r Redis, name, reqID strin
 func LatchCount(ctx context.Context, r Redis, name string) (int64, error) {
 	n, err := readCount(ctx, r, "latch count", name)
 	return max(n, 0), err
+}
+
+// LatchDelete deletes the latch and reports whether it existed. When it
+// did, LatchZeroMessage is published: a missing latch counts zero, so every
+// waiter may go. (Redisson's delete publishes LatchNewCountMessage, which
+// leaves Redisson's own waiters blocked until they look again.)
+func (s *Scripts) LatchDelete(ctx context.Context, r Redis, name string) (bool, error) {
+	n, err := latchDeleteScript.Run(ctx, r, []string{name, LatchChannel(name)}, LatchZeroMessage, s.publish).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: latch delete %s: %w", name, err)
+	}
+	return n == 1, nil
 }

@@ -17,6 +17,10 @@ var (
 	permitTrySetPermitsScript = newScript("permit_lib", "permit_trysetpermits")
 	permitAddPermitsScript    = newScript("permit_lib", "permit_addpermits")
 	permitAvailableScript     = newScript("permit_lib", "permit_available")
+	permitSetPermitsScript    = newScript("permit_lib", "permit_setpermits")
+	permitCountsScript        = newScript("permit_lib", "permit_counts")
+	permitLeaseTimeScript     = newScript("permit_lib", "permit_leasetime")
+	permitReleaseManyScript   = newScript("permit_lib", "permit_releasemany")
 )
 
 // permitNoExpiry is the lease end Redisson stores for a permit that never
@@ -91,8 +95,12 @@ func permitLease(lease time.Duration) (string, error) {
 type PermitResult struct {
 	// Acquired reports that PermitID is held (also when it already was).
 	Acquired bool
-	// PermitID is the held permit's ID when Acquired, else empty.
+	// PermitID is the held permit's ID when Acquired, else empty; the
+	// first of PermitIDs when the acquire took several.
 	PermitID string
+	// PermitIDs, when Acquired by PermitAcquireMany with more than one
+	// ID, are the held permits' IDs; else nil.
+	PermitIDs []string
 	// Available is the count after acquiring, or the current count when
 	// refused.
 	Available int64
@@ -110,17 +118,24 @@ type PermitResult struct {
 // released or undone is refused with an error. rs asks for replica
 // acknowledgement; the int is how many replicas acknowledged.
 func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, permitID string, lease time.Duration, now time.Time) (PermitResult, int, error) {
-	member, err := permitMember(permitID)
-	if err != nil {
-		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
-	}
+	return s.PermitAcquireMany(ctx, r, rs, name, []string{permitID}, lease, now)
+}
+
+// PermitAcquireMany is PermitAcquire for several permits at once, one per
+// ID of permitIDs (at least one, all distinct), all or none (Redisson's
+// acquire(permits)), each with the same lease. It is idempotent by the
+// IDs: when all are held, it acquires nothing more and reports them held.
+func (s *Scripts) PermitAcquireMany(ctx context.Context, r Redis, rs ReplicaSync, name string, permitIDs []string, lease time.Duration, now time.Time) (PermitResult, int, error) {
 	leaseArg, err := permitLease(lease)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
-	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript,
-		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
-		member, leaseArg, unixMillis(now), s.publish)
+	keys, members, err := permitKeysAndMembers(name, permitIDs)
+	if err != nil {
+		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
+	}
+	args := append([]any{members[0], leaseArg, unixMillis(now), s.publish}, members[1:]...)
+	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript, keys, args...)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
@@ -129,9 +144,34 @@ func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
 	if v[0] == 1 {
-		return PermitResult{Acquired: true, PermitID: permitID, Available: v[1]}, int(acks), nil
+		res := PermitResult{Acquired: true, PermitID: permitIDs[0], Available: v[1]}
+		if len(permitIDs) > 1 {
+			res.PermitIDs = permitIDs
+		}
+		return res, int(acks), nil
 	}
 	return PermitResult{Available: v[1], NextExpiry: time.Duration(v[2]) * time.Millisecond}, int(acks), nil
+}
+
+// permitKeysAndMembers are the keys of a script on permitIDs' permits
+// (the name, its held permits, its channel, and one spent marker per ID)
+// and the IDs as stored, their raw bytes.
+func permitKeysAndMembers(name string, permitIDs []string) ([]string, []any, error) {
+	if len(permitIDs) == 0 {
+		return nil, nil, fmt.Errorf("no permit ids")
+	}
+	keys := make([]string, 0, 3+len(permitIDs))
+	keys = append(keys, name, PermitTimeoutKey(name), SemaphoreChannel(name))
+	members := make([]any, len(permitIDs))
+	for i, id := range permitIDs {
+		m, err := permitMember(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, PermitSpentKey(name, id))
+		members[i] = m
+	}
+	return keys, members, nil
 }
 
 // PermitUndoAcquire gives back permitID's permit if it is held (the new
@@ -139,13 +179,18 @@ func (s *Scripts) PermitAcquire(ctx context.Context, r Redis, rs ReplicaSync, na
 // spent for the retry window: an acquire with it that reaches Redis late
 // takes nothing.
 func (s *Scripts) PermitUndoAcquire(ctx context.Context, r Redis, name, permitID string, now time.Time) (bool, error) {
-	member, err := permitMember(permitID)
+	return s.PermitUndoAcquireMany(ctx, r, name, []string{permitID}, now)
+}
+
+// PermitUndoAcquireMany is PermitUndoAcquire for the IDs of one
+// PermitAcquireMany: it gives back those held, and spends them all.
+func (s *Scripts) PermitUndoAcquireMany(ctx context.Context, r Redis, name string, permitIDs []string, now time.Time) (bool, error) {
+	keys, members, err := permitKeysAndMembers(name, permitIDs)
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
-	n, err := permitUndoAcquireScript.Run(ctx, r,
-		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), PermitSpentKey(name, permitID)},
-		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
+	args := append([]any{members[0], unixMillis(now), s.publish, Millis(LatchTTL)}, members[1:]...)
+	n, err := permitUndoAcquireScript.Run(ctx, r, keys, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
@@ -224,4 +269,99 @@ func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now
 		return 0, fmt.Errorf("warden: permit available %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// PermitSetPermits sets the permit-expirable semaphore's number of permits,
+// held ones included, to permits (at least 0): the available count moves by
+// the difference, and may go negative when more are held (Redisson's
+// setPermits). A missing semaphore is set to permits. Expired permits are
+// reclaimed first. It returns the available count after, published when
+// it changed and is above 0. Setting is idempotent: a retry sets the same
+// number.
+func (s *Scripts) PermitSetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (int64, error) {
+	n, err := permitSetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: permit set permits %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// PermitCounts are a permit-expirable semaphore's counts.
+type PermitCounts struct {
+	// Exists reports that the semaphore's count exists.
+	Exists bool
+	// Available is the available count, 0 when the semaphore is absent.
+	Available int64
+	// Held is how many permits are held (acquired, their lease not ended).
+	Held int64
+}
+
+// PermitCounts reads the semaphore's counts after reclaiming expired
+// permits, which makes it a write.
+func (s *Scripts) PermitCounts(ctx context.Context, r Redis, name string, now time.Time) (PermitCounts, error) {
+	c := permitCountsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		unixMillis(now), s.publish)
+	v, err := semInts(c, 3)
+	if err != nil {
+		return PermitCounts{}, fmt.Errorf("warden: permit counts %s: %w", name, err)
+	}
+	return PermitCounts{Exists: v[0] == 1, Available: v[1], Held: v[2]}, nil
+}
+
+// PermitLeaseTime returns what is left of permitID's lease (Redisson's
+// getLeaseTime), after reclaiming expired permits: -1 when the permit never
+// expires; held is false when the permit is not held (unknown, released or
+// expired).
+func (s *Scripts) PermitLeaseTime(ctx context.Context, r Redis, name, permitID string, now time.Time) (left time.Duration, held bool, err error) {
+	member, err := permitMember(permitID)
+	if err != nil {
+		return 0, false, fmt.Errorf("warden: permit lease time %s: %w", name, err)
+	}
+	n, err := permitLeaseTimeScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		member, unixMillis(now), s.publish).Int64()
+	switch {
+	case err != nil:
+		return 0, false, fmt.Errorf("warden: permit lease time %s: %w", name, err)
+	case n == -2:
+		return 0, false, nil
+	case n == -1:
+		return -1, true, nil
+	}
+	return time.Duration(n) * time.Millisecond, true, nil
+}
+
+// PermitReleaseMany releases the permits of permitIDs (at least one, no
+// duplicates) all or none, as Redisson's tryRelease(List): when any of them
+// is not held, it releases none and returns 0; else it reclaims expired
+// permits, releases them, publishes the new count and returns how many it
+// released. Every ID is marked spent. It is applied once per reqID: a
+// repeat returns the first result.
+func (s *Scripts) PermitReleaseMany(ctx context.Context, r Redis, name, reqID string, permitIDs []string, now time.Time) (int, error) {
+	if len(permitIDs) == 0 {
+		return 0, fmt.Errorf("warden: permit release %s: no permit ids", name)
+	}
+	keys := make([]string, 0, 4+len(permitIDs))
+	keys = append(keys, name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID))
+	args := make([]any, 0, 3+len(permitIDs))
+	args = append(args, unixMillis(now), s.publish, Millis(LatchTTL))
+	for _, id := range permitIDs {
+		member, err := permitMember(id)
+		if err != nil {
+			return 0, fmt.Errorf("warden: permit release %s: %w", name, err)
+		}
+		keys = append(keys, PermitSpentKey(name, id))
+		args = append(args, member)
+	}
+	n, err := permitReleaseManyScript.Run(ctx, r, keys, args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: permit release %s: %w", name, err)
+	}
+	return int(n), nil
+}
+
+// PermitKeys are the keys of a permit-expirable semaphore, for Expire,
+// ClearExpire and Delete: the name and its held permits.
+func PermitKeys(name string) []string {
+	return []string{name, PermitTimeoutKey(name)}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,6 +17,8 @@ var (
 	semTrySetPermitsScript = newScript("sem_trysetpermits")
 	semAddPermitsScript    = newScript("sem_addpermits")
 	semDrainScript         = newScript("sem_drain")
+	semSetPermitsScript    = newScript("sem_setpermits")
+	semReleaseIfExists     = newScript("sem_releaseifexists")
 )
 
 // SemaphoreChannel is the pub/sub channel a semaphore's (and a
@@ -89,12 +92,54 @@ func (s *Scripts) SemaphoreRelease(ctx context.Context, r Redis, name, reqID str
 // does not exist, and then publishes the count. It reports whether it set
 // it.
 func (s *Scripts) SemaphoreTrySetPermits(ctx context.Context, r Redis, name string, permits int64) (bool, error) {
+	return s.SemaphoreTrySetPermitsTTL(ctx, r, name, permits, 0)
+}
+
+// SemaphoreTrySetPermitsTTL is SemaphoreTrySetPermits that also gives the
+// semaphore a time to live (whole ms, at least 1) when it sets it; ttl 0
+// means none (Redisson's trySetPermits(permits, timeToLive)).
+func (s *Scripts) SemaphoreTrySetPermitsTTL(ctx context.Context, r Redis, name string, permits int64, ttl time.Duration) (bool, error) {
+	ttlArg := "0"
+	if ttl != 0 {
+		if ttl < 0 {
+			return false, fmt.Errorf("warden: semaphore try set permits %s: invalid ttl %v", name, ttl)
+		}
+		ttlArg = Millis(ttl)
+	}
 	n, err := semTrySetPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), s.publish).Int64()
+		strconv.FormatInt(permits, 10), s.publish, ttlArg).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: semaphore try set permits %s: %w", name, err)
 	}
 	return n == 1, nil
+}
+
+// SemaphoreSetPermits sets the semaphore's available permits to permits
+// (at least 0), whether or not it exists, and keeps its TTL if it has one.
+// The new count is published when it is above 0. It returns the count
+// there was (0 when absent). Setting is idempotent: a retry sets the same
+// count.
+func (s *Scripts) SemaphoreSetPermits(ctx context.Context, r Redis, name string, permits int64) (int64, error) {
+	n, err := semSetPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), s.publish).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: semaphore set permits %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// SemaphoreReleaseIfExists adds permits (at least 1) only if the semaphore
+// exists, and then publishes the new count (Redisson's releaseIfExists). It
+// reports whether it did, and the new count. It is applied once per reqID:
+// a repeat returns the first result.
+func (s *Scripts) SemaphoreReleaseIfExists(ctx context.Context, r Redis, name, reqID string, permits int64) (bool, int64, error) {
+	c := semReleaseIfExists.Run(ctx, r, []string{name, SemaphoreChannel(name), OpLatchKey(name, reqID)},
+		strconv.FormatInt(permits, 10), s.publish, Millis(LatchTTL))
+	v, err := semInts(c, 2)
+	if err != nil {
+		return false, 0, fmt.Errorf("warden: semaphore release if exists %s: %w", name, err)
+	}
+	return v[0] == 1, v[1], nil
 }
 
 // SemaphoreAddPermits adds delta permits (negative removes them; the count

@@ -31,12 +31,12 @@ func main() { exampleredis.Main(run) }
 
 func run() error { return exampleredis.Run(10*time.Second, demo) }
 
-func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) error {
+func demo(ctx context.Context, c *client.Client, _ redis.UniversalClient) error {
 	// Clear what an interrupted run may have left, then set the count.
-	if err := rdb.Del(ctx, latchName).Err(); err != nil {
+	latch := c.CountDownLatch(latchName)
+	if _, err := latch.Delete(ctx); err != nil {
 		return err
 	}
-	latch := c.CountDownLatch(latchName)
 	if ok, err := latch.TrySetCount(ctx, workers); err != nil || !ok {
 		return errors.Join(errors.New("could not set the count"), err)
 	}

@@ -31,16 +31,17 @@ func main() { exampleredis.Main(run) }
 func run() error { return exampleredis.Run(10*time.Second, demo) }
 
 func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) error {
-	// A semaphore lives on in Redis: start each run from a fresh one.
-	if err := rdb.Del(ctx, semName, redisio.PermitTimeoutKey(semName)).Err(); err != nil {
+	// A semaphore lives on in Redis: start each run from a fresh one
+	// (Delete removes its count and its permits' leases).
+	sem := c.PermitExpirableSemaphore(semName)
+	if _, err := sem.Delete(ctx); err != nil {
 		return err
 	}
-	// It has no TTL either: delete it (its count and its permits' leases)
-	// at the end, so the example leaves nothing behind in your Redis.
+	// It has no TTL either: delete it at the end, so the example leaves
+	// nothing behind in your Redis.
 	defer deleteKeys(rdb, semName, redisio.PermitTimeoutKey(semName))
-	sem := c.PermitExpirableSemaphore(semName)
-	if ok, err := sem.TrySetPermits(ctx, 1); err != nil || !ok {
-		return errors.Join(errors.New("could not set the permits"), err)
+	if err := sem.SetPermits(ctx, 1); err != nil {
+		return err
 	}
 
 	// worker-A takes the permit and stalls past its lease; worker-B waits
@@ -71,6 +72,10 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if a.err != nil {
 		return fmt.Errorf("worker-A: %w", a.err)
 	}
+	left, err := sem.RemainLease(ctx, a.id)
+	if err != nil || left <= 0 || left > lease {
+		return errors.Join(fmt.Errorf("worker-A's permit has %v left of its %v lease", left, lease), err)
+	}
 	fmt.Printf("worker-A took permit %s… for %v, then stalls\n", a.id[:8], lease)
 	go func() {
 		start := time.Now()
@@ -87,6 +92,12 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 		return fmt.Errorf("worker-B got permit %s after %v, before A's lease ran out", b.id, b.waited)
 	}
 	fmt.Printf("worker-B waited, then got permit %s… when A's lease ran out\n", b.id[:8])
+	if left, err := sem.RemainLease(ctx, b.id); err != nil || left != -1 {
+		return errors.Join(fmt.Errorf("worker-B's permit has %v left, want -1 (no lease)", left), err)
+	}
+	if _, err := sem.RemainLease(ctx, a.id); !errors.Is(err, client.ErrNotHeld) {
+		return fmt.Errorf("worker-A's expired permit: RemainLease says %v, want ErrNotHeld", err)
+	}
 	if late.ok {
 		return errors.New("worker-A released a permit that had expired")
 	}
@@ -99,6 +110,9 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 		return errors.Join(fmt.Errorf("%d permits available at the end, want 1", n), err)
 	}
 	fmt.Println("worker-B released its permit: 1 available")
+	if ok, err := sem.Delete(ctx); err != nil || !ok {
+		return errors.Join(errors.New("could not delete the semaphore"), err)
+	}
 
 	if err := c.Close(ctx); err != nil {
 		return err

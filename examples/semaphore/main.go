@@ -33,14 +33,15 @@ func run() error { return exampleredis.Run(10*time.Second, demo) }
 
 func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) error {
 	// A semaphore lives on in Redis: start each run from a fresh one.
-	if err := rdb.Del(ctx, semName).Err(); err != nil {
+	sem := c.Semaphore(semName)
+	if _, err := sem.Delete(ctx); err != nil {
 		return err
 	}
-	// It has no TTL either: delete it at the end, so the example leaves
+	// Set it with a time to live, so that it goes by itself even if this
+	// run dies half way; and delete it at the end, so the example leaves
 	// nothing behind in your Redis.
 	defer deleteKeys(rdb, semName)
-	sem := c.Semaphore(semName)
-	if ok, err := sem.TrySetPermits(ctx, permits); err != nil || !ok {
+	if ok, err := sem.TrySetPermitsTTL(ctx, permits, time.Minute); err != nil || !ok {
 		return errors.Join(errors.New("could not set the permits"), err)
 	}
 	fmt.Printf("%s has %d permits for %d workers\n", semName, permits, workers)
@@ -86,11 +87,17 @@ func demo(ctx context.Context, c *client.Client, rdb redis.UniversalClient) erro
 	if n, err := sem.AvailablePermits(ctx); err != nil || n != permits {
 		return errors.Join(fmt.Errorf("%d permits available at the end, want %d", n, permits), err)
 	}
+	if ttl, err := sem.RemainTTL(ctx); err != nil || ttl <= 0 {
+		return errors.Join(fmt.Errorf("the semaphore's TTL is %v, want the one it was set with", ttl), err)
+	}
+	if ok, err := sem.Delete(ctx); err != nil || !ok {
+		return errors.Join(errors.New("could not delete the semaphore"), err)
+	}
 
 	if err := c.Close(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("done: at most %d workers inside at once; %d permits available again\n", peak, permits)
+	fmt.Printf("done: at most %d workers inside at once; %d permits were available again, and the semaphore is deleted\n", peak, permits)
 	return nil
 }
 

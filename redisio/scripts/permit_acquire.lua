@@ -1,35 +1,56 @@
--- Acquire one permit of a permit-expirable semaphore under a caller-chosen
--- permit ID. Idempotent by that ID: an ID already held is acquired again
--- without taking another permit.
+-- Acquire permits of a permit-expirable semaphore under caller-chosen permit
+-- IDs, all or none (one permit per ID). Idempotent by those IDs: IDs already
+-- held are acquired again without taking more permits.
 --
 -- KEYS[1]  semaphore (the name): STRING, available permits (absent = 0)
 -- KEYS[2]  held permits {name}:timeout: ZSET permit ID -> lease end ms
 -- KEYS[3]  channel redisson_sc:{name}
 -- KEYS[4]  spent marker warden_latch:{name}:permit:<permitID hex>
+-- KEYS[5..] the spent markers of ARGV[5..], in order
 -- ARGV[1]  permit ID (16 raw bytes)
 -- ARGV[2]  lease in ms (integer, 1 .. 2^53), or 0: never expires
 -- ARGV[3]  now, unix ms (integer, 1 .. 2^53)
 -- ARGV[4]  publish command: "publish" or "spublish"
+-- ARGV[5..] more permit IDs (16 raw bytes each, all distinct), when one
+--          acquire takes several permits (Redisson's acquire(permits))
 --
 -- Reclaims expired permits first. Reply: {1, available after, 0} acquired
 -- (or already held); {0, available, wait} refused, wait = ms until the
 -- earliest held permit's lease ends (0: none of them expires). Errors before
--- any write on a malformed argument, a non-integer count, or a permit ID
--- already released or undone (spent).
-if not permitid(ARGV[1]) then return redis.error_reply('ERR warden: invalid permit id') end
+-- any write on a malformed argument, a non-integer count, a permit ID
+-- already released or undone (spent), or IDs only some of which are held.
 if not leasems(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
 if not ms(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
+local ids = {ARGV[1]}
+for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #KEYS ~= #ids + 3 then return redis.error_reply('ERR warden: one spent marker per permit id') end
+local seen = {}
+for _, id in ipairs(ids) do
+  if not permitid(id) then return redis.error_reply('ERR warden: invalid permit id') end
+  if seen[id] then return redis.error_reply('ERR warden: duplicate permit id') end
+  seen[id] = true
+end
 if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end
-if redis.call('exists', KEYS[4]) == 1 then return redis.error_reply('ERR warden: permit id already spent') end
+for i = 4, #KEYS do
+  if redis.call('exists', KEYS[i]) == 1 then return redis.error_reply('ERR warden: permit id already spent') end
+end
 
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[4])
 
 local avail = available(KEYS[1])
-if redis.call('zscore', KEYS[2], ARGV[1]) then return {1, avail, 0} end
-if avail >= 1 then
-  local after = redis.call('decr', KEYS[1])
-  redis.call('zadd', KEYS[2], dec(expiry(ARGV[2], ARGV[3])), ARGV[1])
+local held = 0
+for _, id in ipairs(ids) do
+  if redis.call('zscore', KEYS[2], id) then held = held + 1 end
+end
+if held == #ids then return {1, avail, 0} end
+if held > 0 then return redis.error_reply('ERR warden: permit ids partly held') end
+if avail >= #ids then
+  local after = redis.call('decrby', KEYS[1], #ids)
+  local score = dec(expiry(ARGV[2], ARGV[3]))
+  for _, id in ipairs(ids) do
+    redis.call('zadd', KEYS[2], score, id)
+  end
   -- A semaphore with a TTL (set by Redisson) takes its permits with it.
   local ttl = redis.call('pttl', KEYS[1])
   if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end
