@@ -55,9 +55,10 @@ bench: ## warden vs redsync, redislock, rueidislock, SET NX, Redisson's bare scr
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 3 ./client/...
 	$(GO) -C bench test -run '^$$' -bench . -benchtime 2000x -count 3 ./internal/bench/...
 
-fuzz: ## Fuzz argument validation and the acquire script's lease encoding, 20s each
+fuzz: ## Fuzz argument validation, the acquire script's lease encoding and the semaphore TTL, 20s each
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./messages
 	$(GO) test -run '^$$' -fuzz FuzzAcquireLease -fuzztime 20s ./redisio
+	$(GO) test -run '^$$' -fuzz FuzzTrySetPermitsTTL -fuzztime 20s ./redisio
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
