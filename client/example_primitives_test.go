@@ -271,6 +271,54 @@ func ExampleNewMultiLock() {
 	// after the unlock, account:1: true
 }
 
+// A StripedLock maps keys to a fixed number of locks, its stripes, by a
+// hash every client computes alike (FNV-1a 32 of the key mod stripes):
+// keys on different stripes are locked in parallel.
+func ExampleClient_StripedLock() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	stock := c.StripedLock("stock", 16)
+	fmt.Println("foobar is on", stock.Name("foobar"))
+	l := stock.For("foobar")
+	if err := l.Lock(ctx); err != nil {
+		panic(err)
+	}
+	ok, _ := c.Lock("stock:8").TryLock(ctx)
+	fmt.Println("another owner gets stock:8:", ok)
+	_ = l.Unlock(ctx)
+	// Output:
+	// foobar is on stock:8
+	// another owner gets stock:8: false
+}
+
+// ForKeys takes the stripes of several keys at once, each once, in
+// ascending stripe index: two callers never hold one each of two stripes
+// the other wants.
+func ExampleStripedLock_ForKeys() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	stock := c.StripedLock("stock", 16)
+	order := stock.ForKeys("product:1", "product:2", "product:42")
+	if err := order.Lock(ctx); err != nil {
+		panic(err)
+	}
+	for _, k := range []string{"product:1", "product:2", "product:42"} {
+		fmt.Println(k, "->", stock.Name(k))
+	}
+	ok, _ := c.StripedLock("stock", 16).For("product:2").TryLock(ctx)
+	fmt.Println("another owner gets product:2's stripe:", ok)
+	_ = order.Unlock(ctx)
+	// Output:
+	// product:1 -> stock:9
+	// product:2 -> stock:0
+	// product:42 -> stock:0
+	// another owner gets product:2's stripe: false
+}
+
 // A RedLock takes one name on a majority of independent Redis masters.
 func ExampleNewRedLock() {
 	var members []*client.Lock

@@ -68,6 +68,13 @@ var mutexCases = []mutexCase{
 			keys: []string{name + ":b"}, closers: []*client.Client{b},
 		}
 	}},
+	{"striped", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
+		c := e.newClient(t, opts...)
+		s, o := c.StripedLock(name, 16), e.newClient(t).StripedLock(name, 16)
+		// "a" and "b" are on stripes 12 and 5: a MultiLock over both.
+		return mutexSetup{m: s.ForKeys("b", "a", "b"), other: o.ForKeys("a", "b"),
+			keys: []string{s.Name("a")}, closers: []*client.Client{c}}
+	}},
 	{"redlock", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
 		var mine, theirs []*client.Lock
 		var cs []*client.Client
