@@ -11,6 +11,7 @@ type results struct {
 	extend      []bench.ExtendRound
 	waiters     []bench.Waiters
 	passivation []bench.Passivation
+	striped     []bench.Paired // workload g
 }
 
 func newResults() *results {
