@@ -192,9 +192,6 @@ type keyActor struct {
 	renewer    *actor.PID
 
 	holdings   map[string]*holding
-	// groups, for a group lock, are each owner's values (sorted), from its
-	// acquire or release until it holds, waits for and asks nothing.
-	groups     map[string][]string
 	registered map[string]bool // owners registered with the renewer
 	paused     map[string]bool // registered owners not renewed, whose lease's end the renewer still follows
 	waiters    waitQueue       // FIFO; the head is the one that waits on Redis (each fair waiter waits)
@@ -208,6 +205,10 @@ type keyActor struct {
 	// fault is set once the actor failed (a panic: a bug); it then answers
 	// every request with it until root stops it.
 	fault error
+
+	// groups, for a group lock, are each owner's values (sorted), from its
+	// acquire or release until it holds, waits for and asks nothing.
+	groups map[string][]string
 
 	timer clockTimer
 	idle  idleTimer
