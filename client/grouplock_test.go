@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // groupFields are the fields of the group's hash, without the values'.
@@ -221,4 +223,83 @@ func TestGroupLockOneValueSetPerOwner(t *testing.T) {
 	}
 	assert.Equal(t, 1, get(t, g.HoldCount), "the holding is untouched")
 	require.NoError(t, g.Unlock(ctx))
+}
+
+// On a 3-master cluster: a group of many values on each shard is taken
+// all-or-none by one script (a CROSSSLOT key would fail it), a waiter is
+// woken by sharded pub/sub, the watchdog renews groups on every shard, and
+// a value taken away loses the holding.
+func TestClusterGroupLock(t *testing.T) {
+	e := newClusterEnv(t)
+	ctx := testCtx(t)
+	values := make([]string, 50)
+	for i := range values {
+		values[i] = fmt.Sprintf("student-%03d", i)
+	}
+
+	t.Run("AllOrNoneAndWakeUp", func(t *testing.T) {
+		holderClient, waiterClient := e.newClient(t), e.newClient(t)
+		for node := range 3 {
+			group := e.nameOn(t, node, "class")
+			holder := holderClient.GroupLock(group, values...)
+			require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling would take a minute")
+			assert.Equal(t, int64(3*len(values)), e.rdb.HLen(ctx, group).Val(), "every value on node %d", node)
+			waiter := waiterClient.GroupLock(group, "late", values[len(values)-1])
+			assert.False(t, tryLock(t, waiter), "one shared value: refused")
+			assert.False(t, e.rdb.HExists(ctx, group, "late").Val(), "and nothing taken")
+			ch := redisio.LockChannel(group)
+			woke := wokenBy(t, waiter.Lock, e.listening(t, ch), holder.Unlock)
+			assert.Less(t, woke, promptly, "woken by sharded pub/sub on node %d", node)
+			assert.Equal(t, 1, get(t, waiter.HoldCount))
+			require.NoError(t, waiter.Unlock(ctx))
+			assert.Zero(t, e.rdb.Exists(ctx, group).Val())
+			e.awaitShardSubscribers(t, ch, 0)
+		}
+	})
+
+	t.Run("WatchdogAndLoss", func(t *testing.T) {
+		const watchdog = 600 * time.Millisecond
+		c := e.newClient(t, client.WithWatchdogTimeout(watchdog))
+		var groups []*client.Lock
+		for node := range 3 {
+			g := c.GroupLock(e.nameOn(t, node, "renewed-group"), values[:5]...)
+			require.NoError(t, g.Lock(ctx))
+			groups = append(groups, g)
+		}
+		time.Sleep(4 * watchdog)
+		for _, g := range groups {
+			assert.Equal(t, 1, get(t, g.HoldCount), "%s renewed across four watchdog timeouts", g.Name())
+			assert.False(t, isClosed(g.Lost()), g.Name())
+		}
+		lost := groups[1].Lost()
+		require.NoError(t, e.rdb.HDel(ctx, groups[1].Name(), values[2]).Err())
+		await.Value(t, lost, 5*time.Second, "Lost, once a value was taken away")
+		assert.False(t, isClosed(groups[0].Lost()), "the other groups are still held")
+		for _, g := range []*client.Lock{groups[0], groups[2]} {
+			require.NoError(t, g.Unlock(ctx))
+		}
+		require.ErrorIs(t, groups[1].Unlock(ctx), client.ErrNotHeld)
+	})
+
+	t.Run("StripesOnEveryShard", func(t *testing.T) {
+		s := e.newClient(t).StripedLock("stock", 16)
+		keys := make([]string, 40)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("product-%d", i)
+		}
+		m := s.ForKeys(keys...)
+		require.NoError(t, m.Lock(ctx))
+		nodes := map[int]bool{}
+		for _, k := range keys {
+			nodes[e.cluster.NodeForSlot(redisio.Slot(s.Name(k)))] = true
+		}
+		assert.Len(t, nodes, 3, "the stripes held span the three masters")
+		other := e.newClient(t).StripedLock("stock", 16).For(keys[7])
+		assert.False(t, tryLock(t, other), "a held stripe")
+		require.NoError(t, m.Unlock(ctx))
+		assert.True(t, tryLock(t, other))
+		require.NoError(t, other.Unlock(ctx))
+		assert.ErrorIs(t, e.newClient(t).StripedLock("a}b", 4).Err(), client.ErrInvalidArgument,
+			"a prefix whose stripes' keys would span slots")
+	})
 }
