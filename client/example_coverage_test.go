@@ -35,7 +35,7 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 		"Client_FairLock", "Client_ReadWriteLock", "FencedLock_LockToken",
 		"Client_Semaphore", "Client_PermitExpirableSemaphore", "Client_CountDownLatch",
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
-		"Client_StripedLock", "StripedLock_ForKeys",
+		"Client_StripedLock", "StripedLock_ForKeys", "Client_GroupLock",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",
 	} {
 		assert.True(t, runnable[name], "a runnable Example%s with // Output:", name)

@@ -271,6 +271,30 @@ func ExampleNewMultiLock() {
 	// after the unlock, account:1: true
 }
 
+// A GroupLock takes many values of one group at once, all or none, in
+// one round trip (Redisson's faster multi-lock): handles that share a
+// value exclude each other, handles on other values of the group do not.
+func ExampleClient_GroupLock() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	trip := c.GroupLock("class:100", "jack", "mary")
+	if err := trip.Lock(ctx); err != nil {
+		panic(err)
+	}
+	ok, _ := c.GroupLock("class:100", "mary", "zoe").TryLock(ctx)
+	fmt.Println("another owner gets mary and zoe:", ok)
+	other := c.GroupLock("class:100", "zoe", "tom")
+	ok, _ = other.TryLock(ctx)
+	fmt.Println("another owner gets zoe and tom:", ok)
+	_ = other.Unlock(ctx)
+	_ = trip.Unlock(ctx)
+	// Output:
+	// another owner gets mary and zoe: false
+	// another owner gets zoe and tom: true
+}
+
 // A StripedLock maps keys to a fixed number of locks, its stripes, by a
 // hash every client computes alike (FNV-1a 32 of the key mod stripes):
 // keys on different stripes are locked in parallel.

@@ -101,6 +101,7 @@ func TestNilHandlesAreRejected(t *testing.T) {
 		"MultiLock of a nil client's Lock": client.NewMultiLock(nilClient.Lock("x")),
 		"RedLock of a nil client's Lock":   client.NewRedLock(nilClient.Lock("x")),
 		"nil *StripedLock":                 (*client.StripedLock)(nil),
+		"nil client's GroupLock":           nilClient.GroupLock("x", "a", "b"),
 		"nil client's StripedLock":         nilClient.StripedLock("x", 16),
 		"nil client's stripe":              nilClient.StripedLock("x", 16).For("x"),
 		"nil client's stripes":             nilClient.StripedLock("x", 16).ForKeys("x", "y"),
