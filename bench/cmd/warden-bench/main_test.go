@@ -61,13 +61,14 @@ func TestRunsOnItsOwnRedisServer(t *testing.T) {
 // TestRunsOnAGivenRedis runs the warden-only workloads, small, on a Redis
 // it is given.
 func TestRunsOnAGivenRedis(t *testing.T) {
-	cfg := quick(t, redistest.Start(t).Addr(), "d,e,f,g")
+	cfg := quick(t, redistest.Start(t).Addr(), "d,e,f,g,h")
 	cfg.svg, cfg.md = "", ""
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), cfg, &out))
 	text := out.String()
 	for _, want := range []string{"(d) 100 locks held", "(e) 50 warden waiters", "(f) 200 distinct names",
-		"50 of 50", "after passivation", "(g) 16 goroutines", "StripedLock, 16 stripes", "one lock (1 stripe)"} {
+		"50 of 50", "after passivation", "(g) 16 goroutines", "StripedLock, 16 stripes", "one lock (1 stripe)",
+		"(h) 16 goroutines", "GroupLock, 8 values", "MultiLock of 8 locks"} {
 		assert.Contains(t, text, want)
 	}
 	requireNoViolations(t, text)

@@ -68,6 +68,11 @@ func (r report) tables() []table {
 			ts = append(ts, r.pairedTable(fmt.Sprintf("(g) %d goroutines, lock+unlock of the stripe of a random key (of %s), "+
 				"%v per configuration per run (total pairs/s)", stripedGoroutines, count(bench.StripedKeys), r.cfg.duration),
 				fmt.Sprintf("StripedLock, %d stripes", stripes), "one lock (1 stripe)", r.res.striped))
+		case 'h':
+			ts = append(ts, r.pairedTable(fmt.Sprintf("(h) %d goroutines, each on its own %d values, lock+unlock, "+
+				"%v per configuration per run (total pairs/s)", groupGoroutines, bench.GroupValues, r.cfg.duration),
+				fmt.Sprintf("GroupLock, %d values", bench.GroupValues),
+				fmt.Sprintf("MultiLock of %d locks", bench.GroupValues), r.res.group))
 		}
 	}
 	return ts

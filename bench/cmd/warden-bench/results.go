@@ -12,6 +12,7 @@ type results struct {
 	waiters     []bench.Waiters
 	passivation []bench.Passivation
 	striped     []bench.Paired // workload g
+	group       []bench.Paired // workload h
 }
 
 func newResults() *results {

@@ -115,3 +115,45 @@ type multiMutex struct{ m client.Mutex }
 
 func (m multiMutex) Lock(ctx context.Context) error   { return m.m.Lock(ctx) }
 func (m multiMutex) Unlock(ctx context.Context) error { return m.m.Unlock(ctx) }
+
+// GroupValues is how many values each lock+unlock of workload (h) takes.
+const GroupValues = 8
+
+// RunGroup runs workload (h): goroutines goroutines each lock and unlock
+// GroupValues values in a loop for d, through a group lock (its group
+// "<prefix>:g<i>", the values "v0".."v7": one script a call) and through a
+// MultiLock over one reentrant lock per value ("<prefix>:m<i>:v0".., one
+// script per member), back to back on one warden client; Kind is the
+// group lock, Base the MultiLock. stats is the client INFO is read on.
+func RunGroup(ctx context.Context, addr string, stats redis.UniversalClient, prefix string, goroutines int, d time.Duration) (Paired, error) {
+	c, rdb, cnt, err := NewWarden(addr)
+	if err != nil {
+		return Paired{}, err
+	}
+	defer rdb.Close()
+	defer c.Close(ctx)
+	values := make([]string, GroupValues)
+	for i := range values {
+		values[i] = "v" + strconv.Itoa(i)
+	}
+	var p Paired
+	p.Kind, err = runMutexes(ctx, cnt, stats, goroutines, d, func(g int) func() Mutex {
+		m := multiMutex{c.GroupLock(prefix+":g"+strconv.Itoa(g), values...)}
+		return func() Mutex { return m }
+	})
+	if err != nil {
+		return p, fmt.Errorf("group lock: %w", err)
+	}
+	p.Base, err = runMutexes(ctx, cnt, stats, goroutines, d, func(g int) func() Mutex {
+		locks := make([]*client.Lock, len(values))
+		for i, v := range values {
+			locks[i] = c.Lock(prefix + ":m" + strconv.Itoa(g) + ":" + v)
+		}
+		m := multiMutex{client.NewMultiLock(locks...)}
+		return func() Mutex { return m }
+	})
+	if err != nil {
+		return p, fmt.Errorf("multilock: %w", err)
+	}
+	return p, nil
+}
