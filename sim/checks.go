@@ -66,6 +66,13 @@ var limits = map[FaultKind][]string{
 // nil for a fault that breaks none (a new slice on each call).
 func Limits(k FaultKind) []string { return slices.Clone(limits[k]) }
 
+// checkGroupAllOrNone is starvation's check for a group lock's waiter,
+// over its values: it waited while none of its values was held by another
+// owner. A group lock that took some values while it waited for the others
+// would do that to the waiters of the values it took (nobody the history
+// knows of held them). The faults that excuse starvation excuse it.
+const checkGroupAllOrNone = "group all-or-none"
+
 const (
 	checkExclusion    = "mutual exclusion"
 	checkToldBefore   = "told before"
@@ -286,9 +293,13 @@ func checkStarving(h *History, o *Options) []Violation {
 			end = h.Length
 		}
 		if gap, at := longestFree(h, o, op, end); gap > bound {
-			vs = append(vs, Violation{Check: checkStarvation, At: at, Name: op.Name,
+			check, what := checkStarvation, op.Name
+			if op.Kind == messages.KindGroupLock {
+				check, what = checkGroupAllOrNone, fmt.Sprintf("%s %v", op.Name, op.Values)
+			}
+			vs = append(vs, Violation{Check: check, At: at, Name: op.Name,
 				What: fmt.Sprintf("%s waited %v..%v for %s (%s); it was free for %v from %v", op.Owner, op.Call,
-					end, op.Name, op.Kind, gap, at),
+					end, what, op.Kind, gap, at),
 				// A fault on any client (the holder's, cut off) can keep a
 				// waiter from a lock Redis still counts as held.
 				Excused: excuse(h, checkStarvation, -1, at-2*max(o.Watchdog, o.Lease), at+gap)})
@@ -303,6 +314,13 @@ func checkStarving(h *History, o *Options) []Violation {
 // good; a hold of unknown outcome counts as held), and when it began.
 func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Duration, time.Duration) {
 	busy := busySpans(h, o, op.Name, op.Kind, op.Owner, func(x *Op) bool { return x.Call < op.Call })
+	if op.Kind == messages.KindGroupLock {
+		// Free while none of its values is held: their holds together.
+		busy = nil
+		for _, v := range op.Values {
+			busy = append(busy, busySpans(h, o, GroupValueName(op.Name, v), op.Kind, op.Owner, nil)...)
+		}
+	}
 	limit := int64(1)
 	if op.Kind == messages.KindSemaphore || op.Kind == messages.KindPermitSemaphore {
 		limit = o.Permits

@@ -411,8 +411,8 @@ func linOperations(h *History) []porcupine.Operation {
 		})
 	}
 	for i, op := range h.Ops {
-		if !op.Kind.Held() {
-			continue
+		if !op.Kind.Held() || op.Kind == messages.KindGroupLock {
+			continue // a group lock's values are checked by checkHolds and checkStarving
 		}
 		in := linInput{key: linKeyOf(op.Name, op.Kind), owner: op.Owner, read: op.Kind == messages.KindReadLock,
 			freeRelease: op.Kind == messages.KindFairLock}
@@ -454,7 +454,7 @@ func linOperations(h *History) []porcupine.Operation {
 		})
 	}
 	for _, hd := range h.Holds {
-		if !hd.Kind.Held() {
+		if !hd.Kind.Held() || hd.Kind == messages.KindGroupLock {
 			continue
 		}
 		switch hd.End {
