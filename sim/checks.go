@@ -66,11 +66,12 @@ var limits = map[FaultKind][]string{
 // nil for a fault that breaks none (a new slice on each call).
 func Limits(k FaultKind) []string { return slices.Clone(limits[k]) }
 
-// checkGroupAllOrNone is starvation's check for a group lock's waiter,
-// over its values: it waited while none of its values was held by another
-// owner. A group lock that took some values while it waited for the others
-// would do that to the waiters of the values it took (nobody the history
-// knows of held them). The faults that excuse starvation excuse it.
+// checkGroupAllOrNone is the linearizability check of a group lock (see
+// CheckLinearizable): each acquire took all of its values or none at one
+// instant, each refusal came while another owner held one of them. A group
+// lock that took some values while it waited for the others fails it: a
+// try of a value it took is refused while nobody held that value. The
+// faults that excuse linearizability excuse it.
 const checkGroupAllOrNone = "group all-or-none"
 
 const (
@@ -293,11 +294,11 @@ func checkStarving(h *History, o *Options) []Violation {
 			end = h.Length
 		}
 		if gap, at := longestFree(h, o, op, end); gap > bound {
-			check, what := checkStarvation, op.Name
+			what := op.Name
 			if op.Kind == messages.KindGroupLock {
-				check, what = checkGroupAllOrNone, fmt.Sprintf("%s %v", op.Name, op.Values)
+				what = fmt.Sprintf("%s %v", op.Name, op.Values) // free: none of its values held
 			}
-			vs = append(vs, Violation{Check: check, At: at, Name: op.Name,
+			vs = append(vs, Violation{Check: checkStarvation, At: at, Name: op.Name,
 				What: fmt.Sprintf("%s waited %v..%v for %s (%s); it was free for %v from %v", op.Owner, op.Call,
 					end, what, op.Kind, gap, at),
 				// A fault on any client (the holder's, cut off) can keep a
