@@ -59,12 +59,3 @@ func validateGroupLock(c *Client, group string, values []string) error {
 	}
 	return messages.ValidateGroupValues(values)
 }
-
-// Values returns a group lock handle's values, sorted (nil for other
-// locks).
-func (l *Lock) Values() []string {
-	if l == nil {
-		return nil
-	}
-	return slices.Clone(l.values)
-}

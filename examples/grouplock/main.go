@@ -56,7 +56,7 @@ func run() error {
 	if err := math.Lock(ctx); err != nil {
 		return err
 	}
-	fmt.Println("math holds", math.Values())
+	fmt.Println("math holds room-101 and room-102")
 	ok, err := c.GroupLock(building, "room-102", "room-103").TryLock(ctx)
 	if err != nil {
 		return err
