@@ -7,13 +7,13 @@ import (
 	"github.com/warden-go/warden/redisio"
 )
 
-// GroupLock returns a handle on values of the group lock group (Redisson's
-// RedissonFasterMultiLock, its getMultiLock(group, values)), with a fresh
-// owner unless WithOwner says otherwise: the handle takes every one of
-// values at once, or none, in one script on one Redis hash, the group's
-// name, so one round trip and one cluster slot however many values. Two
-// handles exclude each other when they share a value; handles on disjoint
-// values of one group are held at once.
+// GroupLock returns a handle, with a fresh owner, on values of the group
+// lock group (Redisson's RedissonFasterMultiLock, its getMultiLock(group,
+// values)): the handle takes every one of values at once, or none, in one
+// script on one Redis hash, the group's name, so one round trip and one
+// cluster slot however many values. Two handles exclude each other when
+// they share a value; handles on disjoint values of one group are held at
+// once.
 //
 // It is a *Lock like any other, reentrant and renewed by the watchdog:
 // its Lock, TryLockWait, Unlock, Lost and Do work on the values as one
@@ -29,7 +29,11 @@ import (
 // encodes it, in Base64) before it uses them as fields; warden uses the
 // values as given. To share a group with Redisson clients, pass the
 // fields Redisson computes for its values. A hold ends on Redis's clock,
-// where Redisson's clients use their own.
+// where Redisson's clients use their own. Unlike Redisson's, an acquire or
+// unlock that leaves a value held sets its hold to end a lease from now
+// (as the reentrant lock sets its TTL), an unlock of values the owner does
+// not all hold changes nothing, and a value taken over from a holder whose
+// hold ended loses that holder's fields.
 //
 // group must be a valid lock name, and values at least one, distinct,
 // each 1 byte to 64 KiB without ':' (Redisson's fields have none); bad
