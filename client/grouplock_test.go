@@ -226,9 +226,9 @@ func TestGroupLockOneValueSetPerOwner(t *testing.T) {
 }
 
 // On a 3-master cluster: a group of many values on each shard is taken
-// all-or-none by one script (a CROSSSLOT key would fail it), a waiter is
-// woken by sharded pub/sub, the watchdog renews groups on every shard, and
-// a value taken away loses the holding.
+// all-or-none by one script (a CROSSSLOT key would fail it) and reentered,
+// a waiter is woken by sharded pub/sub, the watchdog renews groups on
+// every shard, and a value taken away loses the holding.
 func TestClusterGroupLock(t *testing.T) {
 	e := newClusterEnv(t)
 	ctx := testCtx(t)
@@ -244,6 +244,10 @@ func TestClusterGroupLock(t *testing.T) {
 			holder := holderClient.GroupLock(group, values...)
 			require.NoError(t, holder.LockLease(ctx, time.Minute), "a long lease: polling would take a minute")
 			assert.Equal(t, int64(3*len(values)), e.rdb.HLen(ctx, group).Val(), "every value on node %d", node)
+			assert.True(t, tryLock(t, holder), "a reentry")
+			assert.Equal(t, 2, get(t, holder.HoldCount))
+			require.NoError(t, holder.Unlock(ctx))
+			assert.Equal(t, 1, get(t, holder.HoldCount), "held once more")
 			waiter := waiterClient.GroupLock(group, "late", values[len(values)-1])
 			assert.False(t, tryLock(t, waiter), "one shared value: refused")
 			assert.False(t, e.rdb.HExists(ctx, group, "late").Val(), "and nothing taken")
