@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -210,6 +211,10 @@ type keyActor struct {
 	// every request with it until root stops it.
 	fault error
 
+	// groups, for a group lock, are each owner's values (sorted), from its
+	// acquire or release until it holds, waits for and asks nothing.
+	groups map[string][]string
+
 	timer clockTimer
 	idle  idleTimer
 	io    sync.WaitGroup
@@ -227,6 +232,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			subscriber: subscriber,
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
+			groups:     map[string][]string{},
 			registered: map[string]bool{},
 			paused:     map[string]bool{},
 			subs:       map[string]bool{},
@@ -258,6 +264,11 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.onAcquire(ctx, m)
 	case *messages.Release:
 		a.seen++
+		if err := a.groupValues(m.Owner, m.Values); err != nil {
+			sendIf(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
+				RequestID: m.RequestID, Err: err})
+			break
+		}
 		a.ops = append(a.ops, &op{kind: opRelease, req: m, sender: ctx.Sender(), owner: m.Owner, reqID: m.RequestID})
 	case *messages.Cancel:
 		a.seen++
@@ -272,7 +283,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *unlocked:
 		a.wakeChannel(m.Channel, m.Payload)
 	case *retry:
-		if a.rio.perWaiter() {
+		if a.rio.eachAttempts() {
 			a.wakeAll()
 		} else {
 			a.waiters.wakeHead()
@@ -307,7 +318,49 @@ func (a *keyActor) Receive(ctx actor.Context) {
 }
 
 func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
+	if err := a.groupValues(m.Owner, m.Values); err != nil {
+		sendIf(ctx, ctx.Sender(), failedReply(m, err))
+		return
+	}
 	a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
+}
+
+// groupValues records, for a group lock, the values an owner's request
+// names: refused when the owner holds, waits for or releases other values
+// of the group meanwhile. No values (a release) keep what is known.
+func (a *keyActor) groupValues(owner string, values []string) error {
+	if a.key.Kind != messages.KindGroupLock || len(values) == 0 {
+		return nil
+	}
+	sorted := slices.Sorted(slices.Values(values))
+	if known, ok := a.groups[owner]; ok && !slices.Equal(known, sorted) {
+		return messages.Invalid("values", "%s already holds or waits for other values of group %s", owner, a.key.Name)
+	}
+	a.groups[owner] = sorted
+	return nil
+}
+
+// forgetGroups drops the values of owners that hold, wait for and ask
+// nothing of a group lock any more.
+func (a *keyActor) forgetGroups() {
+	for owner := range a.groups {
+		if a.holdings[owner] != nil || a.registered[owner] || a.waiters.owners[owner] > 0 ||
+			(a.inflight != nil && a.inflight.owner == owner) ||
+			slices.ContainsFunc(a.ops, func(o *op) bool { return o.owner == owner }) {
+			continue
+		}
+		delete(a.groups, owner)
+	}
+}
+
+// held names owner's holding for the renewer: a group lock's with its
+// values.
+func (a *keyActor) held(owner string) redisio.Held {
+	h := a.rio.held(owner)
+	if a.key.Kind == messages.KindGroupLock {
+		h.Values = strings.Join(a.groups[owner], redisio.GroupValueSep)
+	}
+	return h
 }
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
@@ -352,7 +405,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 	}
 	// Past the head only a try, a reentry, a fair waiter or a reader may
 	// attempt; without any, a long queue is not scanned.
-	scan := a.rio.perWaiter() || a.rio.shared() || a.waiters.beyondHead(a.holdings)
+	scan := a.rio.eachAttempts() || a.rio.shared() || a.waiters.beyondHead(a.holdings)
 	for i, w := range a.waiters.list {
 		if i > 0 && !scan {
 			break
@@ -371,7 +424,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, -1))
 			continue
 		}
-		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.perWaiter() || a.rio.shared() {
+		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.eachAttempts() || a.rio.shared() {
 			a.start(ctx, &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
 			return
 		}
@@ -443,6 +496,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	// The call below reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
 	cfg, rio, sys, self := a.cfg, a.rio, ctx.ActorSystem(), ctx.Self()
+	rio.values = a.groups[o.owner]
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -948,19 +1002,22 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
 		a.leave(w)
 	}
-	a.waiters.wakeDue(now, a.rio.perWaiter())
+	a.waiters.wakeDue(now, a.rio.eachAttempts())
 }
 
 // settle re-arms the timer for the next deadline or wake-up, unsubscribes
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
-	next := a.waiters.next(a.rio.perWaiter())
+	next := a.waiters.next(a.rio.eachAttempts())
 	for _, h := range a.holdings {
 		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
 			next = h.expiresAt
 		}
 	}
 	a.timer.set(ctx, next)
+	if len(a.groups) > 0 {
+		a.forgetGroups()
+	}
 	a.syncSubscriptions(ctx)
 	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)
 }
@@ -979,7 +1036,7 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
 			want[w.channel] = true
-			if !a.rio.perWaiter() {
+			if !a.rio.eachAttempts() {
 				break
 			}
 		}
@@ -1038,7 +1095,7 @@ func (a *keyActor) wakeChannel(channel, payload string) {
 	switch {
 	case a.rio.wakesAll(payload):
 		a.wakeAll()
-	case a.rio.perWaiter():
+	case a.rio.eachAttempts():
 		for _, w := range a.waiters.list {
 			if w.channel == channel {
 				wake(w)
@@ -1091,7 +1148,7 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 	}
 	a.registered[owner] = true
 	delete(a.paused, owner)
-	ctx.Send(a.renewer, &register{Held: a.rio.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
+	ctx.Send(a.renewer, &register{Held: a.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when
@@ -1099,7 +1156,7 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 func (a *keyActor) pause(ctx actor.Context, owner string) {
 	if a.registered[owner] && !a.paused[owner] {
 		a.paused[owner] = true
-		ctx.Send(a.renewer, &pause{Held: a.rio.held(owner)})
+		ctx.Send(a.renewer, &pause{Held: a.held(owner)})
 	}
 }
 
@@ -1107,7 +1164,7 @@ func (a *keyActor) unregister(ctx actor.Context, owner string) {
 	if a.registered[owner] {
 		delete(a.registered, owner)
 		delete(a.paused, owner)
-		ctx.Send(a.renewer, &unregister{Held: a.rio.held(owner)})
+		ctx.Send(a.renewer, &unregister{Held: a.held(owner)})
 	}
 }
 
@@ -1188,7 +1245,9 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 		if owner != "" {
 			c, cancel := a.cfg.ioContext()
-			if _, err := a.rio.undo(c, owner, reqID); err != nil {
+			rio := a.rio
+			rio.values = a.groups[owner]
+			if _, err := rio.undo(c, owner, reqID); err != nil {
 				a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
 					slog.String("name", a.key.Name), slog.Any("err", err))
 			}

@@ -25,6 +25,9 @@ type lockIO struct {
 	cfg  *Config
 	name string
 	kind messages.Kind
+	// values, for a group lock, are the values of the owner a call is
+	// for: set on the copy each call runs on.
+	values []string
 }
 
 // channel is the channel a waiter of owner is woken on: one per owner for
@@ -50,6 +53,12 @@ func (l lockIO) perWaiter() bool { return l.kind == messages.KindFairLock }
 // nothing and retries after its back-off's pause, and the lock's scripts
 // publish nothing.
 func (l lockIO) polls() bool { return l.kind == messages.KindSpinLock }
+
+// eachAttempts tells that every waiter attempts on its own, not only the
+// local queue's head: a fair waiter keeps its own place, and a group
+// lock's waiter asks for its own values, which may be free while the
+// head's are not. Every such waiter is woken by a message on its channel.
+func (l lockIO) eachAttempts() bool { return l.perWaiter() || l.kind == messages.KindGroupLock }
 
 // shared tells that holders do not exclude each other (read locks): an
 // acquire lets the next local waiter try at once.
@@ -182,6 +191,8 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 		return cfg.Scripts.WriteAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindFencedLock:
 		return cfg.Scripts.FencedAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+	case messages.KindGroupLock:
+		return cfg.Scripts.GroupAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, l.values)
 	default:
 		return cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	}
@@ -243,6 +254,8 @@ func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Dura
 		return cfg.Scripts.WriteUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	case messages.KindSpinLock:
 		return cfg.Scripts.SpinUnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+	case messages.KindGroupLock:
+		return cfg.Scripts.GroupUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease, l.values)
 	default:
 		return cfg.Scripts.UnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	}
@@ -260,6 +273,8 @@ func (l lockIO) undo(ctx context.Context, owner, reqID string) (bool, error) {
 		return cfg.Scripts.WriteUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
 	case messages.KindSpinLock:
 		return cfg.Scripts.SpinUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
+	case messages.KindGroupLock:
+		return cfg.Scripts.GroupUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID, l.values)
 	default:
 		return cfg.Scripts.UndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
 	}
@@ -273,6 +288,8 @@ func (l lockIO) holdCount(ctx context.Context, owner string) (int, error) {
 		return redisio.ReadHoldCount(ctx, cfg.Redis, l.name, owner)
 	case messages.KindWriteLock:
 		return redisio.WriteHoldCount(ctx, cfg.Redis, l.name, owner)
+	case messages.KindGroupLock:
+		return redisio.GroupHoldCount(ctx, cfg.Redis, l.name, owner, l.values)
 	default:
 		return redisio.HoldCount(ctx, cfg.Redis, l.name, owner)
 	}

@@ -327,11 +327,12 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 	return messages.Join(errs...)
 }
 
-// release sends one Release of owner's hold on name and waits for the
-// answer: the owner's holds left and the holding it was part of, or the
-// error (ErrNotHeld, a Redis error, ErrClosed, ctx's end).
-func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string) (int, uint64, error) {
-	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID()}
+// release sends one Release of owner's hold on name (of values, for a
+// group lock) and waits for the answer: the owner's holds left and the
+// holding it was part of, or the error (ErrNotHeld, a Redis error,
+// ErrClosed, ctx's end).
+func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string, values ...string) (int, uint64, error) {
+	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID(), Values: values}
 	ch := c.request(req.RequestID, req)
 	var reply any
 	select {

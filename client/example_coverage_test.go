@@ -38,6 +38,7 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 		"PermitExpirableSemaphore_ReleasePermits", "PermitExpirableSemaphore_RemainLease",
 		"PermitExpirableSemaphore_SetPermits", "PermitExpirableSemaphore_AcquirePermits", "CountDownLatch_Delete",
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
+		"Client_StripedLock", "StripedLock_ForKeys", "Client_GroupLock",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",
 	} {
 		assert.True(t, runnable[name], "a runnable Example%s with // Output:", name)

@@ -271,6 +271,78 @@ func ExampleNewMultiLock() {
 	// after the unlock, account:1: true
 }
 
+// A GroupLock takes many values of one group at once, all or none, in
+// one round trip (Redisson's faster multi-lock): handles that share a
+// value exclude each other, handles on other values of the group do not.
+func ExampleClient_GroupLock() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	trip := c.GroupLock("class:100", "jack", "mary")
+	if err := trip.Lock(ctx); err != nil {
+		panic(err)
+	}
+	ok, _ := c.GroupLock("class:100", "mary", "zoe").TryLock(ctx)
+	fmt.Println("another owner gets mary and zoe:", ok)
+	other := c.GroupLock("class:100", "zoe", "tom")
+	ok, _ = other.TryLock(ctx)
+	fmt.Println("another owner gets zoe and tom:", ok)
+	_ = other.Unlock(ctx)
+	_ = trip.Unlock(ctx)
+	// Output:
+	// another owner gets mary and zoe: false
+	// another owner gets zoe and tom: true
+}
+
+// A StripedLock maps keys to a fixed number of locks, its stripes, by a
+// hash every client computes alike (FNV-1a 32 of the key mod stripes):
+// keys on different stripes are locked in parallel.
+func ExampleClient_StripedLock() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	stock := c.StripedLock("stock", 16)
+	fmt.Println("foobar is on", stock.Name("foobar"))
+	l := stock.For("foobar")
+	if err := l.Lock(ctx); err != nil {
+		panic(err)
+	}
+	ok, _ := c.Lock("stock:8").TryLock(ctx)
+	fmt.Println("another owner gets stock:8:", ok)
+	_ = l.Unlock(ctx)
+	// Output:
+	// foobar is on stock:8
+	// another owner gets stock:8: false
+}
+
+// ForKeys takes the stripes of several keys at once, each once, in
+// ascending stripe index: two callers never hold one each of two stripes
+// the other wants.
+func ExampleStripedLock_ForKeys() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	stock := c.StripedLock("stock", 16)
+	order := stock.ForKeys("product:1", "product:2", "product:42")
+	if err := order.Lock(ctx); err != nil {
+		panic(err)
+	}
+	for _, k := range []string{"product:1", "product:2", "product:42"} {
+		fmt.Println(k, "->", stock.Name(k))
+	}
+	ok, _ := c.StripedLock("stock", 16).For("product:2").TryLock(ctx)
+	fmt.Println("another owner gets product:2's stripe:", ok)
+	_ = order.Unlock(ctx)
+	// Output:
+	// product:1 -> stock:9
+	// product:2 -> stock:0
+	// product:42 -> stock:0
+	// another owner gets product:2's stripe: false
+}
+
 // A RedLock takes one name on a majority of independent Redis masters.
 func ExampleNewRedLock() {
 	var members []*client.Lock

@@ -101,6 +101,12 @@ func TestNilHandlesAreRejected(t *testing.T) {
 		"nil client's CountDownLatch":      nilClient.CountDownLatch("x"),
 		"MultiLock of a nil client's Lock": client.NewMultiLock(nilClient.Lock("x")),
 		"RedLock of a nil client's Lock":   client.NewRedLock(nilClient.Lock("x")),
+		"nil *StripedLock":                 (*client.StripedLock)(nil),
+		"nil client's GroupLock":           nilClient.GroupLock("x", "a", "b"),
+		"nil client's StripedLock":         nilClient.StripedLock("x", 16),
+		"nil client's stripe":              nilClient.StripedLock("x", 16).For("x"),
+		"nil client's stripes":             nilClient.StripedLock("x", 16).ForKeys("x", "y"),
+		"nil StripedLock's stripe":         (*client.StripedLock)(nil).For("x"),
 	}
 	calls := 0
 	for what, h := range handles {
@@ -122,7 +128,8 @@ func TestNilHandlesAreRejected(t *testing.T) {
 }
 
 // callWithPlainArgs calls m with a background context, 1 s durations, an
-// hour from now for times, 1 for counts, "x" for strings and a no-op function, and fails t if it
+// hour from now for times, 1 for counts (int64 or int), "x" for strings and
+// a no-op function, and fails t if it
 // panics.
 func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflect.Value) {
 	t.Helper()
@@ -137,6 +144,8 @@ func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflec
 			args[i] = reflect.ValueOf(time.Now().Add(time.Hour))
 		case in.Kind() == reflect.Int64:
 			args[i] = reflect.ValueOf(int64(1))
+		case in.Kind() == reflect.Int:
+			args[i] = reflect.ValueOf(1)
 		case in.Kind() == reflect.String:
 			args[i] = reflect.ValueOf("x")
 		case in.Kind() == reflect.Func:

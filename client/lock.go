@@ -26,6 +26,8 @@ type Lock struct {
 	err   error // a validation error, returned by every call
 	// backOff spaces a spin lock waiter's polls (zero: the default).
 	backOff messages.BackOff
+	// values are a group lock's values, sorted (GroupLock).
+	values []string
 
 	// local is the Locker's exclusion of the goroutines that share the
 	// handle: a slot taken from Locker().Lock to Locker().Unlock, made on
@@ -181,10 +183,11 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	if l.kind == messages.KindSpinLock {
 		req.BackOff = l.backOff
 	}
+	req.Values = l.values
 	r, err := l.c.wait(ctx, req, blocking, func(*messages.Acquired) {
 		// Give this hold back. Nobody waits for the answer; the mailbox
 		// still sees it and forgets the holding if this was its last hold.
-		l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID()})
+		l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(), Values: l.values})
 	})
 	if r == nil {
 		return nil, err
@@ -209,7 +212,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return err
 	}
-	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner)
+	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
 	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
 		l.endHolding(holding)
 	}
@@ -288,6 +291,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return l.c.scripts.WriteForceUnlock(ctx, l.c.rdb, l.name)
 	case messages.KindSpinLock:
 		return l.c.scripts.SpinForceUnlock(ctx, l.c.rdb, l.name)
+	case messages.KindGroupLock:
+		return l.c.scripts.GroupForceUnlock(ctx, l.c.rdb, l.name, l.values)
 	}
 	return l.c.scripts.ForceUnlock(ctx, l.c.rdb, l.name)
 }
@@ -307,6 +312,8 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 		return redisio.ReadIsLocked(ctx, l.c.rdb, l.name)
 	case messages.KindWriteLock:
 		return redisio.WriteIsLocked(ctx, l.c.rdb, l.name)
+	case messages.KindGroupLock:
+		return redisio.GroupIsLocked(ctx, l.c.rdb, l.name, l.values)
 	}
 	return redisio.IsLocked(ctx, l.c.rdb, l.name)
 }
@@ -334,6 +341,8 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 		return redisio.ReadHoldCount(ctx, l.c.rdb, l.name, l.owner)
 	case messages.KindWriteLock:
 		return redisio.WriteHoldCount(ctx, l.c.rdb, l.name, l.owner)
+	case messages.KindGroupLock:
+		return redisio.GroupHoldCount(ctx, l.c.rdb, l.name, l.owner, l.values)
 	}
 	return redisio.HoldCount(ctx, l.c.rdb, l.name, l.owner)
 }

@@ -68,6 +68,16 @@ func NewMultiLock(locks ...*Lock) *MultiLock {
 	return &MultiLock{locks: ordered}
 }
 
+// newMultiLockInOrder returns a MultiLock over locks, valid and distinct,
+// that takes them in the order given: a canonical order of the caller's
+// own (a StripedLock's ascending stripe index).
+func newMultiLockInOrder(locks []*Lock) *MultiLock {
+	if err := validateMembers(locks); err != nil {
+		return &MultiLock{err: err}
+	}
+	return &MultiLock{locks: locks}
+}
+
 // serverOf names the Redis server a lock's client talks to, for the
 // canonical member order: its address, or "" when the client has no
 // stable one (Sentinel, Ring, a wrapper), which keeps the given order

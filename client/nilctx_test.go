@@ -38,6 +38,9 @@ func TestNilContextIsRejected(t *testing.T) {
 		{"PermitExpirableSemaphore", c.PermitExpirableSemaphore("nilctx-permits")},
 		{"CountDownLatch", c.CountDownLatch("nilctx-latch")},
 		{"MultiLock", client.NewMultiLock(c.Lock("nilctx-m1"), c.Lock("nilctx-m2"))},
+		{"GroupLock", c.GroupLock("nilctx-group", "a", "b")},
+		{"StripedLock.For", c.StripedLock("nilctx-striped", 4).For("k")},
+		{"StripedLock.ForKeys", c.StripedLock("nilctx-striped", 4).ForKeys("k", "l", "m")},
 		{"RedLock", client.NewRedLock(c.Lock("nilctx-red"), others[0].Lock("nilctx-red"), others[1].Lock("nilctx-red"))},
 		{"Client", c},
 	}

@@ -33,9 +33,10 @@ type mutexSetup struct {
 	closers []*client.Client
 }
 
-// mutexCases are every lock type: the reentrant, fair, spin, read, write and
-// fenced locks, a MultiLock over members on two clients and a RedLock
-// over three (on one server, under three names).
+// mutexCases are every lock type: the reentrant, fair, spin, read, write,
+// fenced and group locks, a StripedLock's ForKeys, a MultiLock over
+// members on two clients and a RedLock over three (on one server, under
+// three names).
 var mutexCases = []mutexCase{
 	{"lock", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
 		c := e.newClient(t, opts...)
@@ -71,6 +72,18 @@ var mutexCases = []mutexCase{
 			// One member lost, or one member's client closed, loses the set.
 			keys: []string{name + ":b"}, closers: []*client.Client{b},
 		}
+	}},
+	{"group", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
+		c := e.newClient(t, opts...)
+		return mutexSetup{m: c.GroupLock(name, "a", "b"), other: e.newClient(t).GroupLock(name, "b", "c"),
+			keys: []string{name}, closers: []*client.Client{c}}
+	}},
+	{"striped", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
+		c := e.newClient(t, opts...)
+		s, o := c.StripedLock(name, 16), e.newClient(t).StripedLock(name, 16)
+		// "a" and "b" are on stripes 12 and 5: a MultiLock over both.
+		return mutexSetup{m: s.ForKeys("b", "a", "b"), other: o.ForKeys("a", "b"),
+			keys: []string{s.Name("a")}, closers: []*client.Client{c}}
 	}},
 	{"redlock", func(t *testing.T, e *env, name string, opts ...client.Option) mutexSetup {
 		var mine, theirs []*client.Lock

@@ -120,6 +120,11 @@ type Acquire struct {
 	// BackOff spaces a KindSpinLock waiter's polls; the zero value selects
 	// DefaultBackOff. The other kinds take none.
 	BackOff BackOff
+	// Values are a KindGroupLock acquire's values of the group Name, all
+	// taken or none (see ValidateGroupValues); empty for every other kind.
+	// An owner holds, or waits for, one set of values of a group at a
+	// time.
+	Values []string
 }
 
 // Acquired answers Acquire: Owner now holds Name HoldCount times.
@@ -177,6 +182,10 @@ type Release struct {
 	// unlock with the same owner and request ID returns the first result
 	// for 15 s instead of unlocking twice.
 	RequestID string
+	// Values are a KindGroupLock holding's values; the engine knows them
+	// while the owner holds them, so they may be left empty. Empty for
+	// every other kind.
+	Values []string
 }
 
 // Released answers Release. Remaining is the owner's hold count left; zero

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -106,6 +107,8 @@ func (m *Acquire) validateKindFields() error {
 		return firstErr(zeroPermits(m.Permits), zeroLease(m.Lease), zeroWait(m.Wait))
 	case KindFairLock:
 		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), ValidateWait(m.Wait))
+	case KindGroupLock:
+		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait), ValidateGroupValues(m.Values))
 	default:
 		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
 	}
@@ -120,6 +123,40 @@ const MaxPermitIDs = 1000
 func permitIDCount(p int64) error {
 	if p < 0 || p > MaxPermitIDs {
 		return Invalid("permits", "%d is not between 1 and %d", p, MaxPermitIDs)
+	}
+	return nil
+}
+
+// ValidateGroupValues checks a group lock's values: at least one, each 1
+// byte to 64 KiB without a ':' (the group's hash keeps a value's hold in
+// fields "<value>:<owner>:..."; Redisson's values, Base64 hashes, have
+// none), no value twice.
+func ValidateGroupValues(values []string) error {
+	if len(values) == 0 {
+		return Invalid("values", "none")
+	}
+	seen := make(map[string]int, len(values))
+	for i, v := range values {
+		switch {
+		case v == "":
+			return Invalid("values", "value %d is empty", i)
+		case len(v) > MaxNameLen:
+			return Invalid("values", "value %d: %d bytes, more than %d", i, len(v), MaxNameLen)
+		case strings.Contains(v, ":"):
+			return Invalid("values", "value %d (%q) contains ':'", i, v)
+		}
+		if j, dup := seen[v]; dup {
+			return Invalid("values", "values %d and %d are both %q", j, i, v)
+		}
+		seen[v] = i
+	}
+	return nil
+}
+
+// noValues checks that a request of kind, not a group lock, has no values.
+func noValues(k Kind, values []string) error {
+	if len(values) > 0 {
+		return Invalid("values", "only a group lock request takes values, not a %s", k)
 	}
 	return nil
 }
@@ -160,8 +197,12 @@ func (m *Acquire) Validate() error {
 	if m == nil {
 		return Invalid("acquire", "nil")
 	}
+	var values error
+	if m.Kind != KindGroupLock {
+		values = noValues(m.Kind, m.Values)
+	}
 	return firstErr(ValidateName(m.Name), validateKind(m.Kind), ValidateOwner(m.Owner),
-		validateRequestID(m.RequestID), m.validateKindFields(), m.validateBackOff())
+		validateRequestID(m.RequestID), m.validateKindFields(), m.validateBackOff(), values)
 }
 
 // Validate checks every field of the request.
@@ -169,7 +210,11 @@ func (m *Release) Validate() error {
 	if m == nil {
 		return Invalid("release", "nil")
 	}
-	return firstErr(ValidateName(m.Name), validateHeldKind(m.Kind), ValidateOwner(m.Owner), validateRequestID(m.RequestID))
+	values := noValues(m.Kind, m.Values)
+	if m.Kind == KindGroupLock && len(m.Values) > 0 {
+		values = ValidateGroupValues(m.Values)
+	}
+	return firstErr(ValidateName(m.Name), validateHeldKind(m.Kind), ValidateOwner(m.Owner), validateRequestID(m.RequestID), values)
 }
 
 // Validate checks every field of the request.

@@ -158,9 +158,12 @@ func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, 
 // hash is shared by every hold of the lock, each with its own lease.
 // ReadPrefix is set for a read hold: the owner's read timeout prefix
 // (ReadTimeoutPrefix), whose keys "<ReadPrefix>:<k>" are renewed too.
+// Values is set for a group lock's holding (Name the group, Field the
+// owner): its values joined by GroupValueSep, each value's hold renewed.
 type Held struct {
 	Name, Field, ReadPrefix string
 	Shared                  bool
+	Values                  string
 }
 
 // renewRaiseOnly is the renewal script's prefix argument for a shared hash
@@ -176,6 +179,9 @@ const renewRaiseOnly = "+"
 // with it. The result has one entry per lock: true renewed, false gone.
 // All names must share a cluster slot when r is a cluster client.
 func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
+	if slices.ContainsFunc(batch, func(h Held) bool { return h.Values != "" }) {
+		return s.renewWithGroups(ctx, r, batch, ttl)
+	}
 	keys := make([]string, len(batch))
 	args := make([]any, 0, 2*len(batch)+1)
 	args = append(args, Millis(ttl))

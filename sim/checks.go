@@ -66,6 +66,14 @@ var limits = map[FaultKind][]string{
 // nil for a fault that breaks none (a new slice on each call).
 func Limits(k FaultKind) []string { return slices.Clone(limits[k]) }
 
+// checkGroupAllOrNone is the linearizability check of a group lock (see
+// CheckLinearizable): each acquire took all of its values or none at one
+// instant, each refusal came while another owner held one of them. A group
+// lock that took some values while it waited for the others fails it: a
+// try of a value it took is refused while nobody held that value. The
+// faults that excuse linearizability excuse it.
+const checkGroupAllOrNone = "group all-or-none"
+
 const (
 	checkExclusion    = "mutual exclusion"
 	checkToldBefore   = "told before"
@@ -301,9 +309,13 @@ func checkStarving(h *History, o *Options) []Violation {
 			end = h.Length
 		}
 		if gap, at := longestFree(h, o, op, end); gap > bound {
+			what := op.Name
+			if op.Kind == messages.KindGroupLock {
+				what = fmt.Sprintf("%s %v", op.Name, op.Values) // free: none of its values held
+			}
 			vs = append(vs, Violation{Check: checkStarvation, At: at, Name: op.Name,
 				What: fmt.Sprintf("%s waited %v..%v for %s (%s); it was free for %v from %v", op.Owner, op.Call,
-					end, op.Name, op.Kind, gap, at),
+					end, what, op.Kind, gap, at),
 				// A fault on any client (the holder's, cut off) can keep a
 				// waiter from a lock Redis still counts as held.
 				Excused: excuse(h, checkStarvation, -1, at-2*max(o.Watchdog, o.Lease), at+gap)})
@@ -318,6 +330,13 @@ func checkStarving(h *History, o *Options) []Violation {
 // good; a hold of unknown outcome counts as held), and when it began.
 func longestFree(h *History, o *Options, op *Op, end time.Duration) (time.Duration, time.Duration) {
 	busy := busySpans(h, o, op.Name, op.Kind, op.Owner, func(x *Op) bool { return x.Call < op.Call })
+	if op.Kind == messages.KindGroupLock {
+		// Free while none of its values is held: their holds together.
+		busy = nil
+		for _, v := range op.Values {
+			busy = append(busy, busySpans(h, o, GroupValueName(op.Name, v), op.Kind, op.Owner, nil)...)
+		}
+	}
 	limit := int64(1)
 	if op.Kind == messages.KindSemaphore || op.Kind == messages.KindPermitSemaphore {
 		limit = o.Permits

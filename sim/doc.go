@@ -5,8 +5,9 @@
 // partitions, crashes, pauses, Redis restarts, clock jumps) as its seed
 // draws them, and checks the recorded history: mutual exclusion, told
 // before, fencing, starvation, a permit-expirable semaphore's permits, a
-// count-down latch's zero and linearizability (porcupine). One seed
-// gives one trace, byte for byte. WriteTimeline draws a run as HTML;
+// count-down latch's zero and linearizability (porcupine), whose model of
+// a group lock (asked for in Options.Kinds: FamilyKinds) is its
+// all-or-none check. One seed gives one trace, byte for byte. WriteTimeline draws a run as HTML;
 // cmd/warden-sim runs many seeds.
 //
 // The workload's owners talk to the engines by messages, as an actor

@@ -51,6 +51,9 @@ type Op struct {
 	// Err marks an operation answered with an error (Redis unreachable, a
 	// lost reply): its outcome is unknown, like one that never returned.
 	Err bool
+	// Values are a group lock operation's values (its holds are on
+	// GroupValueName(Name, value), one per value).
+	Values []string
 }
 
 // MultiOp is one MultiLock acquire of a simulated worker (package

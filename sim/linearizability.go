@@ -35,6 +35,13 @@ import (
 //     writes or anyone, the owner too, reads (no read to write upgrade); a
 //     read acquire is granted when there is no writer or the writer is the
 //     owner (a downgrade). A release succeeds when the owner holds that side.
+//   - A group lock (KindGroupLock) is, for each of its values, a holder and
+//     a hold count. An acquire of some values is granted when each of them
+//     is free or held by the owner (every value's count+1), refused when
+//     another owner holds any of them: all or none, at one instant; a
+//     release succeeds when the owner holds every value it names (each
+//     count-1). Its holds are on GroupValueName(group, value): one ended
+//     without a release drops the owner's hold of that value.
 //
 // A granted acquire or successful release must be allowed by the model at
 // its linearization point, a refused one (OK false) must be refused there.
@@ -63,7 +70,7 @@ import (
 // gives one Violation (Check "linearizability"; At is the call of the
 // operation porcupine could not place in its longest partial linearization);
 // a name whose check timed out is listed in unknown instead. Both are sorted
-// by name.
+// by name. A group lock's Violation is Check "group all-or-none".
 func CheckLinearizable(h *History, timeout time.Duration) (violations []Violation, unknown []string) {
 	if h == nil {
 		return nil, nil
@@ -102,11 +109,15 @@ func CheckLinearizable(h *History, timeout time.Duration) (violations []Violatio
 // linKey identifies one modelled lock object: a name and whether it is a
 // read/write lock (rw) or an exclusive one.
 type linKey struct {
-	name string
-	rw   bool
+	name  string
+	rw    bool
+	group bool // a group lock (rw is false)
 }
 
 func (k linKey) String() string {
+	if k.group {
+		return fmt.Sprintf("group lock %q", k.name)
+	}
 	if k.rw {
 		return fmt.Sprintf("read/write lock %q", k.name)
 	}
@@ -116,6 +127,12 @@ func (k linKey) String() string {
 func linCompareKeys(a, b linKey) int {
 	if c := strings.Compare(a.name, b.name); c != 0 {
 		return c
+	}
+	if a.group != b.group {
+		if a.group {
+			return 1
+		}
+		return -1
 	}
 	switch {
 	case a.rw == b.rw:
@@ -146,6 +163,8 @@ type linInput struct {
 	// (Redisson's fair lock: an unlock after the lease ran out does not
 	// fail, it wakes the head waiter).
 	freeRelease bool
+	// values are a group lock operation's values, joined by ",".
+	values string
 }
 
 // linOutput is a porcupine operation's output.
@@ -181,6 +200,65 @@ type linState struct {
 	holder  string // the exclusive holder, or the writer
 	count   int    // holder's hold count
 	readers []linOwnerCount
+	// values are a group lock's held values, sorted by value: owner is
+	// "<value>\x00<holder>".
+	values []linOwnerCount
+}
+
+// valueIndex finds value v among a group lock's held values: its index
+// (where it would go when absent), its holder and whether it is held.
+func (s linState) valueIndex(v string) (int, string, bool) {
+	i, ok := slices.BinarySearchFunc(s.values, v, func(e linOwnerCount, v string) int {
+		value, _, _ := strings.Cut(e.owner, "\x00")
+		return strings.Compare(value, v)
+	})
+	if !ok {
+		return i, "", false
+	}
+	_, holder, _ := strings.Cut(s.values[i].owner, "\x00")
+	return i, holder, true
+}
+
+// groupGrants reports whether every value of in is free or in's owner's.
+func (s linState) groupGrants(in linInput) bool {
+	for v := range strings.SplitSeq(in.values, ",") {
+		if _, holder, ok := s.valueIndex(v); ok && holder != in.owner {
+			return false
+		}
+	}
+	return true
+}
+
+// groupHolds reports whether in's owner holds every value of in.
+func (s linState) groupHolds(in linInput) bool {
+	for v := range strings.SplitSeq(in.values, ",") {
+		if _, holder, ok := s.valueIndex(v); !ok || holder != in.owner {
+			return false
+		}
+	}
+	return true
+}
+
+// groupAdd adds d to in's owner's count of every value of in (d = -1 at
+// 1 frees the value); with drop, it frees them.
+func (s linState) groupAdd(in linInput, d int, drop bool) linState {
+	values := slices.Clone(s.values)
+	for v := range strings.SplitSeq(in.values, ",") {
+		i, holder, ok := linState{values: values}.valueIndex(v)
+		switch {
+		case !ok && d > 0:
+			values = slices.Insert(values, i, linOwnerCount{owner: v + "\x00" + in.owner, count: d})
+		case !ok || holder != in.owner:
+		case drop || values[i].count+d <= 0:
+			values = slices.Delete(values, i, i+1)
+		default:
+			values[i].count += d
+		}
+	}
+	if len(values) == 0 {
+		values = nil
+	}
+	return linState{values: values}
 }
 
 func (s linState) readerIndex(owner string) (int, bool) {
@@ -257,6 +335,9 @@ func (s linState) drop(in linInput) linState {
 
 // step is the model's Step.
 func (s linState) step(in linInput, out linOutput) (bool, linState) {
+	if in.key.group {
+		return s.groupStep(in, out)
+	}
 	switch in.act {
 	case linDrop:
 		return true, s.drop(in)
@@ -287,9 +368,38 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	return false, s
 }
 
+// groupStep is step for a group lock.
+func (s linState) groupStep(in linInput, out linOutput) (bool, linState) {
+	switch in.act {
+	case linDrop:
+		return true, s.groupAdd(in, 0, true)
+	case linAcquire:
+		granted := s.groupGrants(in)
+		switch {
+		case out == linRefused:
+			return !granted, s
+		case granted:
+			return true, s.groupAdd(in, 1, false)
+		default:
+			return out == linUnknown, s
+		}
+	case linRelease:
+		held := s.groupHolds(in)
+		switch {
+		case out == linRefused:
+			return !held, s
+		case held:
+			return true, s.groupAdd(in, -1, false)
+		default:
+			return out == linUnknown, s
+		}
+	}
+	return false, s
+}
+
 func (s linState) equal(o linState) bool {
 	return s.holder == o.holder && s.count == o.count &&
-		slices.Equal(s.readers, o.readers)
+		slices.Equal(s.readers, o.readers) && slices.Equal(s.values, o.values)
 }
 
 func (s linState) hash() uint64 {
@@ -308,6 +418,10 @@ func (s linState) hash() uint64 {
 		str(r.owner)
 		num(r.count)
 	}
+	for _, v := range s.values {
+		str(v.owner)
+		num(v.count)
+	}
 	return h
 }
 
@@ -321,6 +435,10 @@ func (s linState) String() string {
 	for _, r := range s.readers {
 		fmt.Fprintf(&b, ", read by %q ×%d", r.owner, r.count)
 	}
+	for _, v := range s.values {
+		value, holder, _ := strings.Cut(v.owner, "\x00")
+		fmt.Fprintf(&b, ", %s held by %q ×%d", value, holder, v.count)
+	}
 	return b.String()
 }
 
@@ -331,6 +449,9 @@ func linDescribeOp(in linInput, out linOutput) string {
 		if in.read {
 			side = "read "
 		}
+	}
+	if in.key.group {
+		side = "[" + in.values + "] "
 	}
 	var what string
 	switch in.act {
@@ -376,7 +497,22 @@ func linModel() porcupine.Model {
 }
 
 func linKeyOf(name string, kind messages.Kind) linKey {
-	return linKey{name: name, rw: kind == messages.KindReadLock || kind == messages.KindWriteLock}
+	return linKey{name: name, rw: kind == messages.KindReadLock || kind == messages.KindWriteLock,
+		group: kind == messages.KindGroupLock}
+}
+
+// linTarget is the modelled object and values of an operation or hold on
+// name of kind: a group lock's hold is on one value (GroupValueName).
+func linTarget(name string, kind messages.Kind, values []string) (linKey, string) {
+	if kind != messages.KindGroupLock {
+		return linKeyOf(name, kind), ""
+	}
+	if len(values) == 0 {
+		if i := strings.LastIndexByte(name, '/'); i >= 0 {
+			name, values = name[:i], []string{name[i+1:]}
+		}
+	}
+	return linKeyOf(name, kind), strings.Join(values, ",")
 }
 
 // linOperations turns h's lock operations and ended holds into porcupine
@@ -400,11 +536,12 @@ func linOperations(h *History) []porcupine.Operation {
 	}
 
 	var ops, drops []porcupine.Operation
-	drop := func(owner string, kind messages.Kind, name string, client int, from, to time.Duration) {
+	drop := func(owner string, kind messages.Kind, name string, client int, from, to time.Duration, values ...string) {
 		meta := linMeta{op: -1, client: client, call: from, ret: to}
+		key, vals := linTarget(name, kind, values)
 		drops = append(drops, porcupine.Operation{
 			ClientId: max(client, 0),
-			Input:    linInput{key: linKeyOf(name, kind), act: linDrop, owner: owner, read: kind == messages.KindReadLock},
+			Input:    linInput{key: key, act: linDrop, owner: owner, read: kind == messages.KindReadLock, values: vals},
 			Output:   linOK,
 			Call:     int64(from),
 			Return:   int64(max(to, from)),
@@ -415,8 +552,9 @@ func linOperations(h *History) []porcupine.Operation {
 		if !op.Kind.Held() {
 			continue
 		}
-		in := linInput{key: linKeyOf(op.Name, op.Kind), owner: op.Owner, read: op.Kind == messages.KindReadLock,
-			freeRelease: op.Kind == messages.KindFairLock}
+		key, vals := linTarget(op.Name, op.Kind, op.Values)
+		in := linInput{key: key, owner: op.Owner, read: op.Kind == messages.KindReadLock,
+			freeRelease: op.Kind == messages.KindFairLock, values: vals}
 		switch op.Action {
 		case ActAcquire, ActTry:
 			in.act = linAcquire
@@ -439,9 +577,9 @@ func linOperations(h *History) []porcupine.Operation {
 			// mode the engine renews it until the call times out, after
 			// the run).
 			if at, ok := crashed[op.Client]; ok && at >= op.Call {
-				drop(op.Owner, op.Kind, op.Name, op.Client, op.Call, end)
+				drop(op.Owner, op.Kind, op.Name, op.Client, op.Call, end, op.Values...)
 			} else if from := op.Call + op.Lease - redisGrain; in.act == linAcquire && op.Lease > 0 && from < end {
-				drop(op.Owner, op.Kind, op.Name, op.Client, from, end)
+				drop(op.Owner, op.Kind, op.Name, op.Client, from, end, op.Values...)
 			}
 		}
 		ops = append(ops, porcupine.Operation{
@@ -483,6 +621,9 @@ func linCheckPartition(model porcupine.Model, part []porcupine.Operation, timeou
 		return nil, fmt.Sprintf("%s: linearizability check of %d operations timed out after %v", key, len(part), timeout)
 	}
 	v := &Violation{Check: "linearizability", Name: key.name}
+	if key.group {
+		v.Check = checkGroupAllOrNone
+	}
 	culprit := linCulprit(part, info)
 	if culprit < 0 {
 		v.What = fmt.Sprintf("the %d operations on %s have no linearization", len(part), key)

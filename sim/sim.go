@@ -30,7 +30,8 @@ type Options struct {
 	// Kinds are the primitives the workload uses (default: reentrant,
 	// fenced, fair, read and write locks, a semaphore, a permit-expirable
 	// semaphore, a count-down latch and a spin lock); Names how many names
-	// of each (default 2).
+	// of each (default 2). FamilyKinds lists the kinds the workload can use beyond
+	// the default ones (the group lock).
 	Kinds []messages.Kind
 	Names int
 	// NoMultiLocks keeps MultiLocks out of the workload. Otherwise, when
@@ -128,6 +129,13 @@ var workloadKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, 
 	messages.KindCountDownLatch,
 	messages.KindSpinLock}
 
+// FamilyKinds are the kinds the workload can use that are not in its
+// default set: a run asks for them in Options.Kinds, so that the seeds of
+// the default workload replay as before, byte for byte. A group lock's
+// owners each ask for one to three of the values "a".."d" of the group
+// at once.
+var FamilyKinds = []messages.Kind{messages.KindGroupLock}
+
 // defaults fills in o's zero fields and checks the rest.
 func (o *Options) defaults() error {
 	o.Clients = cmp.Or(o.Clients, 3)
@@ -163,7 +171,7 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("sim: loss rate %v is not a probability", o.LossRate)
 	}
 	for _, k := range o.Kinds {
-		if !slices.Contains(workloadKinds, k) {
+		if !slices.Contains(workloadKinds, k) && !slices.Contains(FamilyKinds, k) {
 			return fmt.Errorf("sim: the workload does not use %s", k)
 		}
 	}

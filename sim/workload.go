@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +75,9 @@ type owner struct {
 	// multi is the state of an owner that takes MultiLocks (see
 	// multilock.go), nil for one that acts on one primitive at a time.
 	multi *multiOwner
+	// values are the values of the group lock the owner acts on (a Hold
+	// each, from hold on).
+	values []string
 }
 
 // side is what an owner holds of one target; a downgrade keeps one side
@@ -266,6 +270,9 @@ func (wl *workload) act(ctx actor.Context, o *owner) {
 			o.lease = wl.o.Lease
 		}
 	}
+	if o.tgt.kind == messages.KindGroupLock {
+		o.values = groupValues(w)
+	}
 	wl.acquire(ctx, o, w.chance(0.2))
 }
 
@@ -290,7 +297,7 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 	w := wl.w
 	now := wl.clock.Now()
 	req := &messages.Acquire{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o),
-		Lease: o.lease, Watch: true}
+		Lease: o.lease, Watch: true, Values: o.valuesOf(o.tgt)}
 	act := ActAcquire
 	switch {
 	case try:
@@ -315,7 +322,7 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 	}
 	o.busy = true
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: act,
-		Permits: max(1, req.Permits), Lease: req.Lease})
+		Permits: max(1, req.Permits), Lease: req.Lease, Values: req.Values})
 	ctx.Request(wl.cl.root, req)
 }
 
@@ -333,8 +340,8 @@ func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired
 		if o.tgt.kind == messages.KindPermitSemaphore {
 			hd.Lease, o.permitID = o.lease, m.PermitID
 		}
-		wl.rec.holds = append(wl.rec.holds, hd)
-		o.hold = len(wl.rec.holds) - 1
+		o.hold = len(wl.rec.holds)
+		wl.rec.holds = append(wl.rec.holds, groupHolds(hd, o.valuesOf(o.tgt))...)
 	}
 	o.releases++
 	if o.tgt.kind == messages.KindWriteLock && o.kept == nil && w.chance(0.25) {
@@ -404,7 +411,7 @@ func (wl *workload) release(ctx actor.Context, o *owner) {
 		wl.endHold(o, &o.hold, EndReleased)
 	}
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: ActRelease,
-		Permits: 1})
+		Permits: 1, Values: o.valuesOf(o.tgt)})
 	if o.tgt.kind == messages.KindSemaphore {
 		// A semaphore's permits are released by a script call, not through
 		// the engine (a permit has no owner). It runs as a job of its own,
@@ -427,7 +434,8 @@ func (wl *workload) release(ctx actor.Context, o *owner) {
 		})
 		return
 	}
-	ctx.Request(wl.cl.root, &messages.Release{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o)})
+	ctx.Request(wl.cl.root, &messages.Release{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o),
+		Values: o.valuesOf(o.tgt)})
 }
 
 func (wl *workload) onReleased(o *owner, ok bool, err error) {
@@ -460,17 +468,66 @@ func (wl *workload) ghostOf(o *owner, t target, lease time.Duration, op int) {
 	case t.kind == messages.KindPermitSemaphore:
 		to = wl.o.Length
 	}
-	wl.rec.holds = append(wl.rec.holds, Hold{Client: wl.cl.id, Owner: o.id, Name: t.name, Kind: t.kind,
-		Permits: 1, Asked: from, From: from, To: to, End: EndUnknown})
+	wl.rec.holds = append(wl.rec.holds, groupHolds(Hold{Client: wl.cl.id, Owner: o.id, Name: t.name, Kind: t.kind,
+		Permits: 1, Asked: from, From: from, To: to, End: EndUnknown}, o.valuesOf(t))...)
 }
 
 // endHold ends o's hold at index *hold (o's, or the side it kept) how
 // end says.
 func (wl *workload) endHold(o *owner, hold *int, end HoldEnd) {
-	h := &wl.rec.holds[*hold]
-	h.end(wl.w.now, end)
+	n := 1
+	if wl.rec.holds[*hold].Kind == messages.KindGroupLock {
+		n = len(o.values) // a hold per value, in a row
+	}
+	for i := *hold; i < *hold+n; i++ {
+		h := &wl.rec.holds[i]
+		h.end(wl.w.now, end)
+		wl.w.tr.add(wl.w.now, "c%d %s hold %s %s %s", wl.cl.id, o.id, h.Name, h.Kind, h.End)
+	}
 	*hold = -1
-	wl.w.tr.add(wl.w.now, "c%d %s hold %s %s %s", wl.cl.id, o.id, h.Name, h.Kind, h.End)
+}
+
+// groupPool are the values of every group lock of the workload.
+var groupPool = []string{"a", "b", "c", "d"}
+
+// groupValues draws the values a group lock's owner asks for: one to three
+// of groupPool, in pool order.
+func groupValues(w *world) []string {
+	n := 1 + w.rng.IntN(3)
+	picked := w.rng.Perm(len(groupPool))[:n]
+	slices.Sort(picked)
+	values := make([]string, n)
+	for i, p := range picked {
+		values[i] = groupPool[p]
+	}
+	return values
+}
+
+// valuesOf is o's values when t is a group lock, else nil.
+func (o *owner) valuesOf(t target) []string {
+	if t.kind != messages.KindGroupLock {
+		return nil
+	}
+	return o.values
+}
+
+// GroupValueName names a group lock's value in the history's holds: each
+// value held is a Hold of its own on "<group>/<value>", so that mutual
+// exclusion is checked per value.
+func GroupValueName(group, value string) string { return group + "/" + value }
+
+// groupHolds is hd, or for a group lock's values one copy of hd per
+// value, named GroupValueName.
+func groupHolds(hd Hold, values []string) []Hold {
+	if hd.Kind != messages.KindGroupLock {
+		return []Hold{hd}
+	}
+	holds := make([]Hold, len(values))
+	for i, v := range values {
+		holds[i] = hd
+		holds[i].Name = GroupValueName(hd.Name, v)
+	}
+	return holds
 }
 
 // endCycle sends o's next release at once (after holding on a while for a

@@ -15,6 +15,8 @@
 //	d  10,000 watchdog-mode locks held: Redis commands and CPU per renewal period
 //	e  10,000 waiters on one name: memory per waiter, wake-up latency
 //	f  100,000 names touched once: memory before, after, after passivation
+//	g  16 goroutines, lock+unlock of a random key's stripe: 16 stripes vs 1 lock (warden only)
+//	h  16 goroutines, lock+unlock of 8 values: a group lock vs a MultiLock of 8 locks (warden only)
 //
 // It lives in the benchmark's own module (the repository's bench
 // directory), so that the module users import does not require the peers.
@@ -67,6 +69,10 @@ const (
 	parallelGoroutines  = 16          // workload b
 	contendedGoroutines = 8           // workload c
 	waitersWindow       = time.Second // workload e's traffic window, at most -duration
+	stripedGoroutines   = 16          // workload g
+	stripes             = 16          // workload g
+	groupGoroutines     = 16          // workload h
+	lastWorkload        = 'h'
 )
 
 func main() {
@@ -75,7 +81,7 @@ func main() {
 	flag.IntVar(&cfg.runs, "runs", 5, "runs; every number reported is the median over runs")
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each library runs in workloads a, b, c per run (and the renewal window of d, at least 3 periods)")
 	flag.IntVar(&cfg.pairs, "pairs", 0, "if > 0, workload a runs this many pairs per library per run instead of -duration")
-	flag.StringVar(&cfg.only, "only", "a,b,c,d,e,f", "comma list of the workloads to run (a..f)")
+	flag.StringVar(&cfg.only, "only", "a,b,c,d,e,f,g,h", "comma list of the workloads to run (a..h)")
 	flag.StringVar(&cfg.svg, "svg", "BENCHMARKS.svg", "where to write the SVG chart of throughput; empty: none")
 	flag.StringVar(&cfg.md, "md", "", "where to write the markdown tables (for BENCHMARKS.md); empty: none")
 	flag.DurationVar(&cfg.retry, "retry", time.Millisecond, "retry delay of the peers' and the textbook lock's blocking waits")
@@ -97,8 +103,8 @@ func workloads(only string) (string, error) {
 	var ws []byte
 	for f := range strings.SplitSeq(only, ",") {
 		f = strings.TrimSpace(f)
-		if len(f) != 1 || f[0] < 'a' || f[0] > 'f' {
-			return "", fmt.Errorf("-only: %q is not a workload (a..f)", f)
+		if len(f) != 1 || f[0] < 'a' || f[0] > lastWorkload {
+			return "", fmt.Errorf("-only: %q is not a workload (a..%c)", f, lastWorkload)
 		}
 		if !slices.Contains(ws, f[0]) {
 			ws = append(ws, f[0])
@@ -265,6 +271,24 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 			res.waiters = append(res.waiters, wt)
 			fmt.Fprintf(out, "%s e %-16s %9.0f B/waiter (engine)  wake-up p50 %v  acquired %d/%d\n", tag, bench.Warden,
 				wt.EnginePerWaiter(), wt.Handoff.P50.Round(time.Microsecond), wt.Acquired, wt.Waiters)
+		case 'g':
+			runtime.GC()
+			p, err := bench.RunStriped(ctx, cfg.addr, stats, key(w, bench.Warden), stripedGoroutines, stripes, cfg.duration)
+			if err != nil {
+				return fmt.Errorf("workload g: %w", err)
+			}
+			res.striped = append(res.striped, p)
+			fmt.Fprintf(out, "%s g %-16s %9.0f pairs/s on %d stripes, %9.0f on 1 lock: x%.2f\n", tag, bench.Warden,
+				p.Kind.PerSecond(), stripes, p.Base.PerSecond(), p.Ratio())
+		case 'h':
+			runtime.GC()
+			p, err := bench.RunGroup(ctx, cfg.addr, stats, key(w, bench.Warden), groupGoroutines, cfg.duration)
+			if err != nil {
+				return fmt.Errorf("workload h: %w", err)
+			}
+			res.group = append(res.group, p)
+			fmt.Fprintf(out, "%s h %-16s %9.0f pairs/s with a group lock, %9.0f with a MultiLock: x%.2f\n", tag, bench.Warden,
+				p.Kind.PerSecond(), p.Base.PerSecond(), p.Ratio())
 		case 'f':
 			runtime.GC()
 			p, err := bench.RunPassivation(ctx, cfg.addr, key(w, bench.Warden), cfg.names, cfg.idle, 30*time.Second)

@@ -61,13 +61,14 @@ func TestRunsOnItsOwnRedisServer(t *testing.T) {
 // TestRunsOnAGivenRedis runs the warden-only workloads, small, on a Redis
 // it is given.
 func TestRunsOnAGivenRedis(t *testing.T) {
-	cfg := quick(t, redistest.Start(t).Addr(), "d,e,f")
+	cfg := quick(t, redistest.Start(t).Addr(), "d,e,f,g,h")
 	cfg.svg, cfg.md = "", ""
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), cfg, &out))
 	text := out.String()
 	for _, want := range []string{"(d) 100 locks held", "(e) 50 warden waiters", "(f) 200 distinct names",
-		"50 of 50", "after passivation"} {
+		"50 of 50", "after passivation", "(g) 16 goroutines", "StripedLock, 16 stripes", "one lock (1 stripe)",
+		"(h) 16 goroutines", "GroupLock, 8 values", "MultiLock of 8 locks"} {
 		assert.Contains(t, text, want)
 	}
 	requireNoViolations(t, text)
@@ -102,7 +103,7 @@ func TestRejectsBadFlags(t *testing.T) {
 	for name, mutate := range map[string]func(*config){
 		"runs 0":        func(c *config) { c.runs = 0 },
 		"duration 0":    func(c *config) { c.duration = 0 },
-		"only g":        func(c *config) { c.only = "a,g" },
+		"only z":        func(c *config) { c.only = "a,z" },
 		"only empty":    func(c *config) { c.only = "" },
 		"retry 0":       func(c *config) { c.retry = 0 },
 		"waiters 0":     func(c *config) { c.waiters = 0 },
@@ -122,6 +123,7 @@ func TestWorkloads(t *testing.T) {
 		ok         bool
 	}{
 		{"a,b,c,d,e,f", "abcdef", true},
+		{"g,a", "ag", true},
 		{"c, a", "ac", true},
 		{"c,c", "c", true},
 		{"ab", "", false},

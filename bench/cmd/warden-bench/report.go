@@ -64,6 +64,15 @@ func (r report) tables() []table {
 			ts = append(ts, r.waitersTable())
 		case 'f':
 			ts = append(ts, r.passivationTable())
+		case 'g':
+			ts = append(ts, r.pairedTable(fmt.Sprintf("(g) %d goroutines, lock+unlock of the stripe of a random key (of %s), "+
+				"%v per configuration per run (total pairs/s)", stripedGoroutines, count(bench.StripedKeys), r.cfg.duration),
+				fmt.Sprintf("StripedLock, %d stripes", stripes), "one lock (1 stripe)", r.res.striped))
+		case 'h':
+			ts = append(ts, r.pairedTable(fmt.Sprintf("(h) %d goroutines, each on its own %d values, lock+unlock, "+
+				"%v per configuration per run (total pairs/s)", groupGoroutines, bench.GroupValues, r.cfg.duration),
+				fmt.Sprintf("GroupLock, %d values", bench.GroupValues),
+				fmt.Sprintf("MultiLock of %d locks", bench.GroupValues), r.res.group))
 		}
 	}
 	return ts
@@ -350,6 +359,34 @@ func (r report) passivationTable() table {
 		"memory is after two GCs; key actors is the engine's count (root actor); names touched before the idle timeout ran out may passivate while touching goes on; " +
 			"start includes what earlier workloads left in the process (the Go runtime keeps every goroutine descriptor it ever made): -only f gives the cleanest start",
 	}
+	return t
+}
+
+// pairedTable is a warden lock kind against its baseline, run back to
+// back in each run (workloads g and h).
+func (r report) pairedTable(title, kind, base string, runs []bench.Paired) table {
+	t := table{title: title, header: []string{"configuration", "pairs/s", "x/baseline", "µs/pair", "cmds/pair", "calls/pair", "Redis CPU µs/pair"}}
+	if len(runs) == 0 {
+		return t
+	}
+	row := func(name string, f func(bench.Paired) bench.Throughput, ratio string) []string {
+		return []string{name,
+			count(median(runs, func(p bench.Paired) float64 { return f(p).PerSecond() })),
+			ratio,
+			fmt.Sprintf("%.1f", median(runs, func(p bench.Paired) float64 {
+				x := f(p)
+				return float64(x.Goroutines) * x.Elapsed.Seconds() / float64(max(x.Pairs, 1)) * 1e6
+			})),
+			fmt.Sprintf("%.2f", median(runs, func(p bench.Paired) float64 { return f(p).SentPerPair() })),
+			fmt.Sprintf("%.2f", median(runs, func(p bench.Paired) float64 { return f(p).ServerPerPair() })),
+			fmt.Sprintf("%.1f", median(runs, func(p bench.Paired) float64 { return f(p).RedisCPUPerPair() })),
+		}
+	}
+	t.rows = [][]string{
+		row(kind, func(p bench.Paired) bench.Throughput { return p.Kind }, ratio(median(runs, bench.Paired.Ratio))),
+		row(base, func(p bench.Paired) bench.Throughput { return p.Base }, "1.00"),
+	}
+	t.notes = []string{"x/baseline: the median of the per-run ratios; both ran on one warden client, back to back"}
 	return t
 }
 

@@ -11,6 +11,8 @@ type results struct {
 	extend      []bench.ExtendRound
 	waiters     []bench.Waiters
 	passivation []bench.Passivation
+	striped     []bench.Paired // workload g
+	group       []bench.Paired // workload h
 }
 
 func newResults() *results {

@@ -17,8 +17,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/sim"
 )
 
@@ -35,7 +37,13 @@ func main() {
 	redlock := flag.Bool("redlock", false, "run RedLock mode: -clients processes, each with one engine per master")
 	masters := flag.Int("masters", 3, "independent simulated Redis masters in RedLock mode")
 	multiLocks := flag.Bool("multilocks", true, "let some owners take MultiLocks (false: the workload before MultiLocks joined)")
+	kindsFlag := flag.String("kinds", "", `the primitives the workload uses, a comma-separated list such as "lock,group-lock" (default: every kind but `+kindNames(sim.FamilyKinds)+")")
 	flag.Parse()
+	kinds, err := parseKinds(*kindsFlag)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	fs, err := sim.ParseFaults(*faults)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -50,7 +58,7 @@ func main() {
 			Length: *length, KeepTrace: *trace}, *seed, *runs, *faults, *quiet))
 	}
 	base := sim.Options{Clients: *clients, Owners: *owners, Faults: fs, Length: *length, KeepTrace: *trace,
-		NoMultiLocks: !*multiLocks}
+		NoMultiLocks: !*multiLocks, Kinds: kinds}
 	start := time.Now()
 	results, errs := sim.RunSeeds(base, *seed, *runs)
 
@@ -155,4 +163,37 @@ func runRedLock(o sim.RedLockOptions, seed int64, runs int, faults string, quiet
 		return 1
 	}
 	return 0
+}
+
+// kindName is a kind's name on the command line: its String, dashed.
+func kindName(k messages.Kind) string { return strings.ReplaceAll(k.String(), " ", "-") }
+
+func kindNames(ks []messages.Kind) string {
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = kindName(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseKinds reads -kinds: nil (the default workload) when empty.
+func parseKinds(list string) ([]messages.Kind, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var kinds []messages.Kind
+	for f := range strings.SplitSeq(list, ",") {
+		f = strings.TrimSpace(f)
+		found := false
+		for k := messages.Kind(0); k.String() != "unknown"; k++ {
+			if kindName(k) == f {
+				kinds, found = append(kinds, k), true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-kinds: %q is not a kind", f)
+		}
+	}
+	return kinds, nil
 }

@@ -1,0 +1,177 @@
+package redisio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The group lock (Redisson's RedissonFasterMultiLock): many values of one
+// group locked all-or-none by one script on one hash, the group's name,
+// so one cluster slot and one round trip however many values. Waiters are
+// woken on LockChannel(group). The layout is Redisson's: see
+// scripts/group_lib.lua. Holds end on Redis's clock (the scripts read
+// TIME), as Redisson's end on its clients' clocks.
+
+var (
+	groupAcquireScript     = newScript("group_lib", "group_acquire")
+	groupUnlockScript      = newScript("group_lib", "group_unlock")
+	groupUndoScript        = newScript("group_lib", "group_undo")
+	groupRenewScript       = newScript("group_lib", "group_renew")
+	groupQueryScript       = newScript("group_lib", "group_query")
+	groupForceUnlockScript = newScript("group_lib", "group_forceunlock")
+)
+
+// GroupValueSep joins a group holding's values in Held.Values; no value
+// contains it.
+const GroupValueSep = ":"
+
+// GroupValues splits Held.Values into the values.
+func GroupValues(joined string) []string {
+	if joined == "" {
+		return nil
+	}
+	return strings.Split(joined, GroupValueSep)
+}
+
+// withValues appends values to args.
+func withValues(args []any, values []string) []any {
+	for _, v := range values {
+		args = append(args, v)
+	}
+	return args
+}
+
+// GroupAcquire runs one acquire attempt of every value of group for owner
+// with request ID reqID, followed by WAIT for rs.Replicas. It acquires all
+// of them or none; PTTL, when refused, is the time until the last hold of
+// another owner's on one of the values ends. A repeated reqID returns its
+// first result while owner holds the values. It returns how many replicas
+// acknowledged.
+func (s *Scripts) GroupAcquire(ctx context.Context, r Redis, rs ReplicaSync, group, owner, reqID string, lease time.Duration,
+	values []string) (AcquireResult, int, error) {
+	args := withValues([]any{owner, Millis(lease), reqID, Millis(LatchTTL)}, values)
+	c, acks, err := runSynced(ctx, r, rs, groupAcquireScript, []string{group, AcquireLatchKey(group, owner)}, args...)
+	if err != nil {
+		return AcquireResult{}, 0, fmt.Errorf("warden: group acquire %s: %w", group, err)
+	}
+	res, err := acquireReply("group acquire", group, c)
+	return res, int(acks), err
+}
+
+// GroupUnlock releases one hold of every value of owner's, followed by
+// WAIT for rs.Replicas. It returns the remaining hold count, held=false
+// when owner does not hold every value (nothing is released then), and
+// the replica acks. At 0 the values' fields are deleted and the unlock
+// message published on LockChannel(group); otherwise each value's hold is
+// refreshed to lease. A repeated reqID returns the first result.
+func (s *Scripts) GroupUnlock(ctx context.Context, r Redis, rs ReplicaSync, group, owner, reqID string, lease time.Duration,
+	values []string) (remaining int, held bool, acks int, err error) {
+	if len(values) == 0 {
+		return 0, false, 0, nil // nothing known to release: not held
+	}
+	args := withValues([]any{UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)}, values)
+	c, n, err := runSynced(ctx, r, rs, groupUnlockScript,
+		[]string{group, LockChannel(group), unlockLatchKey(group, owner, reqID), AcquireLatchKey(group, owner)}, args...)
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("warden: group unlock %s: %w", group, err)
+	}
+	remaining, held, err = unlockReply("group unlock", group, c)
+	return remaining, held, int(n), err
+}
+
+// GroupUndoAcquire reverses the group acquire reqID of owner's if, and
+// only if, Redis applied it, and reports whether it undid one.
+func (s *Scripts) GroupUndoAcquire(ctx context.Context, r Redis, group, owner, reqID string, values []string) (bool, error) {
+	if len(values) == 0 {
+		return false, nil
+	}
+	args := withValues([]any{owner, reqID, s.publish, UnlockMessage}, values)
+	n, err := groupUndoScript.Run(ctx, r, []string{group, LockChannel(group), AcquireLatchKey(group, owner)}, args...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: group undo acquire %s: %w", group, err)
+	}
+	return n == 1, nil
+}
+
+// GroupRenew extends owner's hold of every value to ttl from now; it
+// reports false when owner no longer holds them all.
+func (s *Scripts) GroupRenew(ctx context.Context, r Redis, group, owner string, values []string, ttl time.Duration) (bool, error) {
+	args := withValues([]any{Millis(ttl), owner}, values)
+	n, err := groupRenewScript.Run(ctx, r, []string{group}, args...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: group renew %s: %w", group, err)
+	}
+	return n == 1, nil
+}
+
+// GroupHoldCount returns owner's hold count of the values (the smallest
+// over them; 0 when it does not hold every one).
+func GroupHoldCount(ctx context.Context, r Redis, group, owner string, values []string) (int, error) {
+	if len(values) == 0 {
+		return 0, nil
+	}
+	n, err := groupQueryScript.Run(ctx, r, []string{group}, withValues([]any{owner}, values)...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: group hold count %s: %w", group, err)
+	}
+	return int(n), nil
+}
+
+// GroupIsLocked reports whether anyone holds any of the values (Redisson's
+// isLocked of a faster multi-lock).
+func GroupIsLocked(ctx context.Context, r Redis, group string, values []string) (bool, error) {
+	n, err := groupQueryScript.Run(ctx, r, []string{group}, withValues([]any{""}, values)...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: group is locked %s: %w", group, err)
+	}
+	return n == 1, nil
+}
+
+// GroupForceUnlock releases the values whoever holds them, wakes the
+// group's waiters if any was held, and reports whether any was.
+func (s *Scripts) GroupForceUnlock(ctx context.Context, r Redis, group string, values []string) (bool, error) {
+	n, err := groupForceUnlockScript.Run(ctx, r, []string{group, LockChannel(group)},
+		withValues([]any{UnlockMessage, s.publish}, values)...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: group force unlock %s: %w", group, err)
+	}
+	return n > 0, nil
+}
+
+// renewWithGroups is Renew of a batch with group lock holdings: those
+// are renewed one script call each (GroupRenew), the others in one call.
+func (s *Scripts) renewWithGroups(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
+	out := make([]bool, len(batch))
+	var rest []Held
+	var at []int
+	var errs []error
+	for i, h := range batch {
+		if h.Values == "" {
+			rest, at = append(rest, h), append(at, i)
+			continue
+		}
+		ok, err := s.GroupRenew(ctx, r, h.Name, h.Field, GroupValues(h.Values), ttl)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out[i] = ok
+	}
+	if len(rest) > 0 {
+		ok, err := s.Renew(ctx, r, rest, ttl)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for j, i := range at {
+			if err == nil {
+				out[i] = ok[j]
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
