@@ -293,17 +293,22 @@ func Clients(ctx context.Context, rdb redis.UniversalClient) iter.Seq2[ClientRec
 // by a "]" and no "\" at its end (Redis would take those literally, which
 // is seldom what was meant). Its error matches ErrInvalidArgument.
 func ValidateGlob(glob string) error {
+	return validateGlob("glob", glob)
+}
+
+// validateGlob is ValidateGlob for the argument field.
+func validateGlob(field, glob string) error {
 	switch {
 	case glob == "":
-		return invalid("glob", "empty")
+		return invalid(field, "empty")
 	case len(glob) > messages.MaxNameLen:
-		return invalid("glob", "%d bytes, more than %d", len(glob), messages.MaxNameLen)
+		return invalid(field, "%d bytes, more than %d", len(glob), messages.MaxNameLen)
 	}
 	for i := 0; i < len(glob); i++ {
 		switch glob[i] {
 		case '\\':
 			if i == len(glob)-1 {
-				return invalid("glob", "%q ends in an escape (\\)", glob)
+				return invalid(field, "%q ends in an escape (\\)", glob)
 			}
 			i++
 		case '[':
@@ -321,7 +326,7 @@ func ValidateGlob(glob string) error {
 				j++
 			}
 			if j >= len(glob) {
-				return invalid("glob", "%q has a [ without its ]", glob)
+				return invalid(field, "%q has a [ without its ]", glob)
 			}
 			i = j
 		}
