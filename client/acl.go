@@ -4,10 +4,11 @@ import "strings"
 
 // aclCommands are the commands a Client sends: the scripts and the
 // commands they call, the reads outside scripts, pub/sub, replica sync,
-// the client registry's, the connection's and a Cluster client's.
+// the client registry's, the connection's and a Cluster client's; and
+// Inspect's and Scan's.
 var aclCommands = []string{
 	// Connection and cluster topology.
-	"ping", "hello", "auth", "client|setinfo", "select", "readonly",
+	"ping", "hello", "auth", "select", "readonly",
 	"cluster|slots", "cluster|shards", "command|info",
 	// Scripts and replica sync.
 	"evalsha", "eval", "script|load", "wait",
@@ -20,12 +21,15 @@ var aclCommands = []string{
 	"hget", "hmget", "hset", "hdel", "hexists", "hgetall", "hkeys", "hlen", "hincrby",
 	"lindex", "llen", "lrange", "lrem", "rpush",
 	"zadd", "zincrby", "zrange", "zrangebyscore", "zrem", "zscore",
+	// Inspect, Scan and Clients (the warden command's ls, inspect, watch
+	// and clients).
+	"scan", "type",
 }
 
 // aclReadOnlyCommands are the commands Inspect, Scan and Clients send, and
 // the connection's and a Cluster client's.
 var aclReadOnlyCommands = []string{
-	"ping", "hello", "auth", "client|setinfo", "select", "readonly",
+	"ping", "hello", "auth", "select", "readonly",
 	"cluster|slots", "cluster|shards",
 	"scan", "type", "pttl", "get", "hgetall", "lrange", "zrange",
 }
@@ -36,7 +40,9 @@ var aclReadOnlyCommands = []string{
 // commands, the keys of the family's layout for those names (the names,
 // fair queues and deadlines, token counters, latches, permits and read
 // hold timeouts), the client registry's keys (warden_client:*), and the
-// family's channels. Use the glob the names share ("orders:*"); "*" allows
+// family's channels (which the scripts also take as keys). It allows
+// Inspect, Scan and Clients (the warden command's ls, inspect, watch and
+// clients) too. Use the glob the names share ("orders:*"); "*" allows
 // every key, and is then no restriction on keys.
 //
 // The auxiliary keys and channels put the name in braces, unless the name
@@ -57,28 +63,37 @@ func ACLRules(names string) (string, error) {
 	for _, c := range aclCommands {
 		rules = append(rules, "+"+c)
 	}
-	for _, k := range []string{
-		names,
-		tagged + ":*", // permits {name}:timeout, read holds {name}:<owner>:rwlock_timeout:<k>
-		"redisson_lock_queue:" + tagged,
-		"redisson_lock_timeout:" + tagged,
-		"redisson_lock_token:" + tagged,
-		"redisson_unlock_latch:" + tagged + ":*",
-		"warden_acquire_latch:" + tagged + ":*",
-		"warden_gaveup:" + tagged + ":*",
-		"warden_fair_places:" + tagged,
-		"warden_latch:" + tagged + ":*",
+	keys := []string{names}
+	if tagged != names {
+		keys = append(keys, tagged) // a read/write lock's scripts take {name} as a key
+	}
+	for _, k := range append(keys,
+		tagged+":*", // permits {name}:timeout, read holds {name}:<owner>:rwlock_timeout:<k>
+		"redisson_lock_queue:"+tagged,
+		"redisson_lock_timeout:"+tagged,
+		"redisson_lock_token:"+tagged,
+		"redisson_unlock_latch:"+tagged+":*",
+		"warden_acquire_latch:"+tagged+":*",
+		"warden_gaveup:"+tagged+":*",
+		"warden_fair_places:"+tagged,
+		"warden_latch:"+tagged+":*",
 		"warden_client:*",
-	} {
+	) {
 		rules = append(rules, "~"+k)
 	}
-	for _, ch := range []string{
+	// The scripts take the channels they publish on among their keys, as
+	// Redisson's do: each is a key pattern too.
+	channels := []string{
 		"redisson_lock__channel:" + tagged,
 		"redisson_lock__channel:" + tagged + ":*", // a fair waiter's own
 		"redisson_rwlock:" + tagged,
 		"redisson_sc:" + tagged,
 		"redisson_countdownlatch__channel__{" + names + "}",
-	} {
+	}
+	for _, ch := range channels {
+		rules = append(rules, "~"+ch)
+	}
+	for _, ch := range channels {
 		rules = append(rules, "&"+ch)
 	}
 	return strings.Join(rules, " "), nil

@@ -76,7 +76,7 @@ func family(t *testing.T, c, w *client.Client, p string) {
 	require.NoError(t, f.LockLease(ctx, time.Minute))
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = w.FairLock(p+"fair").Lock(wctx) })
+	wg.Go(func() { _ = w.FairLock(p + "fair").Lock(wctx) })
 	t.Cleanup(func() {
 		cancel()
 		await.Group(t, &wg, 10*time.Second, "fair waiter gave up")

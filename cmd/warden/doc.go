@@ -74,5 +74,7 @@
 //	3  nothing of the lock family under NAME (inspect, unlock)
 //	4  the key under NAME is no lock-family object (a user's own list, say),
 //	   or unlock of a kind that has no holder (a semaphore)
-//	5  refused: unlock not confirmed, or the Redis user lacks the permission
+//	5  refused: unlock not confirmed, or Redis refused the user (a wrong
+//	   password, or an ACL without the permission, as a read-only user's
+//	   for unlock)
 package main

@@ -31,7 +31,7 @@ const description = `Show who holds what in warden's (and Redisson's) locks on a
 
 ls, inspect, watch and clients only read; unlock --force is the only command that writes.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or the Redis user lacks the permission). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
@@ -142,22 +142,25 @@ func codeOf(err error) int {
 	return exitFailed
 }
 
-// isNoPerm reports whether err is Redis refusing the user a command, key
-// or channel (ACL).
+// isNoPerm reports whether err is Redis refusing the user: a command, key
+// or channel its ACL does not allow (NOPERM), or its credentials
+// (WRONGPASS, NOAUTH).
 func isNoPerm(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "NOPERM")
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "NOPERM") || strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH")
 }
 
 // oneLine makes err's text one line starting with "warden: ".
 func oneLine(err error) string {
-	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
-	if isNoPerm(err) && !strings.Contains(s, "permission denied") {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	s = strings.TrimPrefix(s, "warden: ")
+	if strings.Contains(s, "NOPERM") && !strings.Contains(s, "permission denied") {
 		s = "permission denied: " + s
 	}
-	if !strings.HasPrefix(s, "warden: ") {
-		s = "warden: " + s
-	}
-	return s
+	return "warden: " + s
 }
 
 // isTerminal reports whether f is a terminal (a character device).
@@ -227,7 +230,7 @@ func (a *app) connect(ctx context.Context) (redis.UniversalClient, error) {
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
 		if isNoPerm(err) {
-			return nil, fail(exitRefused, "warden: %s: permission denied: %v", where, err)
+			return nil, fail(exitRefused, "warden: Redis at %s refused the user: %v", where, err)
 		}
 		return nil, fail(exitFailed, "warden: cannot reach Redis at %s: %v", where, err)
 	}
