@@ -75,11 +75,14 @@ func TestLeastPrivilegeACL(t *testing.T) {
 
 	// Every kind, with a waiter woken by its message where it has one, and
 	// a watchdog renewal.
-	wait := func(what string, block func(context.Context) error, free func() error) {
+	wait := func(what, channel string, block func(context.Context) error, free func() error) {
 		t.Helper()
 		got := make(chan error, 1)
 		go func() { got <- block(ctx) }()
-		time.Sleep(100 * time.Millisecond) // let it wait (either order works)
+		require.Eventually(t, func() bool { // it waits, subscribed to its channel
+			n, err := admin.PubSubNumSub(ctx, channel).Result()
+			return err == nil && n[channel] > 0
+		}, 10*time.Second, 5*time.Millisecond, what)
 		require.NoError(t, free(), what)
 		require.NoError(t, await.Value(t, got, 10*time.Second, what), what)
 	}
@@ -89,19 +92,19 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	held, err := l1.IsHeld(ctx)
 	require.NoError(t, err)
 	require.True(t, held, "renewed")
-	wait("lock", l2.Lock, func() error { return l1.Unlock(ctx) })
+	wait("lock", "redisson_lock__channel:{acl:lock}", l2.Lock, func() error { return l1.Unlock(ctx) })
 	require.NoError(t, l2.Unlock(ctx))
 
 	f1, f2 := c1.FairLock("acl:fair"), c2.FairLock("acl:fair")
 	require.NoError(t, f1.Lock(ctx))
-	wait("fair lock", f2.Lock, func() error { return f1.Unlock(ctx) })
+	wait("fair lock", "redisson_lock__channel:{acl:fair}:"+f2.Owner(), f2.Lock, func() error { return f1.Unlock(ctx) })
 	require.NoError(t, f2.Unlock(ctx))
 
 	rw1, rw2 := c1.ReadWriteLock("acl:rw"), c2.ReadWriteLock("acl:rw")
 	require.NoError(t, rw1.ReadLock().Lock(ctx))
 	require.NoError(t, rw2.ReadLock().Lock(ctx))
 	require.NoError(t, rw2.ReadLock().Unlock(ctx))
-	wait("write lock", rw2.WriteLock().Lock, func() error { return rw1.ReadLock().Unlock(ctx) })
+	wait("write lock", "redisson_rwlock:{acl:rw}", rw2.WriteLock().Lock, func() error { return rw1.ReadLock().Unlock(ctx) })
 	require.NoError(t, rw2.WriteLock().Unlock(ctx))
 
 	fl := c1.FencedLock("acl:fenced")
@@ -118,7 +121,7 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, done)
 	require.NoError(t, s1.Acquire(ctx, 1))
-	wait("semaphore", func(ctx context.Context) error { return s2.Acquire(ctx, 1) }, func() error { return s1.Release(ctx, 1) })
+	wait("semaphore", "redisson_sc:{acl:sem}", func(ctx context.Context) error { return s2.Acquire(ctx, 1) }, func() error { return s1.Release(ctx, 1) })
 	_, err = s2.DrainPermits(ctx)
 	require.NoError(t, err)
 
@@ -128,7 +131,7 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	require.True(t, done)
 	id, err := p.Acquire(ctx, time.Minute)
 	require.NoError(t, err)
-	wait("permit semaphore", func(ctx context.Context) error {
+	wait("permit semaphore", "redisson_sc:{acl:permits}", func(ctx context.Context) error {
 		id2, err := c2.PermitExpirableSemaphore("acl:permits").Acquire(ctx, time.Minute)
 		if err == nil {
 			_, err = c2.PermitExpirableSemaphore("acl:permits").TryRelease(ctx, id2)
@@ -140,7 +143,7 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	done, err = d.TrySetCount(ctx, 1)
 	require.NoError(t, err)
 	require.True(t, done)
-	wait("latch", c2.CountDownLatch("acl:latch").Await, func() error { return d.CountDown(ctx) })
+	wait("latch", "redisson_countdownlatch__channel__{acl:latch}", c2.CountDownLatch("acl:latch").Await, func() error { return d.CountDown(ctx) })
 
 	m := client.NewMultiLock(c1.Lock("acl:m1"), c2.Lock("acl:m2"))
 	require.NoError(t, m.Lock(ctx))

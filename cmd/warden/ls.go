@@ -34,7 +34,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	if l.JSON {
 		fmt.Fprint(a.stdout, "[")
 	} else {
-		fmt.Fprintln(tw, "NAME\tKIND\tTTL\tHOLDERS\tWAITERS\t")
+		fmt.Fprintln(tw, "NAME\tKIND\tTTL\tHOLDERS\tWAITERS\tVALUE")
 	}
 	for o, err := range client.Scan(ctx, rdb, l.Glob) {
 		if err != nil {

@@ -156,7 +156,7 @@ func isNoPerm(err error) bool {
 // oneLine makes err's text one line starting with "warden: ".
 func oneLine(err error) string {
 	s := strings.Join(strings.Fields(err.Error()), " ")
-	s = strings.TrimPrefix(s, "warden: ")
+	s = strings.ReplaceAll(strings.TrimPrefix(s, "warden: "), ": warden: ", ": ")
 	if strings.Contains(s, "NOPERM") && !strings.Contains(s, "permission denied") {
 		s = "permission denied: " + s
 	}
