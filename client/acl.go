@@ -20,7 +20,10 @@ var aclCommands = []string{
 	"pttl", "pexpire",
 	"hget", "hmget", "hset", "hdel", "hexists", "hgetall", "hkeys", "hlen", "hincrby",
 	"lindex", "llen", "lrange", "lrem", "rpush",
-	"zadd", "zincrby", "zrange", "zrangebyscore", "zrem", "zscore",
+	"zadd", "zincrby", "zrange", "zrangebyscore", "zrem", "zscore", "zcard",
+	"persist", "pexpireat", "time",
+	// The client registry's writes (MULTI/EXEC).
+	"multi", "exec", "discard",
 	// Inspect, Scan and Clients (the warden command's ls, inspect, watch
 	// and clients).
 	"scan", "type",

@@ -33,6 +33,9 @@ const (
 	ObjectReadWriteLock ObjectKind = "rw_lock"
 	// ObjectFencedLock: a lock with a token counter.
 	ObjectFencedLock ObjectKind = "fenced_lock"
+	// ObjectGroupLock: a group lock's hash (value -> holder, with each
+	// hold's count and end); each Holder names its Value.
+	ObjectGroupLock ObjectKind = "group_lock"
 	// ObjectSemaphore: an integer at or below zero, which no
 	// count-down latch shows (a latch is deleted when it reaches zero).
 	ObjectSemaphore ObjectKind = "semaphore"
@@ -94,6 +97,9 @@ type Holder struct {
 	Count int
 	// Mode is "read" or "write" for a read/write lock, "" otherwise.
 	Mode string
+	// Value is the value a group lock's holder holds ("" for the other
+	// kinds): a group lock has a Holder per value held.
+	Value string
 	// Client is the holder's Client from the client registry; nil when it
 	// has no entry (a Redisson client, a Client with the registry off, or
 	// one that stopped without Close: a crashed process's lock).
@@ -155,6 +161,8 @@ func ClientIDOf(owner string) string {
 //     below is ObjectSemaphore, since a latch is deleted when it
 //     reaches zero. A permit semaphore with held permits is known by their
 //     ZSET.
+//   - A group lock is known by its fields ("<value>:<owner>:lock_count"),
+//     and has a Holder per value held.
 //   - A fair lock without waiters is a plain lock's hash (ObjectLock);
 //     with waiters it is ObjectFairLock. The spin and non-reentrant
 //     locks share the plain lock's layout and are ObjectLock.
@@ -425,6 +433,12 @@ func interpret(s *redisio.Snapshot, now time.Time) (Object, error) {
 	}
 	switch s.Type {
 	case "hash":
+		if isGroup(s.Fields) {
+			if err := groupHolders(&o, s.Fields, now); err != nil {
+				return Object{}, fmt.Errorf("%w: %q is a hash with %v", ErrNotLockFamily, s.Name, err)
+			}
+			break
+		}
 		if err := holders(&o, s.Fields); err != nil {
 			return Object{}, fmt.Errorf("%w: %q is a hash with %v", ErrNotLockFamily, s.Name, err)
 		}
@@ -549,4 +563,43 @@ func permits(o *Object, s *redisio.Snapshot, stored int64, now time.Time) {
 		}
 		return a.Expiry.Compare(b.Expiry)
 	})
+}
+
+// isGroup reports whether a lock's hash is a group lock's: it has a
+// "<value>:<owner>:lock_count" or ":expire_time" field.
+func isGroup(fields map[string]string) bool {
+	for f := range fields {
+		if strings.HasSuffix(f, ":lock_count") || strings.HasSuffix(f, ":expire_time") {
+			return true
+		}
+	}
+	return false
+}
+
+// groupHolders reads a group lock's hash: for each value v held by owner
+// o, the fields v -> o, "v:o:lock_count" -> o's hold count and
+// "v:o:expire_time" -> when the hold ends (unix ms). A hold that ended
+// (its value is free, though still in the hash) is left out.
+func groupHolders(o *Object, fields map[string]string, now time.Time) error {
+	o.Kind = ObjectGroupLock
+	for v, owner := range fields {
+		if strings.Contains(v, ":") {
+			continue // a count or an end, read with its value
+		}
+		prefix := v + ":" + owner + ":"
+		ends, err := strconv.ParseInt(fields[prefix+"expire_time"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("value %q without its hold's end", v)
+		}
+		n, err := strconv.Atoi(fields[prefix+"lock_count"])
+		if err != nil || n < 1 {
+			return fmt.Errorf("value %q without its hold count", v)
+		}
+		if ends < now.UnixMilli() {
+			continue
+		}
+		o.Holders = append(o.Holders, Holder{Owner: owner, ClientID: ClientIDOf(owner), Count: n, Value: v})
+	}
+	slices.SortFunc(o.Holders, func(a, b Holder) int { return strings.Compare(a.Value, b.Value) })
+	return nil
 }

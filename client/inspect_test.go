@@ -248,6 +248,11 @@ func TestInspectRedissonLayout(t *testing.T) {
 			redis.Z{Score: float64(now - 1000), Member: string(make([]byte, 16))},
 			redis.Z{Score: float64(now + 60000), Member: "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"},
 			redis.Z{Score: 922337203685477, Member: "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\xf7\xf6\xf5\xf4\xf3\xf2\xf1\xf0"})
+		// RedissonFasterMultiLock (a group lock): v1 held twice, v2's hold
+		// ended.
+		p.HSet(ctx, "j:group", "v1", o1, "v1:"+o1+":lock_count", 2, "v1:"+o1+":expire_time", now+30000,
+			"v2", o2, "v2:"+o2+":lock_count", 1, "v2:"+o2+":expire_time", now-1000)
+		p.PExpire(ctx, "j:group", 30*time.Second)
 		// A fair lock whose holder left while two wait: only its queue.
 		p.RPush(ctx, "redisson_lock_queue:{j:queued}", o2)
 		p.ZAdd(ctx, "redisson_lock_timeout:{j:queued}", redis.Z{Score: float64(now + 5000), Member: o2})
@@ -294,6 +299,11 @@ func TestInspectRedissonLayout(t *testing.T) {
 		{ID: hex.EncodeToString([]byte("\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8\xf7\xf6\xf5\xf4\xf3\xf2\xf1\xf0"))},
 	}, o.Leases)
 
+	o = inspect(t, rdb, "j:group")
+	assert.Equal(t, client.ObjectGroupLock, o.Kind)
+	ttlWithin(t, o, 30*time.Second)
+	assert.Equal(t, []client.Holder{{Owner: o1, ClientID: java, Count: 2, Value: "v1"}}, o.Holders)
+
 	o = inspect(t, rdb, "j:queued")
 	assert.Equal(t, client.ObjectFairLock, o.Kind)
 	assert.Empty(t, o.Holders)
@@ -306,7 +316,7 @@ func TestInspectRedissonLayout(t *testing.T) {
 		require.NoError(t, err)
 		names = append(names, o.Name)
 	}
-	assert.ElementsMatch(t, []string{"j:lock", "{j}fair", "j:rw", "j:rw-w", "j:fenced", "j:sem", "j:latch", "j:permits"}, names)
+	assert.ElementsMatch(t, []string{"j:lock", "{j}fair", "j:rw", "j:rw-w", "j:fenced", "j:sem", "j:latch", "j:permits", "j:group"}, names)
 }
 
 func TestInspectReadsTheRegistry(t *testing.T) {

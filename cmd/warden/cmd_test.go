@@ -110,6 +110,11 @@ func TestCommandsOnRedis(t *testing.T) {
 	register(t, rdb, c.ID(), "billing", "db-7", 4242)
 	family(t, c, w, "app:")
 	require.NoError(t, rdb.RPush(ctx, "app:list", "not", "a", "lock").Err())
+	// A group lock, as a Redisson faster multi-lock writes it.
+	const java = "6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f:1"
+	require.NoError(t, rdb.HSet(ctx, "app:group", "v1", java, "v1:"+java+":lock_count", 1,
+		"v1:"+java+":expire_time", time.Now().Add(time.Minute).UnixMilli()).Err())
+	require.NoError(t, rdb.PExpire(ctx, "app:group", time.Minute).Err())
 	addr := []string{"--addr", srv.Addr()}
 
 	before := dirty(t, rdb)
@@ -121,7 +126,10 @@ func TestCommandsOnRedis(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"app:lock": "lock", "app:fair": "fair_lock", "app:rw": "rw_lock", "app:fenced": "fenced_lock",
 		"app:sem": "semaphore", "app:permits": "permit_semaphore", "app:latch": "semaphore_or_count_down_latch",
+		"app:group": "group_lock",
 	}, kinds, "the user's list is left out")
+	assert.Equal(t, []jsonHolder{{Owner: java, ClientID: "6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f", Count: 1, Value: "v1"}},
+		objs["app:group"].Holders)
 	lock := objs["app:lock"]
 	require.Len(t, lock.Holders, 1)
 	assert.Equal(t, jsonHolder{Owner: lock.Holders[0].Owner, ClientID: c.ID(), Count: 2, Mode: "",
@@ -163,16 +171,18 @@ func TestCommandsOnRedis(t *testing.T) {
 	// The tables.
 	out := ok(t, nil, append(addr, "ls", "app:*")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 8, out)
+	require.Len(t, lines, 9, out)
 	assert.Regexp(t, `^NAME\s+KIND\s+TTL\s+HOLDERS\s+WAITERS`, lines[0])
 	assert.Regexp(t, `(?m)^app:lock\s+lock\s+[0-9.]+s\s+billing@db-7:4242 x2\s+0`, out)
 	assert.Regexp(t, `(?m)^app:fair\s+fair_lock\s+[0-9.]+s\s+billing@db-7:4242\s+1`, out)
 	assert.Regexp(t, `(?m)^app:fenced\s+fenced_lock\s+.*token=1`, out)
+	assert.Regexp(t, `(?m)^app:group\s+group_lock\s+[0-9.]+s\s+v1: 6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f\s+0`, out)
 	out = ok(t, nil, append(addr, "inspect", "app:fair")...)
 	assert.Contains(t, out, "kind:  fair_lock")
 	assert.Contains(t, out, "waiters (head first):")
 	assert.Contains(t, out, w.ID())
 	assert.Equal(t, before, dirty(t, rdb), "ls and inspect wrote")
+	failsWith(t, exitNotLock, nil, append(addr, "unlock", "--force", "--yes", "app:group"), "group lock")
 
 	// The same through REDIS_URL.
 	var viaURL []jsonObject

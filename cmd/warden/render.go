@@ -27,6 +27,8 @@ type jsonHolder struct {
 	ClientID string `json:"client_id"`
 	Count    int    `json:"count"`
 	Mode     string `json:"mode"`
+	// Value is the value a group lock's holder holds.
+	Value string `json:"value,omitempty"`
 	// Registered: the holder's client has a registry entry (service, host
 	// and pid come from it).
 	Registered bool   `json:"registered"`
@@ -68,7 +70,7 @@ type jsonUnregistered struct {
 func toJSON(o client.Object) jsonObject {
 	j := jsonObject{Name: o.Name, Kind: string(o.Kind), TTLMs: ms(o.TTL), Holders: []jsonHolder{}, Waiters: []jsonWaiter{}}
 	for _, h := range o.Holders {
-		jh := jsonHolder{Owner: h.Owner, ClientID: h.ClientID, Count: h.Count, Mode: h.Mode}
+		jh := jsonHolder{Owner: h.Owner, ClientID: h.ClientID, Count: h.Count, Mode: h.Mode, Value: h.Value}
 		if h.Client != nil {
 			jh.Registered, jh.Service, jh.Host, jh.PID = true, h.Client.Service, h.Client.Host, h.Client.PID
 		}
@@ -137,6 +139,9 @@ func who(clientID string, rec *client.ClientRecord) string {
 // holderText renders a holder for a table: who, its mode, its count.
 func holderText(h client.Holder) string {
 	s := who(h.ClientID, h.Client)
+	if h.Value != "" {
+		s = h.Value + ": " + s
+	}
 	if h.Mode != "" {
 		s += " (" + h.Mode + ")"
 	}

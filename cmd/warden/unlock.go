@@ -35,6 +35,9 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
+	if o.Kind == client.ObjectGroupLock {
+		return fail(exitNotLock, "warden: unlock %q: a group lock: force-unlock its values with client.GroupLock's ForceUnlock", c.Name)
+	}
 	if o.Kind != client.ObjectLock && o.Kind != client.ObjectFairLock &&
 		o.Kind != client.ObjectReadWriteLock && o.Kind != client.ObjectFencedLock {
 		return fail(exitNotLock, "warden: unlock %q: it is a %s, which has no holder to unlock", c.Name, o.Kind)
