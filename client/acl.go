@@ -9,7 +9,7 @@ import "strings"
 var aclCommands = []string{
 	// Connection and cluster topology.
 	"ping", "hello", "auth", "select", "readonly",
-	"cluster|slots", "cluster|shards", "command|info",
+	"cluster|slots", "cluster|shards", "command", // a Cluster client reads COMMAND
 	// Scripts and replica sync.
 	"evalsha", "eval", "script|load", "wait",
 	// Pub/sub.
@@ -33,7 +33,7 @@ var aclCommands = []string{
 // the connection's and a Cluster client's.
 var aclReadOnlyCommands = []string{
 	"ping", "hello", "auth", "select", "readonly",
-	"cluster|slots", "cluster|shards",
+	"cluster|slots", "cluster|shards", "command",
 	"scan", "type", "pttl", "get", "hgetall", "lrange", "zrange",
 }
 

@@ -186,3 +186,70 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	out := ok(t, []string{"REDIS_URL=redis://warden:wpass@" + srv.Addr()}, "unlock", "--force", "--yes", "acl:held")
 	assert.Contains(t, out, "unlocked")
 }
+
+func TestLeastPrivilegeACLOnACluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx := context.Background()
+	rules, err := client.ACLRules("acl:*")
+	require.NoError(t, err)
+	readOnly, err := client.ReadOnlyACLRules("acl:*")
+	require.NoError(t, err)
+	var admins []*redis.Client
+	for _, n := range cl.Nodes() {
+		admin := n.Client(t)
+		setUser(t, admin, "warden", "wpass", rules)
+		setUser(t, admin, "viewer", "vpass", readOnly)
+		require.NoError(t, admin.Do(ctx, "acl", "log", "reset").Err())
+		admins = append(admins, admin)
+	}
+	user := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), Username: "warden", Password: "wpass"})
+	t.Cleanup(func() { _ = user.Close() })
+	c1, c2 := newClient(t, user), newClient(t, user)
+
+	// Locks on every master, each with a waiter woken by its (sharded)
+	// unlock message, and a semaphore and a latch.
+	for i := range 6 {
+		name := "acl:" + string(rune('a'+i))
+		l1, l2 := c1.Lock(name), c2.Lock(name)
+		require.NoError(t, l1.LockLease(ctx, time.Minute))
+		got := make(chan error, 1)
+		go func() { got <- l2.LockLease(ctx, time.Minute) }()
+		ch := "redisson_lock__channel:{" + name + "}"
+		require.Eventually(t, func() bool {
+			for _, a := range admins {
+				n, err := a.Do(ctx, "pubsub", "shardnumsub", ch).Slice()
+				if err == nil && len(n) == 2 && n[1] != int64(0) {
+					return true
+				}
+			}
+			return false
+		}, 10*time.Second, 5*time.Millisecond, name)
+		require.NoError(t, l1.Unlock(ctx))
+		require.NoError(t, await.Value(t, got, 10*time.Second, name))
+	}
+	s := c1.Semaphore("acl:sem")
+	done, err := s.TrySetPermits(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.NoError(t, s.Acquire(ctx, 1))
+	require.NoError(t, s.Release(ctx, 1))
+	d := c1.CountDownLatch("acl:latch")
+	done, err = d.TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.NoError(t, d.CountDown(ctx))
+
+	args := []string{"--cluster", strings.Join(cl.Addrs(), ","), "--user"}
+	for _, u := range [][]string{{"warden", "wpass"}, {"viewer", "vpass"}} {
+		env := []string{"REDIS_PASSWORD=" + u[1]}
+		out := ok(t, env, append(args, u[0], "ls", "acl:*")...)
+		assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 1+6+1, out) // six locks, the semaphore
+		ok(t, env, append(args, u[0], "inspect", "acl:a")...)
+		ok(t, env, append(args, u[0], "watch", "acl:*", "--count", "1")...)
+		ok(t, env, append(args, u[0], "clients")...)
+	}
+	for i, a := range admins {
+		assert.Empty(t, aclLog(t, a), "node %d refused nothing", i)
+	}
+	failsWith(t, exitRefused, []string{"REDIS_PASSWORD=vpass"}, append(args, "viewer", "unlock", "--force", "--yes", "acl:a"), "permission denied")
+}
