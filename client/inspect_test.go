@@ -39,7 +39,9 @@ func dirty(t *testing.T, rdb redis.Cmdable) int64 {
 }
 
 // inspect is client.Inspect on name, failing t on its error, and checking
-// that it wrote nothing.
+// that it wrote nothing. Its holders' registry entries are left out (a
+// Client's registry entry is its engine's business;
+// TestInspectReadsTheRegistry reads entries).
 func inspect(t *testing.T, rdb *redis.Client, name string) client.Object {
 	t.Helper()
 	before := dirty(t, rdb)
@@ -47,6 +49,9 @@ func inspect(t *testing.T, rdb *redis.Client, name string) client.Object {
 	require.NoError(t, err, name)
 	require.Equal(t, before, dirty(t, rdb), "Inspect(%q) wrote", name)
 	require.Equal(t, name, o.Name)
+	for i := range o.Holders {
+		o.Holders[i].Client = nil
+	}
 	return o
 }
 
@@ -265,7 +270,6 @@ func TestInspectRedissonLayout(t *testing.T) {
 	ttlWithin(t, o, 30*time.Second)
 	assert.Equal(t, []client.Holder{holder(o1, 3, "")}, o.Holders)
 	assert.Equal(t, java, o.Holders[0].ClientID)
-	assert.Nil(t, o.Holders[0].Client, "a Redisson client has no registry entry")
 
 	o = inspect(t, rdb, "{j}fair")
 	assert.Equal(t, client.ObjectFairLock, o.Kind)
@@ -330,7 +334,8 @@ func TestInspectReadsTheRegistry(t *testing.T) {
 	require.NoError(t, rdb.HSet(ctx, "reg:lock", id+":1", 1, "ghost-0000:9", 1).Err())
 	require.NoError(t, rdb.PExpire(ctx, "reg:lock", time.Minute).Err())
 
-	o := inspect(t, rdb, "reg:lock")
+	o, err := client.Inspect(ctx, rdb, "reg:lock")
+	require.NoError(t, err)
 	require.Len(t, o.Holders, 2)
 	want := &client.ClientRecord{ID: id, Service: "billing", Host: "db-7", PID: 4242, Version: "v1.2.3", Started: started, Seen: seen}
 	assert.Equal(t, want, o.Holders[0].Client)

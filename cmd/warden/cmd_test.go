@@ -32,12 +32,22 @@ func newClient(t *testing.T, rdb redis.UniversalClient, opts ...client.Option) *
 	return c
 }
 
-// register writes a registry entry for c as a Client does.
+// register writes a registry entry as a Client does. The tests register
+// client IDs no engine of theirs has (a Client refreshes its own entry),
+// and hold locks for them with raw writes (holdRaw).
 func register(t *testing.T, rdb redis.Cmdable, id, service, host string, pid int) {
 	t.Helper()
 	now := time.Now().UnixMilli()
 	require.NoError(t, rdb.HSet(context.Background(), "warden_client:{"+id+"}", "service", service, "host", host,
 		"pid", pid, "version", "v0.0.0-test", "started", now-60_000, "seen", now).Err())
+}
+
+// holdRaw writes a lock held by owner with lease, as any client of the
+// family writes it.
+func holdRaw(t *testing.T, rdb redis.Cmdable, name, owner string, count int, lease time.Duration) {
+	t.Helper()
+	require.NoError(t, rdb.HSet(context.Background(), name, owner, count).Err())
+	require.NoError(t, rdb.PExpire(context.Background(), name, lease).Err())
 }
 
 // lsJSON runs ls --json and returns its objects by name.
@@ -107,7 +117,8 @@ func TestCommandsOnRedis(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	c, w := newClient(t, rdb), newClient(t, rdb)
-	register(t, rdb, c.ID(), "billing", "db-7", 4242)
+	register(t, rdb, "svc-billing-1", "billing", "db-7", 4242)
+	holdRaw(t, rdb, "app:svc", "svc-billing-1:3", 1, time.Minute)
 	family(t, c, w, "app:")
 	require.NoError(t, rdb.RPush(ctx, "app:list", "not", "a", "lock").Err())
 	// A group lock, as a Redisson faster multi-lock writes it.
@@ -126,14 +137,17 @@ func TestCommandsOnRedis(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"app:lock": "lock", "app:fair": "fair_lock", "app:rw": "rw_lock", "app:fenced": "fenced_lock",
 		"app:sem": "semaphore", "app:permits": "permit_semaphore", "app:latch": "semaphore_or_count_down_latch",
-		"app:group": "group_lock",
+		"app:group": "group_lock", "app:svc": "lock",
 	}, kinds, "the user's list is left out")
 	assert.Equal(t, []jsonHolder{{Owner: java, ClientID: "6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f", Count: 1, Value: "v1"}},
 		objs["app:group"].Holders)
 	lock := objs["app:lock"]
 	require.Len(t, lock.Holders, 1)
-	assert.Equal(t, jsonHolder{Owner: lock.Holders[0].Owner, ClientID: c.ID(), Count: 2, Mode: "",
-		Registered: true, Service: "billing", Host: "db-7", PID: 4242}, lock.Holders[0])
+	assert.Equal(t, c.ID(), lock.Holders[0].ClientID)
+	assert.Equal(t, 2, lock.Holders[0].Count)
+	assert.Equal(t, "", lock.Holders[0].Mode)
+	assert.Equal(t, []jsonHolder{{Owner: "svc-billing-1:3", ClientID: "svc-billing-1", Count: 1,
+		Registered: true, Service: "billing", Host: "db-7", PID: 4242}}, objs["app:svc"].Holders)
 	assert.Greater(t, lock.TTLMs, int64(0))
 	assert.LessOrEqual(t, lock.TTLMs, int64(60_000))
 
@@ -171,10 +185,11 @@ func TestCommandsOnRedis(t *testing.T) {
 	// The tables.
 	out := ok(t, nil, append(addr, "ls", "app:*")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 9, out)
+	require.Len(t, lines, 10, out)
 	assert.Regexp(t, `^NAME\s+KIND\s+TTL\s+HOLDERS\s+WAITERS`, lines[0])
-	assert.Regexp(t, `(?m)^app:lock\s+lock\s+[0-9.]+s\s+billing@db-7:4242 x2\s+0`, out)
-	assert.Regexp(t, `(?m)^app:fair\s+fair_lock\s+[0-9.]+s\s+billing@db-7:4242\s+1`, out)
+	assert.Regexp(t, `(?m)^app:svc\s+lock\s+[0-9.]+s\s+billing@db-7:4242\s+0`, out)
+	assert.Regexp(t, `(?m)^app:lock\s+lock\s+[0-9.]+s\s+\S+ x2\s+0`, out)
+	assert.Regexp(t, `(?m)^app:fair\s+fair_lock\s+[0-9.]+s\s+\S+\s+1`, out)
 	assert.Regexp(t, `(?m)^app:fenced\s+fenced_lock\s+.*token=1`, out)
 	assert.Regexp(t, `(?m)^app:group\s+group_lock\s+[0-9.]+s\s+v1: 6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f\s+0`, out)
 	out = ok(t, nil, append(addr, "inspect", "app:fair")...)
@@ -326,10 +341,9 @@ func TestWatch(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	addr := []string{"--addr", srv.Addr()}
-	c := newClient(t, rdb)
-	register(t, rdb, c.ID(), "jobs", "worker-1", 77)
-	require.NoError(t, c.Lock("w:a").LockLease(ctx, time.Minute))
-	require.NoError(t, c.Semaphore("w:sem").AddPermits(ctx, 1))
+	register(t, rdb, "svc-jobs-1", "jobs", "worker-1", 77)
+	holdRaw(t, rdb, "w:a", "svc-jobs-1:1", 1, time.Minute)
+	require.NoError(t, rdb.Set(ctx, "w:sem", 1, 0).Err())
 
 	out := ok(t, nil, append(addr, "watch", "w:*", "--interval", "300ms", "--count", "3")...)
 	frames := strings.Split(out, "\n\n")
@@ -353,7 +367,7 @@ func TestWatch(t *testing.T) {
 		close(lines)
 	}()
 	waitLine(t, lines, "w:a")
-	require.NoError(t, c.Lock("w:b").LockLease(ctx, time.Minute))
+	holdRaw(t, rdb, "w:b", "svc-jobs-1:2", 1, time.Minute)
 	l := waitLine(t, lines, "w:b")
 	assert.Regexp(t, `^w:b\s+lock\s+jobs@worker-1:77\s+[0-9.]+m?s\s`, l)
 	assert.NotContains(t, l, ">")
@@ -385,11 +399,13 @@ func TestClients(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	addr := []string{"--addr", srv.Addr()}
-	live, gone := newClient(t, rdb), newClient(t, rdb)
-	register(t, rdb, live.ID(), "billing", "db-7", 4242)
-	require.NoError(t, live.Lock("c:1").LockLease(ctx, time.Minute))
-	require.NoError(t, gone.Lock("c:2").LockLease(ctx, time.Minute))
-	require.NoError(t, gone.Lock("c:3").LockLease(ctx, time.Minute))
+	// A registered client's lock; a process gone without Close (its
+	// entry expired), holding two.
+	const live, gone = "svc-billing-1", "e0c7a9d2-5b1f-4f6e-8a3d-2c9b7e1f0a44"
+	register(t, rdb, live, "billing", "db-7", 4242)
+	holdRaw(t, rdb, "c:1", live+":1", 1, time.Minute)
+	holdRaw(t, rdb, "c:2", gone+":1", 1, time.Minute)
+	holdRaw(t, rdb, "c:3", gone+":4", 2, time.Minute)
 	// A Redisson client's lock.
 	require.NoError(t, rdb.HSet(ctx, "c:java", "6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f:1", 1).Err())
 	require.NoError(t, rdb.PExpire(ctx, "c:java", time.Minute).Err())
@@ -401,19 +417,19 @@ func TestClients(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(ok(t, nil, append(addr, "clients", "--json")...)), &got))
 	require.Len(t, got.Clients, 1)
-	assert.Equal(t, live.ID(), got.Clients[0].ID)
+	assert.Equal(t, live, got.Clients[0].ID)
 	assert.Equal(t, "billing", got.Clients[0].Service)
 	assert.Equal(t, 4242, got.Clients[0].PID)
 	assert.InDelta(t, time.Now().UnixMilli(), got.Clients[0].SeenMs, 60_000)
 	assert.ElementsMatch(t, []jsonUnregistered{
-		{ClientID: gone.ID(), Names: []string{"c:2", "c:3"}},
+		{ClientID: gone, Names: []string{"c:2", "c:3"}},
 		{ClientID: "6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f", Names: []string{"c:java"}},
 	}, got.Unregistered)
 
 	out := ok(t, nil, append(addr, "clients")...)
-	assert.Regexp(t, `(?m)^`+live.ID()+`\s+billing\s+db-7\s+4242\s+v0.0.0-test\s+1m0s\s+[0-9.]+s ago`, out)
+	assert.Regexp(t, `(?m)^`+live+`\s+billing\s+db-7\s+4242\s+v0.0.0-test\s+1m0s\s+[0-9.]+s ago`, out)
 	assert.Contains(t, out, "holders whose client is not registered")
-	assert.Regexp(t, `(?m)^\s+`+gone.ID()+`\s+c:2, c:3`, out)
+	assert.Regexp(t, `(?m)^\s+`+gone+`\s+c:2, c:3`, out)
 	assert.Equal(t, before, dirty(t, rdb), "clients wrote")
 }
 
