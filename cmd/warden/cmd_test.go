@@ -510,3 +510,18 @@ func TestLsStreamsAHundredThousandNames(t *testing.T) {
 		assert.Less(t, total, 30*time.Second, "generous bound on a loaded machine")
 	}
 }
+
+func TestCommandsThroughSentinel(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	c := newClient(t, rdb)
+	require.NoError(t, c.Lock("s:1").LockLease(ctx, time.Minute))
+	args := []string{"--sentinel", s.Addr(), "--master-name", redistest.SentinelMasterName}
+	objs := lsJSON(t, nil, args...)
+	require.Contains(t, objs, "s:1")
+	assert.Equal(t, c.ID(), objs["s:1"].Holders[0].ClientID)
+	assert.Equal(t, "lock", inspectJSON(t, nil, "s:1", args...).Kind)
+	failsWith(t, exitFailed, nil, []string{"--sentinel", s.Addr(), "--master-name", "nosuch", "--timeout", "1s", "ls"}, "cannot reach Redis")
+	failsWith(t, exitUsage, nil, append(args, "--cluster", "127.0.0.1:1", "ls"), "exclude each other")
+}
