@@ -370,7 +370,8 @@ func (r *reader) read(ctx context.Context, names []string, aux bool) ([]readObje
 		return nil, fmt.Errorf("warden: inspect: %w", err)
 	}
 	out := make([]readObject, len(snaps))
-	var missing []string
+	var missing []string // client IDs whose entries are still to read
+	asked := map[string]bool{}
 	for i := range snaps {
 		s := &snaps[i]
 		if s.Err != nil {
@@ -383,7 +384,8 @@ func (r *reader) read(ctx context.Context, names []string, aux bool) ([]readObje
 		}
 		out[i].obj, out[i].err = interpret(s, r.now)
 		for _, h := range out[i].obj.Holders {
-			if _, ok := r.clients[h.ClientID]; !ok && !slices.Contains(missing, h.ClientID) {
+			if _, ok := r.clients[h.ClientID]; !ok && !asked[h.ClientID] {
+				asked[h.ClientID] = true
 				missing = append(missing, h.ClientID)
 			}
 		}
