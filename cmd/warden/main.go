@@ -60,7 +60,8 @@ type app struct {
 	getenv func(string) string
 	// terminal reports whether stdin is a terminal (unlock's prompt).
 	terminal bool
-	// colour: stdout is a terminal (watch clears the screen).
+	// stdoutTerminal reports whether stdout is a terminal (watch then
+	// clears the screen between refreshes).
 	stdoutTerminal bool
 }
 
@@ -75,7 +76,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// fail returns err with code.
+// fail returns an error with exit code code, its message made as
+// fmt.Errorf makes it.
 func fail(code int, format string, args ...any) error {
 	return &exitError{code: code, err: fmt.Errorf(format, args...)}
 }
