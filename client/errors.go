@@ -1,6 +1,10 @@
 package client
 
-import "github.com/warden-go/warden/messages"
+import (
+	"errors"
+
+	"github.com/warden-go/warden/messages"
+)
 
 // The errors warden returns, matched with errors.Is. They are the same
 // values as in package messages, so actor code and Go code agree.
@@ -24,4 +28,13 @@ var (
 	// ErrNotReplicated: with WithReplicaSync, an acquire that the replicas
 	// did not acknowledge in its tries; no hold was left behind.
 	ErrNotReplicated = messages.ErrNotReplicated
+)
+
+// The errors of Inspect and Scan.
+var (
+	// ErrNoObject: nothing of the lock family is under the name.
+	ErrNoObject = errors.New("warden: no lock-family object under the name")
+	// ErrNotLockFamily: the key under the name is no object of the lock
+	// family (a user's own list, say).
+	ErrNotLockFamily = errors.New("warden: not a lock-family object")
 )

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/warden-go/warden/client"
+)
+
+// clientsCmd lists the client registry and the holders without an entry.
+type clientsCmd struct {
+	JSON bool `name:"json" help:"Print {\"clients\": [...], \"unregistered\": [...]} as JSON."`
+}
+
+func (c *clientsCmd) Run(ctx context.Context, a *app) error {
+	rdb, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	var recs []client.ClientRecord
+	for r, err := range client.Clients(ctx, rdb) {
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(x, y client.ClientRecord) int {
+		return strings.Compare(x.Service+x.Host+x.ID, y.Service+y.Host+y.ID)
+	})
+	// The holders whose client has no entry, by client ID.
+	unreg := map[string][]string{}
+	var first error
+	for o, err := range client.Scan(ctx, rdb, "*") {
+		if err != nil {
+			fmt.Fprintln(a.stderr, oneLine(err))
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		for _, h := range o.Holders {
+			if h.Client == nil && !slices.Contains(unreg[h.ClientID], o.Name) {
+				unreg[h.ClientID] = append(unreg[h.ClientID], o.Name)
+			}
+		}
+	}
+	ids := make([]string, 0, len(unreg))
+	for id := range unreg {
+		ids = append(ids, id)
+		slices.Sort(unreg[id])
+	}
+	slices.Sort(ids)
+
+	if c.JSON {
+		out := struct {
+			Clients      []jsonClient       `json:"clients"`
+			Unregistered []jsonUnregistered `json:"unregistered"`
+		}{Clients: []jsonClient{}, Unregistered: []jsonUnregistered{}}
+		for _, r := range recs {
+			out.Clients = append(out.Clients, jsonClient{ID: r.ID, Service: r.Service, Host: r.Host, PID: r.PID,
+				Version: r.Version, StartedMs: r.Started.UnixMilli(), SeenMs: r.Seen.UnixMilli()})
+		}
+		for _, id := range ids {
+			out.Unregistered = append(out.Unregistered, jsonUnregistered{ClientID: id, Names: unreg[id]})
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "%s\n", b)
+	} else {
+		now := time.Now()
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLIENT\tSERVICE\tHOST\tPID\tVERSION\tUP\tSEEN\t")
+		for _, r := range recs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\t\n", r.ID, r.Service, r.Host, r.PID, r.Version,
+				age(now.Sub(r.Started)), age(now.Sub(r.Seen)))
+		}
+		_ = tw.Flush()
+		if len(ids) > 0 {
+			fmt.Fprintln(a.stdout, "\nholders whose client is not registered (Redisson, registry off, or a process gone without Close):")
+			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  CLIENT\tHOLDS\t")
+			for _, id := range ids {
+				fmt.Fprintf(tw, "  %s\t%s\t\n", id, strings.Join(unreg[id], ", "))
+			}
+			_ = tw.Flush()
+		}
+	}
+	if first != nil {
+		return &exitError{code: codeOf(first), err: first, printed: true}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+// Command warden shows who holds what in warden's (and Redisson's) locks
+// on a Redis, and can take a lock away from its holder.
+//
+// Install it with
+//
+//	go install github.com/warden-go/warden/cmd/warden@latest
+//
+// Usage:
+//
+//	warden [connection flags] ls [GLOB] [--json]
+//	warden [connection flags] inspect NAME [--json]
+//	warden [connection flags] unlock --force [--yes] NAME
+//	warden [connection flags] watch [GLOB] [--interval 1s] [--count N]
+//	warden [connection flags] clients [--json]
+//	warden acl [--read-only] [NAMES]
+//
+// ls lists every object of the lock family whose name matches GLOB
+// (default "*"), one line each (name, kind, TTL, holders, waiters, and a
+// semaphore's permits, a latch's count or a fenced lock's token); it
+// streams as it scans, with SCAN on every master of a Cluster. With --json
+// it prints one JSON array of the objects inspect --json prints.
+//
+// inspect prints one object in full. Its JSON fields: name, kind (lock,
+// fair_lock, rw_lock, fenced_lock, semaphore, permit_semaphore,
+// count_down_latch, or semaphore_or_count_down_latch for what the layout
+// cannot tell apart: see client.Inspect), ttl_ms (-1: no expiry), holders
+// [{owner, client_id, count, mode ("read", "write" or ""), registered,
+// service, host, pid}], waiters [{owner, client_id, deadline_ms}], and
+// where they apply permits, count, token and leases [{id, expires_ms (-1:
+// never)}].
+//
+// unlock --force deletes the lock NAME whoever holds it and publishes the
+// unlock message, as client's ForceUnlock does for the name's kind: its
+// waiters wake, and its holder's engine reports the holding lost at its
+// next renewal. It asks for confirmation when its input is a terminal,
+// unless --yes; with no terminal it refuses without --yes.
+//
+// watch refreshes a view of the held locks, their holders, waiters and
+// how long each holding has been seen, every --interval, until interrupted
+// (or --count refreshes). A holding already there at the first refresh
+// shows its age as ">" the time since the watch began.
+//
+// clients lists the client registry (warden_client:*): each Client's
+// service, host, pid, version, start and when it last refreshed its entry;
+// then the holders whose client has no entry (a Redisson client, a Client
+// with the registry off, or a process that died without Close, whose
+// fixed-lease lock stays until its lease ends).
+//
+// acl prints the Redis ACL rules a warden Client needs for the names
+// matching NAMES (default "*"), or with --read-only those of ls, inspect,
+// watch and clients (client.ACLRules, client.ReadOnlyACLRules).
+//
+// # Connection
+//
+// --addr host:port (default localhost:6379), or --cluster host:port,...
+// for a Redis Cluster, or --sentinel host:port,... with --master-name for
+// Sentinel. REDIS_URL (redis://user:password@host:port/db) gives the
+// address and credentials when --addr is not set; --user and --password
+// (or REDIS_PASSWORD) override its credentials. --timeout bounds each
+// Redis call (default 5s).
+//
+// ls, inspect, watch and clients only read (SCAN, TYPE, PTTL, GET,
+// HGETALL, LRANGE, ZRANGE): they never write. unlock --force is the only
+// command that writes.
+//
+// # Exit codes
+//
+// Every failure prints one line on standard error, "warden: ...", and
+// exits with:
+//
+//	0  success
+//	1  Redis cannot be reached, or a Redis error
+//	2  usage: an unknown command or flag, an invalid NAME or GLOB
+//	3  nothing of the lock family under NAME (inspect, unlock)
+//	4  the key under NAME is no lock-family object (a user's own list, say),
+//	   or unlock of a kind that has no holder (a semaphore)
+//	5  refused: unlock not confirmed, or Redis refused the user (a wrong
+//	   password, or an ACL without the permission, as a read-only user's
+//	   for unlock)
+package main

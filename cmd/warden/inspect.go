@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/messages"
+)
+
+// inspectCmd shows one object in full.
+type inspectCmd struct {
+	Name string `arg:"" help:"The object's name."`
+	JSON bool   `name:"json" help:"Print the object as JSON."`
+}
+
+func (c *inspectCmd) Run(ctx context.Context, a *app) error {
+	if err := validName(c.Name); err != nil {
+		return err
+	}
+	rdb, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	o, err := client.Inspect(ctx, rdb, c.Name)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		b, err := json.MarshalIndent(toJSON(o), "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "%s\n", b)
+		return nil
+	}
+	printObject(a, o, time.Now())
+	return nil
+}
+
+// validName checks a NAME argument as client.Inspect does, before any
+// connection.
+func validName(name string) error {
+	return messages.ValidateName(name)
+}
+
+// printObject prints o as inspect does without --json.
+func printObject(a *app, o client.Object, now time.Time) {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "name:\t%s\n", o.Name)
+	fmt.Fprintf(tw, "kind:\t%s\n", o.Kind)
+	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(o.TTL))
+	if d := detailText(o); d != "" {
+		fmt.Fprintf(tw, "value:\t%s\n", d)
+	}
+	_ = tw.Flush()
+	if len(o.Holders) > 0 {
+		fmt.Fprintln(a.stdout, "\nholders:")
+		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		for _, h := range o.Holders {
+			mode := h.Mode
+			if mode == "" {
+				mode = "-"
+			}
+			if h.Client == nil {
+				fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", h.Owner, h.Count, mode, h.ClientID, "(unregistered)", "-", "-")
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", h.Owner, h.Count, mode, h.ClientID, h.Client.Service, h.Client.Host, h.Client.PID)
+		}
+		_ = tw.Flush()
+	}
+	if len(o.Waiters) > 0 {
+		fmt.Fprintln(a.stdout, "\nwaiters (head first):")
+		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tOWNER\tCLIENT\tDEADLINE\t")
+		for i, w := range o.Waiters {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s (in %s)\t\n", i+1, w.Owner, w.ClientID, w.Deadline.UTC().Format(time.RFC3339), age(w.Deadline.Sub(now)))
+		}
+		_ = tw.Flush()
+	}
+	if len(o.Leases) > 0 {
+		fmt.Fprintln(a.stdout, "\nleases:")
+		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PERMIT\tEXPIRES\t")
+		for _, l := range o.Leases {
+			exp := "never"
+			if !l.Expiry.IsZero() {
+				exp = fmt.Sprintf("%s (in %s)", l.Expiry.UTC().Format(time.RFC3339), age(l.Expiry.Sub(now)))
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t\n", l.ID, exp)
+		}
+		_ = tw.Flush()
+	}
+}

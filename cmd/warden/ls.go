@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/warden-go/warden/client"
+)
+
+// lsCmd lists the objects whose name matches a glob.
+type lsCmd struct {
+	Glob string `arg:"" optional:"" default:"*" help:"Names to list (Redis glob: *, ?, [...], \\ escapes)."`
+	JSON bool   `name:"json" help:"Print one JSON array of objects."`
+}
+
+// lsFlush is how many table rows ls prints before it flushes them: rows
+// come as the scan reads them, aligned in blocks of this many.
+const lsFlush = 500
+
+func (l *lsCmd) Run(ctx context.Context, a *app) error {
+	if err := client.ValidateGlob(l.Glob); err != nil {
+		return err
+	}
+	rdb, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	n := 0
+	var first error // the first error, already printed
+	if l.JSON {
+		fmt.Fprint(a.stdout, "[")
+	} else {
+		fmt.Fprintln(tw, "NAME\tKIND\tTTL\tHOLDERS\tWAITERS\tVALUE")
+	}
+	for o, err := range client.Scan(ctx, rdb, l.Glob) {
+		if err != nil {
+			// A name that could not be read (the scan goes on), or the
+			// scan's own error (the last).
+			fmt.Fprintln(a.stderr, oneLine(err))
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if l.JSON {
+			b, err := json.Marshal(toJSON(o))
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				fmt.Fprint(a.stdout, ",")
+			}
+			fmt.Fprintf(a.stdout, "\n%s", b)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
+			if (n+1)%lsFlush == 0 {
+				_ = tw.Flush()
+			}
+		}
+		n++
+	}
+	if l.JSON {
+		fmt.Fprintln(a.stdout, "\n]")
+	} else {
+		_ = tw.Flush()
+	}
+	if first != nil {
+		return &exitError{code: codeOf(first), err: first, printed: true}
+	}
+	return nil
+}

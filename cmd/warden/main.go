@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/client"
+)
+
+// The exit codes (see the package doc).
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitNotLock  = 4
+	exitRefused  = 5
+)
+
+const description = `Show who holds what in warden's (and Redisson's) locks on a Redis.
+
+ls, inspect, watch and clients only read; unlock --force is the only command that writes.
+
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL). Every failure prints one line on standard error.`
+
+// cli is the command line.
+type cli struct {
+	Addr       string        `help:"Redis address (host:port). Default: REDIS_URL's, else localhost:6379." placeholder:"HOST:PORT"`
+	Cluster    []string      `help:"Redis Cluster nodes (host:port,...)." sep:"," placeholder:"HOST:PORT"`
+	Sentinel   []string      `help:"Sentinel addresses (host:port,...)." sep:"," placeholder:"HOST:PORT"`
+	MasterName string        `help:"Sentinel master name." default:"mymaster"`
+	User       string        `help:"Redis ACL user. Default: REDIS_URL's."`
+	Password   string        `help:"Redis password." env:"REDIS_PASSWORD"`
+	Timeout    time.Duration `help:"Bound on each Redis call." default:"5s"`
+
+	Ls      lsCmd      `cmd:"" help:"List the lock-family objects whose name matches GLOB."`
+	Inspect inspectCmd `cmd:"" help:"Show one object in full."`
+	Unlock  unlockCmd  `cmd:"" help:"Force-unlock a lock whoever holds it (waiters wake, the holder is told)."`
+	Watch   watchCmd   `cmd:"" help:"Refresh a view of the held locks until interrupted."`
+	Clients clientsCmd `cmd:"" help:"List the registered clients and flag holders whose client is not registered."`
+	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs."`
+}
+
+// app is what every command runs with.
+type app struct {
+	cli    *cli
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// terminal reports whether stdin is a terminal (unlock's prompt).
+	terminal bool
+	// stdoutTerminal reports whether stdout is a terminal (watch then
+	// clears the screen between refreshes).
+	stdoutTerminal bool
+}
+
+// exitError is an error with its exit code.
+type exitError struct {
+	code int
+	err  error
+	// printed: the command printed its errors itself.
+	printed bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// fail returns an error with exit code code, its message made as
+// fmt.Errorf makes it.
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+// quiet drops go-redis's own log lines (a failed dial, say): the
+// command reports each failure once, in its own words.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func main() {
+	redis.SetLogger(quiet{})
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// run runs the command line args and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("warden"),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "warden: %v\n", err)
+		return exitFailed
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s (warden --help shows the usage)\n", oneLine(err))
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{cli: &c, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv,
+		terminal: isTerminal(stdin), stdoutTerminal: isTerminal(stdout)}
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	err = kctx.Run(a)
+	if err == nil {
+		return exitOK
+	}
+	if ee := (*exitError)(nil); !errors.As(err, &ee) || !ee.printed {
+		fmt.Fprintf(stderr, "%s\n", oneLine(err))
+	}
+	return codeOf(err)
+}
+
+// codeOf maps an error to its exit code.
+func codeOf(err error) int {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, client.ErrInvalidArgument):
+		return exitUsage
+	case errors.Is(err, client.ErrNoObject):
+		return exitNotFound
+	case errors.Is(err, client.ErrNotLockFamily):
+		return exitNotLock
+	case isNoPerm(err):
+		return exitRefused
+	}
+	return exitFailed
+}
+
+// isNoPerm reports whether err is Redis refusing the user: a command, key
+// or channel its ACL does not allow (NOPERM), or its credentials
+// (WRONGPASS, NOAUTH).
+func isNoPerm(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "NOPERM") || strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH")
+}
+
+// oneLine makes err's text one line starting with "warden: ".
+func oneLine(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	s = strings.ReplaceAll(strings.TrimPrefix(s, "warden: "), ": warden: ", ": ")
+	if strings.Contains(s, "NOPERM") && !strings.Contains(s, "permission denied") {
+		s = "permission denied: " + s
+	}
+	return "warden: " + s
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := file.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// connect opens the Redis the flags (or REDIS_URL) name and checks it
+// answers. The caller closes it.
+func (a *app) connect(ctx context.Context) (redis.UniversalClient, error) {
+	c := a.cli
+	var user, password, addr string
+	db := 0
+	var tls bool
+	if u := a.getenv("REDIS_URL"); u != "" {
+		o, err := redis.ParseURL(u)
+		if err != nil {
+			return nil, fail(exitUsage, "warden: REDIS_URL: %v", err)
+		}
+		user, password, addr, db, tls = o.Username, o.Password, o.Addr, o.DB, o.TLSConfig != nil
+	}
+	if c.User != "" {
+		user = c.User
+	}
+	if c.Password != "" {
+		password = c.Password
+	}
+	if c.Addr != "" {
+		addr = c.Addr
+	}
+	if addr == "" {
+		addr = "localhost:6379"
+	}
+	if tls {
+		return nil, fail(exitUsage, "warden: REDIS_URL: rediss (TLS) is not supported")
+	}
+	if len(c.Cluster) > 0 && len(c.Sentinel) > 0 {
+		return nil, fail(exitUsage, "warden: --cluster and --sentinel exclude each other")
+	}
+	t := c.Timeout
+	if t <= 0 {
+		return nil, fail(exitUsage, "warden: --timeout must be positive")
+	}
+	var rdb redis.UniversalClient
+	var where string
+	switch {
+	case len(c.Cluster) > 0:
+		where = strings.Join(c.Cluster, ",")
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Cluster, Username: user, Password: password,
+			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, MaxRetries: 1})
+	case len(c.Sentinel) > 0:
+		where = strings.Join(c.Sentinel, ",")
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: c.MasterName, SentinelAddrs: c.Sentinel,
+			Username: user, Password: password, DB: db, DialTimeout: t, ReadTimeout: t, WriteTimeout: t, MaxRetries: 1})
+	default:
+		where = addr
+		rdb = redis.NewClient(&redis.Options{Addr: addr, Username: user, Password: password, DB: db,
+			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, MaxRetries: 1})
+	}
+	pctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		if isNoPerm(err) {
+			return nil, fail(exitRefused, "warden: Redis at %s refused the user: %v", where, err)
+		}
+		return nil, fail(exitFailed, "warden: cannot reach Redis at %s: %v", where, err)
+	}
+	return rdb, nil
+}
