@@ -393,12 +393,16 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		if o.w.req.Lease > 0 {
 			lease = o.w.req.Lease
 		}
-		if h != nil && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
+		// A non-reentrant lock's holder is refused (ErrAlreadyHeld), its
+		// holding left as it is: its lease is not touched, nor renewed
+		// meanwhile by this attempt's mode.
+		refusedEntry := h != nil && a.rio.nonReentrant()
+		if h != nil && !refusedEntry && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
 			// Until its answer comes the reentry may have set the lease
 			// (even a watchdog holding's, to the reentry's explicit one).
 			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
 		}
-		if o.w.req.Lease == 0 {
+		if o.w.req.Lease == 0 && !refusedEntry {
 			// Register before the round trip: a holding must never be
 			// unrenewed between its acquire and its registration.
 			a.register(ctx, o.owner)
@@ -614,8 +618,23 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
 				messages.ErrLockLost, a.key.Name, w.req.Lease))
 		}
+	case d.acquire.AlreadyHeld:
+		// A non-reentrant lock its owner holds already: refused at once,
+		// nothing changed in Redis.
+		a.waiters.remove(w)
+		a.leave(w)
+		if !w.cancelled {
+			a.replyFailed(ctx, w, fmt.Errorf("%w: %s %s, owner %s", messages.ErrAlreadyHeld, a.key.Kind, a.key.Name, owner))
+		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
+		if h != nil && a.rio.nonReentrant() {
+			// A non-reentrant lock is entered only when its owner does not
+			// hold it: the holding known here had ended in Redis.
+			a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s had ended before its next acquire",
+				messages.ErrLockLost, a.key.Name, owner))
+			h = nil
+		}
 		if h != nil && h.unrenewed && !a.rio.sharesHash() && d.acquire.HoldCount <= 1 {
 			// Redis had none of the holds a failed unlock left in doubt:
 			// that holding ended (released or expired) before this
@@ -1052,7 +1071,8 @@ func wake(w *waiter) {
 func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 	h := a.holdings[owner]
 	renew := h != nil && h.lease == 0 && !h.unrenewed
-	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 {
+	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 &&
+		(h == nil || !a.rio.nonReentrant()) {
 		renew = true
 	}
 	switch {
