@@ -130,6 +130,7 @@ const (
 	opUndo
 	opVerify // is the owner's field still there? (after a renewal found it gone)
 	opGiveUp // a fair waiter leaves the Redis queue
+	opExtend // a holding's lease is set anew (extend.go)
 )
 
 // op is a Redis request of the key actor, queued or in flight.
@@ -137,6 +138,7 @@ type op struct {
 	kind   opKind
 	w      *waiter           // opAttempt, opGiveUp
 	req    *messages.Release // opRelease (nil for an internal release)
+	ext    *messages.Extend  // opExtend
 	sender *actor.PID
 	owner  string
 	reqID  string
@@ -260,6 +262,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *messages.Watch:
 		a.seen++
 		a.onWatch(ctx, m)
+	case *messages.Extend:
+		a.seen++
+		a.ops = append(a.ops, &op{kind: opExtend, ext: m, sender: ctx.Sender(), owner: m.Owner, reqID: m.RequestID})
 	case *opDone:
 		a.onOpDone(ctx, m)
 	case *subscribed:
@@ -336,9 +341,12 @@ func (a *keyActor) pump(ctx actor.Context) {
 	if a.inflight != nil {
 		return
 	}
-	if len(a.ops) > 0 {
+	for len(a.ops) > 0 {
 		o := a.ops[0]
 		a.ops = a.ops[1:]
+		if o.kind == opExtend && a.refuseExtend(ctx, o) {
+			continue // answered without Redis
+		}
 		if o.kind == opRelease && !o.givingBack {
 			o.next, o.even = a.handoffTo(o)
 		}
@@ -384,7 +392,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	if o.givingBack {
 		h = nil // it belongs to no current holding: leave that one's lease and renewal alone
 	}
-	if h != nil && (o.kind == opAttempt || o.kind == opRelease) {
+	if h != nil && (o.kind == opAttempt || o.kind == opRelease || o.kind == opExtend) {
 		o.holding, o.count, o.holdLease = h.id, h.count, h.lease
 	}
 	switch o.kind {
@@ -434,6 +442,9 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 				a.register(ctx, w.req.Owner) // as an attempt does
 			}
 		}
+	case opExtend:
+		lease = o.ext.Lease
+		a.extendInFlight(h, lease, o.started)
 	}
 	// Closing: a fair waiter's place or an uncertain acquire left behind
 	// would hold the lock's other waiters up, so its clean-up still runs,
@@ -478,6 +489,8 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			d.held = n > 0
 		case opGiveUp:
 			d.err = rio.giveUp(c, o.w)
+		case opExtend:
+			d.held, d.err = rio.extend(c, o.owner, lease)
 		}
 		sys.Root.Send(self, d)
 	})
@@ -509,6 +522,8 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 		a.syncRenewal(ctx, d.op.owner)
 	case opVerify:
 		a.onVerifyDone(ctx, d)
+	case opExtend:
+		a.onExtendDone(ctx, d)
 	case opGiveUp:
 		if a.retryClosing(d) {
 			break
@@ -1216,6 +1231,9 @@ func (a *keyActor) receiveFailed(ctx actor.Context) {
 			RequestID: m.RequestID, Err: a.fault})
 	case *messages.Watch:
 		sendIf(ctx, ctx.Sender(), &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: a.fault})
+	case *messages.Extend:
+		sendIf(ctx, ctx.Sender(), &messages.ExtendFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
+			RequestID: m.RequestID, Err: a.fault})
 	}
 }
 
@@ -1248,13 +1266,19 @@ func (a *keyActor) answerAll(ctx actor.Context, err error) {
 	}
 	a.waiters.reset()
 	for _, o := range a.ops {
-		if o.kind == opRelease {
+		switch o.kind {
+		case opRelease:
 			a.respondRelease(ctx, o, nil, err, 0)
+		case opExtend:
+			a.respondExtend(ctx, o, err)
 		}
 	}
 	a.ops = nil
 	if o := a.inflight; o != nil && o.kind == opRelease {
 		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: outcome unknown", err), 0)
+	}
+	if o := a.inflight; o != nil && o.kind == opExtend {
+		a.respondExtend(ctx, o, fmt.Errorf("%w: outcome unknown", err))
 	}
 	a.inflight = nil
 }

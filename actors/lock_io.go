@@ -292,3 +292,9 @@ func (l lockIO) giveUp(ctx context.Context, w *waiter) error {
 	return cfg.Scripts.FairCancelWait(ctx, cfg.Redis, l.name, w.req.Owner, w.req.RequestID, allowance(w.req),
 		cfg.Clock.Now())
 }
+
+// extend sets the lease of owner's holding anew; see
+// redisio.Scripts.Extend.
+func (l lockIO) extend(ctx context.Context, owner string, lease time.Duration) (bool, error) {
+	return l.cfg.Scripts.Extend(ctx, l.cfg.Redis, l.held(owner), lease)
+}
