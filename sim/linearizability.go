@@ -26,7 +26,9 @@ import (
 //     the name's object, as they share its Redis key) is a holder and a hold
 //     count. An acquire is granted when it is free or held by the same owner
 //     (a reentry, count+1), refused otherwise; a release succeeds only for
-//     the holder (count-1, free at 0) and fails for anyone else.
+//     the holder (count-1, free at 0) and fails for anyone else. The
+//     non-reentrant locks (KindNonReentrantLock, KindNonReentrantFairLock)
+//     refuse the holder's acquire too, the count left at 1.
 //   - A read/write lock (KindReadLock and KindWriteLock on the same name) is
 //     a writer with its count and the readers with theirs, with Redisson's
 //     rules: a write acquire is granted when nobody holds either side or the
@@ -145,6 +147,9 @@ type linInput struct {
 	// (Redisson's fair lock: an unlock after the lease ran out does not
 	// fail, it wakes the head waiter).
 	freeRelease bool
+	// nonReentrant: the holder's acquire is refused (ErrAlreadyHeld) and
+	// changes nothing.
+	nonReentrant bool
 }
 
 // linOutput is a porcupine operation's output.
@@ -193,7 +198,7 @@ func (s linState) grants(in linInput) bool {
 	if in.read {
 		return s.holder == "" || s.holder == in.owner
 	}
-	return s.holder == in.owner || (s.holder == "" && len(s.readers) == 0)
+	return (s.holder == in.owner && !in.nonReentrant) || (s.holder == "" && len(s.readers) == 0)
 }
 
 // holds reports whether in's owner holds the side in's release is for.
@@ -415,7 +420,8 @@ func linOperations(h *History) []porcupine.Operation {
 			continue
 		}
 		in := linInput{key: linKeyOf(op.Name, op.Kind), owner: op.Owner, read: op.Kind == messages.KindReadLock,
-			freeRelease: op.Kind == messages.KindFairLock}
+			freeRelease: op.Kind == messages.KindFairLock || op.Kind == messages.KindNonReentrantFairLock,
+			nonReentrant: op.Kind == messages.KindNonReentrantLock || op.Kind == messages.KindNonReentrantFairLock}
 		switch op.Action {
 		case ActAcquire, ActTry:
 			in.act = linAcquire

@@ -29,7 +29,8 @@ type Options struct {
 	Faults []FaultKind
 	// Kinds are the primitives the workload uses (default: reentrant,
 	// fenced, fair, read and write locks, a semaphore, a permit-expirable
-	// semaphore and a count-down latch); Names how many names of each
+	// semaphore, a count-down latch, and the non-reentrant and
+	// non-reentrant fair locks); Names how many names of each
 	// (default 2).
 	Kinds []messages.Kind
 	Names int
@@ -122,7 +123,8 @@ func (o *Options) rate(k FaultKind) float64 {
 // workloadKinds are the primitives the workload can use, its default.
 var workloadKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
 	messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore, messages.KindPermitSemaphore,
-	messages.KindCountDownLatch}
+	messages.KindCountDownLatch,
+	messages.KindNonReentrantLock, messages.KindNonReentrantFairLock}
 
 // defaults fills in o's zero fields and checks the rest.
 func (o *Options) defaults() error {
