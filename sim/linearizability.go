@@ -420,7 +420,7 @@ func linOperations(h *History) []porcupine.Operation {
 			continue
 		}
 		in := linInput{key: linKeyOf(op.Name, op.Kind), owner: op.Owner, read: op.Kind == messages.KindReadLock,
-			freeRelease: op.Kind == messages.KindFairLock || op.Kind == messages.KindNonReentrantFairLock,
+			freeRelease:  op.Kind == messages.KindFairLock || op.Kind == messages.KindNonReentrantFairLock,
 			nonReentrant: op.Kind == messages.KindNonReentrantLock || op.Kind == messages.KindNonReentrantFairLock}
 		switch op.Action {
 		case ActAcquire, ActTry:
