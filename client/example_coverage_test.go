@@ -36,6 +36,7 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 		"Client_Semaphore", "Client_PermitExpirableSemaphore", "Client_CountDownLatch",
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",
+		"Client_NonReentrantLock", "Client_NonReentrantFairLock", "Lock_Extend",
 	} {
 		assert.True(t, runnable[name], "a runnable Example%s with // Output:", name)
 	}
