@@ -18,6 +18,10 @@ import (
 // exclude each other through its methods: give each contender its own
 // handle (handles are cheap), as Redisson gives each thread its own owner,
 // or share the handle's Locker, which excludes them as a sync.Mutex does.
+//
+// The same type is the handle of the other lock kinds: FairLock, the two
+// sides of a ReadWriteLock, and NonReentrantLock and NonReentrantFairLock,
+// whose holder cannot enter again (ErrAlreadyHeld).
 type Lock struct {
 	c     *Client
 	name  string
