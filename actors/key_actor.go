@@ -590,8 +590,8 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		// waiter's attempt may also have taken a place in the queue: give
 		// it up.
 		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
-		if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() {
-			h.uncertain = true
+		if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.rio.nonReentrant() {
+			h.uncertain = true // (a non-reentrant holder's attempt never touches its lease)
 		}
 		if a.endedInFlight(d.op) {
 			// The owner was told its holding was lost while this reentry
