@@ -408,3 +408,45 @@ func TestNonReentrantMutualExclusionWithRedisson(t *testing.T) {
 		})
 	}
 }
+
+// Many contenders on one non-reentrant lock, several on each client, never
+// hold it together, and each of its acquires counts once: a shared
+// counter ends exact.
+func TestNonReentrantContention(t *testing.T) {
+	for _, k := range nonReentrantKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			e := realEnv(t)
+			ctx := testCtx(t)
+			name := "nr-contention:" + k.kind
+			clients := []*client.Client{e.newClient(t), e.newClient(t), e.newClient(t)}
+			var holders, violations atomic.Int32
+			counter := 0
+			const contenders, rounds = 9, 15
+			var wg sync.WaitGroup
+			for i := range contenders {
+				l := k.make(clients[i%len(clients)], name)
+				wg.Go(func() {
+					for range rounds {
+						if err := l.Lock(ctx); err != nil {
+							t.Error(err)
+							return
+						}
+						if holders.Add(1) != 1 {
+							violations.Add(1)
+						}
+						counter++
+						holders.Add(-1)
+						if err := l.Unlock(ctx); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			await.Group(t, &wg, 2*time.Minute, "the contenders")
+			assert.Zero(t, violations.Load(), "two holders at once")
+			assert.Equal(t, contenders*rounds, counter)
+			assert.Zero(t, e.rdb.Exists(ctx, name, redisio.FairQueueKey(name)).Val(), "nothing left behind")
+		})
+	}
+}
