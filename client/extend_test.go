@@ -2,14 +2,18 @@ package client_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -225,4 +229,32 @@ func TestExtendOfReadHoldsIsPerHold(t *testing.T) {
 	require.NoError(t, a.WriteLock().Unlock(ctx))
 	require.NoError(t, a.ReadLock().Unlock(ctx))
 	assert.Zero(t, e.rdb.Exists(ctx, name).Val())
+}
+
+// An Extend that ran in Redis but whose reply timed out has an unknown
+// outcome: the call fails, the holding's end is counted as the earlier of
+// the old and the new lease, and when it comes the owner is told the
+// holding is lost and the holds Redis may keep (the new, longer lease) are
+// given back: the lock does not outlive the news by the extended minute.
+func TestExtendWithUnknownOutcomeCountsTheEarlierEnd(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	ctx := testCtx(t)
+	l := c.Lock("extend-unknown")
+	require.NoError(t, l.LockLease(ctx, time.Second))
+	var once atomic.Bool
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if len(sc.Keys) == 1 && len(sc.Args) == 4 && sc.Args[2] == "" && once.CompareAndSwap(false, true) {
+			sc.Run()                                          // applied in Redis...
+			return redistest.Failed(context.DeadlineExceeded) // ...but the reply timed out
+		}
+		return sc.Run()
+	})
+	start := time.Now()
+	require.ErrorIs(t, l.Extend(ctx, time.Minute), context.DeadlineExceeded)
+	assert.Greater(t, e.rdb.PTTL(ctx, "extend-unknown").Val(), 50*time.Second, "Redis did extend it")
+	await.Value(t, l.Lost(), 5*time.Second, "Lost, at the old lease's end")
+	assert.Less(t, time.Since(start), 3*time.Second, "the earlier end counted")
+	eventually(t, 3*time.Second, func() bool { return e.rdb.Exists(ctx, "extend-unknown").Val() == 0 },
+		"the holds Redis kept were given back")
 }
