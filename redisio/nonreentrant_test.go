@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/internal/redistest"
 )
 
 // A non-reentrant acquire is exactly once and refuses its holder: a replay
@@ -62,4 +64,18 @@ func TestNonReentrantAcquireIsOnceAndRefusesTheHolder(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The acquire scripts refuse a malformed non-reentrant flag before any
+// write.
+func TestNonReentrantFlagIsChecked(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	err := acquireScript.Run(ctx, rdb, []string{"flag"}, "w:1", "60000", "a1", AcquireRecordField("w:1"), "yes").Err()
+	require.ErrorContains(t, err, "invalid non-reentrant flag")
+	err = fairAcquireScript.Run(ctx, rdb, []string{"flag", FairQueueKey("flag"), FairTimeoutKey("flag"),
+		AcquireLatchKey("flag", "w:1"), GaveUpKey("flag", "w:1"), FairPlacesKey("flag")},
+		"w:1", "60000", "a1", "15000", "60000", "1700000000000", "1", "0", "2").Err()
+	require.ErrorContains(t, err, "invalid non-reentrant flag")
+	assert.Zero(t, rdb.DBSize(ctx).Val(), "nothing written")
 }

@@ -37,6 +37,7 @@ if #lease > 16 or not string.find(lease, '^[1-9]%d*$')
 end
 if req == '' then return redis.error_reply('ERR warden: empty request id') end
 if rec ~= owner .. ':warden_acq' then return redis.error_reply('ERR warden: invalid acquire record field') end
+if ARGV[5] and ARGV[5] ~= '1' then return redis.error_reply('ERR warden: invalid non-reentrant flag') end
 if KEYS[2] then
   -- The counter must be what INCRBY takes and Lua reads exactly: an
   -- integer, -2^53 .. 2^53, without leading zeros or "-0".

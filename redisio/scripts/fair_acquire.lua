@@ -50,6 +50,7 @@ if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid allowance'
 if not fair_time(ARGV[6]) then return redis.error_reply('ERR warden: invalid now') end
 if ARGV[7] ~= '0' and ARGV[7] ~= '1' then return redis.error_reply('ERR warden: invalid enqueue flag') end
 if not fair_place(ARGV[8]) then return redis.error_reply('ERR warden: invalid place time') end
+if ARGV[9] and ARGV[9] ~= '1' then return redis.error_reply('ERR warden: invalid non-reentrant flag') end
 
 local owner = ARGV[1]
 local now = tonumber(ARGV[6])
