@@ -6,7 +6,8 @@ import (
 )
 
 // Mutex is the core every lock type has: a *Lock of any kind (reentrant,
-// fair, read, write), a *FencedLock, a *MultiLock and a *RedLock. Code
+// fair, read, write, non-reentrant, non-reentrant fair), a *FencedLock, a
+// *MultiLock and a *RedLock. Code
 // that only takes, holds and gives back a lock can accept a Mutex and
 // work with any of them.
 //
