@@ -181,6 +181,9 @@ func TestProtocolRejectsMalformedRequests(t *testing.T) {
 	require.ErrorIs(t, f.Err, messages.ErrInvalidArgument)
 	w := e.ask(t, &messages.Watch{Owner: "o"}).(*messages.Watched)
 	require.ErrorIs(t, w.Err, messages.ErrInvalidArgument)
+	x := e.ask(t, &messages.Extend{Name: "n", Owner: "o", RequestID: "r", Lease: time.Microsecond}).(*messages.ExtendFailed)
+	require.ErrorIs(t, x.Err, messages.ErrInvalidArgument)
+	assert.Contains(t, x.Err.Error(), "lease")
 	assert.Zero(t, e.rdb.DBSize(context.Background()).Val(), "nothing reached Redis")
 	assert.Zero(t, e.keyActors(t), "no key actor was started")
 }

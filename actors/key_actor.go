@@ -136,6 +136,7 @@ const (
 	opUndo
 	opVerify // is the owner's field still there? (after a renewal found it gone)
 	opGiveUp // a fair waiter leaves the Redis queue
+	opExtend // a holding's lease is set anew (extend.go)
 )
 
 // op is a Redis request of the key actor, queued or in flight.
@@ -143,6 +144,7 @@ type op struct {
 	kind   opKind
 	w      *waiter           // opAttempt, opGiveUp
 	req    *messages.Release // opRelease (nil for an internal release)
+	ext    *messages.Extend  // opExtend
 	sender *actor.PID
 	owner  string
 	reqID  string
@@ -276,6 +278,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *messages.Watch:
 		a.seen++
 		a.onWatch(ctx, m)
+	case *messages.Extend:
+		a.seen++
+		a.ops = append(a.ops, &op{kind: opExtend, ext: m, sender: ctx.Sender(), owner: m.Owner, reqID: m.RequestID})
 	case *opDone:
 		a.onOpDone(ctx, m)
 	case *subscribed:
@@ -394,9 +399,12 @@ func (a *keyActor) pump(ctx actor.Context) {
 	if a.inflight != nil {
 		return
 	}
-	if len(a.ops) > 0 {
+	for len(a.ops) > 0 {
 		o := a.ops[0]
 		a.ops = a.ops[1:]
+		if o.kind == opExtend && a.refuseExtend(ctx, o) {
+			continue // answered without Redis
+		}
 		if o.kind == opRelease && !o.givingBack {
 			o.next, o.even = a.handoffTo(o)
 		}
@@ -442,7 +450,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	if o.givingBack {
 		h = nil // it belongs to no current holding: leave that one's lease and renewal alone
 	}
-	if h != nil && (o.kind == opAttempt || o.kind == opRelease) {
+	if h != nil && (o.kind == opAttempt || o.kind == opRelease || o.kind == opExtend) {
 		o.holding, o.count, o.holdLease = h.id, h.count, h.lease
 	}
 	switch o.kind {
@@ -451,12 +459,16 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		if o.w.req.Lease > 0 {
 			lease = o.w.req.Lease
 		}
-		if h != nil && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
+		// A non-reentrant lock's holder is refused (ErrAlreadyHeld), its
+		// holding left as it is: its lease is not touched, nor renewed
+		// meanwhile by this attempt's mode.
+		refusedEntry := h != nil && a.rio.nonReentrant()
+		if h != nil && !refusedEntry && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
 			// Until its answer comes the reentry may have set the lease
 			// (even a watchdog holding's, to the reentry's explicit one).
 			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
 		}
-		if o.w.req.Lease == 0 {
+		if o.w.req.Lease == 0 && !refusedEntry {
 			// Register before the round trip: a holding must never be
 			// unrenewed between its acquire and its registration.
 			a.register(ctx, o.owner)
@@ -488,6 +500,9 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 				a.register(ctx, w.req.Owner) // as an attempt does
 			}
 		}
+	case opExtend:
+		lease = o.ext.Lease
+		a.extendInFlight(h, lease, o.started)
 	}
 	// Closing: a fair waiter's place or an uncertain acquire left behind
 	// would hold the lock's other waiters up, so its clean-up still runs,
@@ -533,6 +548,8 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			d.held = n > 0
 		case opGiveUp:
 			d.err = rio.giveUp(c, o.w)
+		case opExtend:
+			d.held, d.err = rio.extend(c, o.owner, lease)
 		}
 		sys.Root.Send(self, d)
 	})
@@ -564,6 +581,8 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 		a.syncRenewal(ctx, d.op.owner)
 	case opVerify:
 		a.onVerifyDone(ctx, d)
+	case opExtend:
+		a.onExtendDone(ctx, d)
 	case opGiveUp:
 		if a.retryClosing(d) {
 			break
@@ -630,8 +649,8 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 		// waiter's attempt may also have taken a place in the queue: give
 		// it up.
 		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
-		if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() {
-			h.uncertain = true
+		if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.rio.nonReentrant() {
+			h.uncertain = true // (a non-reentrant holder's attempt never touches its lease)
 		}
 		if a.endedInFlight(d.op) {
 			// The owner was told its holding was lost while this reentry
@@ -673,8 +692,23 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
 				messages.ErrLockLost, a.key.Name, w.req.Lease))
 		}
+	case d.acquire.AlreadyHeld:
+		// A non-reentrant lock its owner holds already: refused at once,
+		// nothing changed in Redis.
+		a.waiters.remove(w)
+		a.leave(w)
+		if !w.cancelled {
+			a.replyFailed(ctx, w, fmt.Errorf("%w: %s %s, owner %s", messages.ErrAlreadyHeld, a.key.Kind, a.key.Name, owner))
+		}
 	case d.acquire.Acquired:
 		h := a.holdings[owner]
+		if h != nil && a.rio.nonReentrant() {
+			// A non-reentrant lock is entered only when its owner does not
+			// hold it: the holding known here had ended in Redis.
+			a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s had ended before its next acquire",
+				messages.ErrLockLost, a.key.Name, owner))
+			h = nil
+		}
 		if h != nil && h.unrenewed && !a.rio.sharesHash() && d.acquire.HoldCount <= 1 {
 			// Redis had none of the holds a failed unlock left in doubt:
 			// that holding ended (released or expired) before this
@@ -1122,7 +1156,8 @@ func wake(w *waiter) {
 func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 	h := a.holdings[owner]
 	renew := h != nil && h.lease == 0 && !h.unrenewed
-	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 {
+	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 &&
+		(h == nil || !a.rio.nonReentrant()) {
 		renew = true
 	}
 	switch {
@@ -1268,6 +1303,9 @@ func (a *keyActor) receiveFailed(ctx actor.Context) {
 			RequestID: m.RequestID, Err: a.fault})
 	case *messages.Watch:
 		sendIf(ctx, ctx.Sender(), &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: a.fault})
+	case *messages.Extend:
+		sendIf(ctx, ctx.Sender(), &messages.ExtendFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
+			RequestID: m.RequestID, Err: a.fault})
 	}
 }
 
@@ -1300,13 +1338,19 @@ func (a *keyActor) answerAll(ctx actor.Context, err error) {
 	}
 	a.waiters.reset()
 	for _, o := range a.ops {
-		if o.kind == opRelease {
+		switch o.kind {
+		case opRelease:
 			a.respondRelease(ctx, o, nil, err, 0)
+		case opExtend:
+			a.respondExtend(ctx, o, err)
 		}
 	}
 	a.ops = nil
 	if o := a.inflight; o != nil && o.kind == opRelease {
 		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: outcome unknown", err), 0)
+	}
+	if o := a.inflight; o != nil && o.kind == opExtend {
+		a.respondExtend(ctx, o, fmt.Errorf("%w: outcome unknown", err))
 	}
 	a.inflight = nil
 }

@@ -34,7 +34,7 @@ type lockIO struct {
 // the fair lock, one per name otherwise.
 func (l lockIO) channel(owner string) string {
 	switch l.kind {
-	case messages.KindFairLock:
+	case messages.KindFairLock, messages.KindNonReentrantFairLock:
 		return redisio.FairChannel(l.name, owner)
 	case messages.KindReadLock, messages.KindWriteLock:
 		return redisio.RWChannel(l.name)
@@ -46,7 +46,16 @@ func (l lockIO) channel(owner string) string {
 // perWaiter tells that every waiter keeps its own place in Redis (the fair
 // lock's queue): each attempts on arrival and listens on its own channel,
 // instead of only the local queue's head waiting on Redis.
-func (l lockIO) perWaiter() bool { return l.kind == messages.KindFairLock }
+func (l lockIO) perWaiter() bool {
+	return l.kind == messages.KindFairLock || l.kind == messages.KindNonReentrantFairLock
+}
+
+// nonReentrant tells that the owner that holds the lock cannot enter it
+// again: its acquire is refused (ErrAlreadyHeld) and leaves the holding's
+// count and lease as they are.
+func (l lockIO) nonReentrant() bool {
+	return l.kind == messages.KindNonReentrantLock || l.kind == messages.KindNonReentrantFairLock
+}
 
 // polls tells that the lock's waiters poll with back-off instead of
 // listening on a channel (the spin lock): a refused waiter subscribes to
@@ -193,6 +202,11 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 		return cfg.Scripts.FencedAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindGroupLock:
 		return cfg.Scripts.GroupAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, l.values)
+	case messages.KindNonReentrantLock:
+		return cfg.Scripts.NonReentrantAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+	case messages.KindNonReentrantFairLock:
+		return cfg.Scripts.NonReentrantFairAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease,
+			allowance(req), cfg.placeTime(req), cfg.Clock.Now(), !w.try)
 	default:
 		return cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	}
@@ -246,7 +260,7 @@ func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Dura
 	cfg := l.cfg
 	rs := cfg.ReplicaSync
 	switch l.kind {
-	case messages.KindFairLock:
+	case messages.KindFairLock, messages.KindNonReentrantFairLock:
 		return cfg.Scripts.FairUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease, cfg.Clock.Now())
 	case messages.KindReadLock:
 		return cfg.Scripts.ReadUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
@@ -265,7 +279,7 @@ func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Dura
 func (l lockIO) undo(ctx context.Context, owner, reqID string) (bool, error) {
 	cfg := l.cfg
 	switch l.kind {
-	case messages.KindFairLock:
+	case messages.KindFairLock, messages.KindNonReentrantFairLock:
 		return cfg.Scripts.FairUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID, cfg.Clock.Now())
 	case messages.KindReadLock:
 		return cfg.Scripts.ReadUndoAcquire(ctx, cfg.Redis, l.name, owner, reqID)
@@ -298,10 +312,16 @@ func (l lockIO) holdCount(ctx context.Context, owner string) (int, error) {
 // giveUp takes a fair waiter that gives up out of the queue, pulling the
 // deadlines behind it forward. Other kinds keep no place in Redis.
 func (l lockIO) giveUp(ctx context.Context, w *waiter) error {
-	if l.kind != messages.KindFairLock {
+	if !l.perWaiter() {
 		return nil
 	}
 	cfg := l.cfg
 	return cfg.Scripts.FairCancelWait(ctx, cfg.Redis, l.name, w.req.Owner, w.req.RequestID, allowance(w.req),
 		cfg.Clock.Now())
+}
+
+// extend sets the lease of owner's holding anew; see
+// redisio.Scripts.Extend.
+func (l lockIO) extend(ctx context.Context, owner string, lease time.Duration) (bool, error) {
+	return l.cfg.Scripts.Extend(ctx, l.cfg.Redis, l.held(owner), lease)
 }

@@ -62,6 +62,12 @@ func (a *rootActor) Receive(ctx actor.Context) {
 			return
 		}
 		a.route(ctx, key{m.Name, m.Kind})
+	case *messages.Extend:
+		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
+			a.reject(ctx, &messages.ExtendFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
+			return
+		}
+		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Cancel:
 		if m.Validate() == nil {
 			a.route(ctx, key{m.Name, m.Kind})

@@ -344,6 +344,7 @@ type namedPrimitive struct {
 type lockHandle interface {
 	client.Mutex
 	ForceUnlock(ctx context.Context) (bool, error)
+	Extend(ctx context.Context, lease time.Duration) error
 	IsLocked(ctx context.Context) (bool, error)
 	HoldCount(ctx context.Context) (int, error)
 	RemainTTL(ctx context.Context) (time.Duration, error)
@@ -362,6 +363,7 @@ func lockCalls[L lockHandle](mk func(c *client.Client, name string) L) func(*cli
 			"IsLocked":    func(ctx context.Context) error { _, err := l.IsLocked(ctx); return err },
 			"HoldCount":   func(ctx context.Context) error { _, err := l.HoldCount(ctx); return err },
 			"RemainTTL":   func(ctx context.Context) error { _, err := l.RemainTTL(ctx); return err },
+			"Extend":      func(ctx context.Context) error { return l.Extend(ctx, time.Second) },
 		}
 	}
 }
@@ -385,6 +387,29 @@ func exerciseLock(mk func(c *client.Client, name string) *client.Lock) func(*tes
 		require.NoError(t, l.Unlock(ctx))
 		require.NoError(t, within(t, waited).err, "the waiter gets the lock")
 		require.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld)
+		require.NoError(t, o.Unlock(ctx))
+		assert.False(t, get(t, o.IsLocked))
+	}
+}
+
+// exerciseNonReentrant is exerciseLock for a non-reentrant lock: the
+// holder's second Lock is refused (ErrAlreadyHeld), its fixed lease is
+// extended, and one unlock lets the waiter in.
+func exerciseNonReentrant(mk func(c *client.Client, name string) *client.Lock) func(*testing.T, *client.Client, *client.Client, string) {
+	return func(t *testing.T, c, other *client.Client, name string) {
+		ctx := testCtx(t)
+		l, o := mk(c, name), mk(other, name)
+		require.NoError(t, l.LockLease(ctx, time.Second))
+		require.ErrorIs(t, l.Lock(ctx), client.ErrAlreadyHeld)
+		assert.Equal(t, 1, get(t, l.HoldCount))
+		require.NoError(t, l.Extend(ctx, time.Minute))
+		assert.Greater(t, get(t, l.RemainTTL), 50*time.Second, "extended")
+		ok, err := o.TryLock(ctx)
+		require.NoError(t, err)
+		assert.False(t, ok, "another owner is refused")
+		waited := inBackground(t, o.Lock)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, within(t, waited).err, "the waiter gets the lock")
 		require.NoError(t, o.Unlock(ctx))
 		assert.False(t, get(t, o.IsLocked))
 	}
@@ -436,6 +461,10 @@ var namedPrimitives = []namedPrimitive{
 		}},
 	{kind: "WriteLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).WriteLock() }),
 		exercise: exerciseLock(func(c *client.Client, n string) *client.Lock { return c.ReadWriteLock(n).WriteLock() })},
+	{kind: "NonReentrantLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.NonReentrantLock(n) }),
+		exercise: exerciseNonReentrant(func(c *client.Client, n string) *client.Lock { return c.NonReentrantLock(n) })},
+	{kind: "NonReentrantFairLock", calls: lockCalls(func(c *client.Client, n string) *client.Lock { return c.NonReentrantFairLock(n) }),
+		exercise: exerciseNonReentrant(func(c *client.Client, n string) *client.Lock { return c.NonReentrantFairLock(n) })},
 	{kind: "FencedLock",
 		calls: func(c *client.Client, name string) map[string]func(context.Context) error {
 			f := c.FencedLock(name)

@@ -28,6 +28,10 @@ var (
 	// ErrNotReplicated: with WithReplicaSync, an acquire that the replicas
 	// did not acknowledge in its tries; no hold was left behind.
 	ErrNotReplicated = messages.ErrNotReplicated
+	// ErrAlreadyHeld: an acquire of a non-reentrant lock (NonReentrantLock,
+	// NonReentrantFairLock) by the owner that already holds it. It fails
+	// at once: it neither waits nor adds a hold.
+	ErrAlreadyHeld = messages.ErrAlreadyHeld
 )
 
 // The errors of Inspect and Scan.

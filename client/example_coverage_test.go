@@ -40,6 +40,7 @@ func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
 		"NewMultiLock", "NewRedLock", "Client_CloseAndRelease",
 		"Client_StripedLock", "StripedLock_ForKeys", "Client_GroupLock",
 		"WithWatchdogTimeout", "WithOwner", "WithClientID", "WithLogger",
+		"Client_NonReentrantLock", "Client_NonReentrantFairLock", "Lock_Extend",
 	} {
 		assert.True(t, runnable[name], "a runnable Example%s with // Output:", name)
 	}

@@ -158,6 +158,15 @@ func (f *FencedLock) Do(ctx context.Context, fn func(ctx context.Context) error)
 	return f.lock().Do(ctx, fn)
 }
 
+// Extend sets the lease of the handle owner's fixed-lease holding anew, as
+// Lock.Extend does; the holding keeps its token.
+func (f *FencedLock) Extend(ctx context.Context, lease time.Duration) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return f.lock().Extend(ctx, lease)
+}
+
 // Locker adapts the handle to sync.Locker, as Lock.Locker does.
 func (f *FencedLock) Locker() sync.Locker { return f.lock().Locker() }
 

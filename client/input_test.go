@@ -36,10 +36,23 @@ func TestBadInputIsRejectedBeforeRedis(t *testing.T) {
 			{"nil fn", func() error { return c.Lock("x").Do(ctx, nil) }},
 			{"unlock with bad name", func() error { return c.Lock("").Unlock(ctx) }},
 			{"query with bad name", func() error { _, err := c.Lock("").IsLocked(ctx); return err }},
+			{"zero extend", func() error { return c.Lock("x").Extend(ctx, 0) }},
+			{"sub-ms extend", func() error { return c.FairLock("x").Extend(ctx, 999*time.Microsecond) }},
+			{"negative extend", func() error { return c.ReadWriteLock("x").ReadLock().Extend(ctx, -time.Second) }},
+			{"sub-ms fenced extend", func() error { return c.FencedLock("x").Extend(ctx, time.Microsecond) }},
+			{"sub-ms non-reentrant extend", func() error { return c.NonReentrantLock("x").Extend(ctx, time.Microsecond) }},
+			{"sub-ms multilock extend", func() error { return client.NewMultiLock(c.Lock("x")).Extend(ctx, time.Microsecond) }},
+			{"sub-ms redlock extend", func() error { return client.NewRedLock(c.Lock("x")).Extend(ctx, time.Microsecond) }},
+			{"nil handle, extend", func() error { var l *client.Lock; return l.Extend(ctx, time.Second) }},
+			{"non-reentrant, empty name", func() error { return c.NonReentrantLock("").Lock(ctx) }},
+			{"non-reentrant fair, sub-ms lease", func() error { return c.NonReentrantFairLock("x").LockLease(ctx, time.Microsecond) }},
 		}
 		for _, b := range bad {
 			err := b.call()
 			require.ErrorIs(t, err, client.ErrInvalidArgument, b.what)
+			if strings.Contains(b.what, "extend") && !strings.Contains(b.what, "nil") {
+				assert.ErrorContains(t, err, "lease", "%s: the error names the field", b.what)
+			}
 		}
 		assert.Zero(t, e.rdb.DBSize(ctx).Val(), "nothing was written")
 
@@ -93,6 +106,8 @@ func TestNilHandlesAreRejected(t *testing.T) {
 		"nil client's Lock":                nilClient.Lock("x"),
 		"nil client's FairLock":            nilClient.FairLock("x"),
 		"nil client's SpinLock":            nilClient.SpinLock("x"),
+		"nil client's NonReentrantLock":    nilClient.NonReentrantLock("x"),
+		"nil client's NonReentrantFair":    nilClient.NonReentrantFairLock("x"),
 		"nil client's FencedLock":          nilClient.FencedLock("x"),
 		"nil client's ReadLock":            rw.ReadLock(),
 		"nil client's WriteLock":           rw.WriteLock(),

@@ -18,6 +18,10 @@ import (
 // exclude each other through its methods: give each contender its own
 // handle (handles are cheap), as Redisson gives each thread its own owner,
 // or share the handle's Locker, which excludes them as a sync.Mutex does.
+//
+// The same type is the handle of the other lock kinds: FairLock, the two
+// sides of a ReadWriteLock, and NonReentrantLock and NonReentrantFairLock,
+// whose holder cannot enter again (ErrAlreadyHeld).
 type Lock struct {
 	c     *Client
 	name  string
@@ -57,6 +61,30 @@ func (c *Client) Lock(name string, opts ...LockOption) *Lock {
 // the same queue keep Redisson's deadlines. TryLock never takes a place.
 func (c *Client) FairLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindFairLock, opts)
+}
+
+// NonReentrantLock returns a handle on the non-reentrant lock name
+// (Redisson's RedissonNonReentrantLock): as Lock, but the owner that holds
+// it cannot take it again. Such an acquire (Lock, LockLease, TryLock,
+// TryLockWait, Do) fails at once with ErrAlreadyHeld: it does not wait,
+// adds no hold and leaves the holding's lease as it is, so the owner's
+// count in Redis is always 1 and one Unlock frees the lock. Goroutines
+// that share a handle share its owner: give each its own handle, or share
+// the handle's Locker. The lock keeps the reentrant lock's keys and
+// channel, so a Redisson client's NonReentrantLock (or Lock) of the same
+// name excludes it.
+func (c *Client) NonReentrantLock(name string, opts ...LockOption) *Lock {
+	return c.newLock(name, messages.KindNonReentrantLock, opts)
+}
+
+// NonReentrantFairLock returns a handle on the non-reentrant fair lock
+// name (Redisson's RedissonNonReentrantFairLock): a FairLock (waiters
+// acquire in the order they asked, across processes) that the owner
+// holding it cannot take again: such an acquire fails at once with
+// ErrAlreadyHeld, without waiting, without a place in the queue and
+// without adding a hold. It keeps the fair lock's keys and channels.
+func (c *Client) NonReentrantFairLock(name string, opts ...LockOption) *Lock {
+	return c.newLock(name, messages.KindNonReentrantFairLock, opts)
 }
 
 func (c *Client) newLock(name string, kind messages.Kind, opts []LockOption) *Lock {
@@ -177,7 +205,7 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	}
 	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
 		Lease: wholeMillis(lease), Deadline: deadline, Watch: true}
-	if l.kind == messages.KindFairLock {
+	if l.kind == messages.KindFairLock || l.kind == messages.KindNonReentrantFairLock {
 		req.Wait = wait
 	}
 	if l.kind == messages.KindSpinLock {
@@ -283,7 +311,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	switch l.kind {
-	case messages.KindFairLock:
+	case messages.KindFairLock, messages.KindNonReentrantFairLock:
 		return l.c.scripts.FairForceUnlock(ctx, l.c.rdb, l.name, l.c.opts.clock.Now())
 	case messages.KindReadLock:
 		return l.c.scripts.ReadForceUnlock(ctx, l.c.rdb, l.name)

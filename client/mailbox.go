@@ -71,6 +71,10 @@ func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
 		if errors.Is(r.Err, messages.ErrNotHeld) && r.Holding != 0 {
 			m.c.unwatchLost(holdingKey{r.Name, r.Kind, r.Owner, r.Holding})
 		}
+	case *messages.Extended:
+		id = r.RequestID
+	case *messages.ExtendFailed:
+		id = r.RequestID
 	case *messages.LockLost:
 		m.c.onLockLost(r)
 		return

@@ -6,10 +6,10 @@ import (
 )
 
 // Mutex is the core every lock type has: a *Lock of any kind (reentrant,
-// fair, read, write, group; a StripedLock's stripe), a *FencedLock, a
-// *MultiLock (a StripedLock's ForKeys too) and a *RedLock. Code that only
-// takes, holds and gives back a lock can accept a Mutex and work with any
-// of them.
+// fair, read, write, non-reentrant, non-reentrant fair, spin, group; a
+// StripedLock's stripe), a *FencedLock, a *MultiLock (a StripedLock's
+// ForKeys too) and a *RedLock. Code that only takes, holds and gives back
+// a lock can accept a Mutex and work with any of them.
 //
 // Each method keeps its type's error contract: the blocking Lock and
 // LockLease fail with ErrNotObtained (with the context's error) when ctx

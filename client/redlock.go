@@ -343,15 +343,7 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 	stop := make(chan struct{})
 	r.stop = stop
 	if fixed {
-		// The lock is valid until validUntil: the holding is lost then,
-		// whatever the members' own leases say.
-		r.expiry = r.clock().AfterFunc(validUntil.Sub(r.clock().Now()), func() {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if r.stop == stop {
-				r.loseLocked()
-			}
-		})
+		r.armExpiryLocked(validUntil, stop)
 	}
 	for i, l := range r.locks {
 		if !r.held[i] {
@@ -382,6 +374,22 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 	if ended != nil {
 		ended.Wait() // stopped: they return without r.mu
 	}
+}
+
+// armExpiryLocked (re)arms the validity timer of the holding whose
+// watchers stop with stop: the lock is valid until validUntil, and the
+// holding is lost then, whatever the members' own leases say.
+func (r *RedLock) armExpiryLocked(validUntil time.Time, stop chan struct{}) {
+	if r.expiry != nil {
+		r.expiry.Stop()
+	}
+	r.expiry = r.clock().AfterFunc(validUntil.Sub(r.clock().Now()), func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.stop == stop {
+			r.loseLocked()
+		}
+	})
 }
 
 // loseLocked closes the holding's lost channel once, and stops its

@@ -33,6 +33,11 @@ var (
 	ErrCancelled = errors.New("warden: acquire cancelled")
 	// ErrTimeout is the reason of an AcquireFailed whose deadline passed.
 	ErrTimeout = errors.New("warden: wait time elapsed")
+	// ErrAlreadyHeld is returned by an acquire of a non-reentrant lock by
+	// the owner that already holds it (Redisson's NON_REENTRANT_REACQUIRE,
+	// an IllegalMonitorStateException there): it fails at once, without
+	// waiting and without adding a hold.
+	ErrAlreadyHeld = errors.New("warden: lock already held by this owner")
 )
 
 // Join returns an error that wraps the non-nil errs, like errors.Join

@@ -105,7 +105,7 @@ func (m *Acquire) validateKindFields() error {
 		return firstErr(permitIDCount(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait))
 	case KindCountDownLatch:
 		return firstErr(zeroPermits(m.Permits), zeroLease(m.Lease), zeroWait(m.Wait))
-	case KindFairLock:
+	case KindFairLock, KindNonReentrantFairLock:
 		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), ValidateWait(m.Wait))
 	case KindGroupLock:
 		return firstErr(zeroPermits(m.Permits), ValidateLease(m.Lease, true), zeroWait(m.Wait), ValidateGroupValues(m.Values))

@@ -81,6 +81,17 @@ func TestValidation(t *testing.T) {
 		{"group release bad values", (&Release{Name: "g", Owner: "o", RequestID: "r", Kind: KindGroupLock,
 			Values: []string{"a:b"}}).Validate(), "values"},
 		{"lock release with values", (&Release{Name: "n", Owner: "o", RequestID: "r", Values: []string{"a"}}).Validate(), "values"},
+		{"non-reentrant fair acquire with wait allowance", (&Acquire{Name: "n", Owner: "o", RequestID: "r",
+			Kind: KindNonReentrantFairLock, Wait: time.Second}).Validate(), ""},
+		{"non-reentrant acquire with wait allowance", (&Acquire{Name: "n", Owner: "o", RequestID: "r",
+			Kind: KindNonReentrantLock, Wait: time.Second}).Validate(), "wait"},
+		{"extend ok", (&Extend{Name: "n", Owner: "o", RequestID: "r", Lease: time.Second}).Validate(), ""},
+		{"extend zero lease", (&Extend{Name: "n", Owner: "o", RequestID: "r"}).Validate(), "lease"},
+		{"extend sub-ms lease", (&Extend{Name: "n", Owner: "o", RequestID: "r", Lease: time.Microsecond}).Validate(), "lease"},
+		{"extend no request ID", (&Extend{Name: "n", Owner: "o", Lease: time.Second}).Validate(), "request ID"},
+		{"extend of a semaphore", (&Extend{Name: "n", Owner: "o", RequestID: "r", Kind: KindSemaphore,
+			Lease: time.Second}).Validate(), "kind"},
+		{"extend nil", (*Extend)(nil).Validate(), "extend"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.what, func(t *testing.T) {

@@ -78,6 +78,13 @@ func fairKeys(name string) []string {
 // refreshed move forward by allowance.
 func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease, allowance, place time.Duration, now time.Time, enqueue bool) (AcquireResult, int, error) {
+	return s.fairAcquire(ctx, r, rs, name, owner, reqID, lease, allowance, place, now, enqueue, false)
+}
+
+// fairAcquire is FairAcquire, refusing the holder's reentry when
+// nonReentrant.
+func (s *Scripts) fairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
+	lease, allowance, place time.Duration, now time.Time, enqueue, nonReentrant bool) (AcquireResult, int, error) {
 	flag := "0"
 	if enqueue {
 		flag = "1"
@@ -86,10 +93,13 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 	if place > 0 {
 		placeArg = Millis(place)
 	}
+	args := []any{owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag, placeArg}
+	if nonReentrant {
+		args = append(args, nonReentrantArg)
+	}
 	c, acks, err := runSynced(ctx, r, rs, fairAcquireScript,
 		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner), GaveUpKey(name, owner),
-			FairPlacesKey(name)},
-		owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag, placeArg)
+			FairPlacesKey(name)}, args...)
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("warden: fair acquire %s: %w", name, err)
 	}

@@ -41,7 +41,7 @@ type HandoffResult struct {
 // Handoff runs h (see Handoff).
 func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult {
 	u := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease)
-	a := s.acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced)
+	a := s.acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced, false)
 	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
 	// connection for both, in order.
 	var unlock, acquire *redis.Cmd

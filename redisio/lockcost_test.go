@@ -104,7 +104,7 @@ func BenchmarkLockPairRedisCost(b *testing.B) {
 							if unlock {
 								c = s.unlockCall(name, "o:1", "u"+id, time.Minute)
 							} else {
-								c = s.acquireCall(name, "o:1", "a"+id, time.Minute, false)
+								c = s.acquireCall(name, "o:1", "a"+id, time.Minute, false, false)
 							}
 							_ = pipe.Process(ctx, c.cmd(ctx))
 						}

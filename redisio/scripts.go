@@ -104,6 +104,10 @@ type AcquireResult struct {
 	// PTTL is the holder's remaining lease when not acquired; -1 when the
 	// key has no TTL (never set by warden; a foreign writer).
 	PTTL time.Duration
+	// AlreadyHeld reports a non-reentrant lock that the owner already
+	// holds (HoldCount times, 1 when warden alone wrote it): the attempt
+	// changed nothing.
+	AlreadyHeld bool
 }
 
 // Millis renders d as whole milliseconds for a script argument, at least 1.
@@ -280,6 +284,9 @@ func acquireReply(op, name string, c *redis.Cmd) (AcquireResult, error) {
 	if err != nil || len(v) < 2 || len(v) > 3 {
 		return AcquireResult{}, fmt.Errorf("warden: %s %s: unexpected reply %v: %w", op, name, c.Val(), err)
 	}
+	if v[0] == 2 {
+		return AcquireResult{AlreadyHeld: true, HoldCount: int(v[1])}, nil
+	}
 	if v[0] == 1 {
 		res := AcquireResult{Acquired: true, HoldCount: int(v[1])}
 		if len(v) == 3 {
@@ -329,13 +336,15 @@ func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err e
 // AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, false)
+	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, false, false)
 }
 
 // acquireSynced runs the acquire script (with the fenced lock's token
-// counter when fenced) and WAIT for rs.Replicas.
-func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration, fenced bool) (AcquireResult, int, error) {
-	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(name, owner, reqID, lease, fenced))
+// counter when fenced; refusing the holder's reentry when nonReentrant)
+// and WAIT for rs.Replicas.
+func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration,
+	fenced, nonReentrant bool) (AcquireResult, int, error) {
+	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(name, owner, reqID, lease, fenced, nonReentrant))
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("warden: acquire lock %s: %w", name, err)
 	}
@@ -354,17 +363,20 @@ func runCallSynced(ctx context.Context, r Redis, rs ReplicaSync, c scriptCall) (
 }
 
 // acquireCall is the acquire script's call.
-func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fenced bool) scriptCall {
+func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fenced, nonReentrant bool) scriptCall {
 	nkeys := 1
 	if fenced {
 		nkeys = 2
 	}
-	c := newScriptCall(acquireScript, nkeys, nkeys+4)
+	c := newScriptCall(acquireScript, nkeys, nkeys+5)
 	c.add(name)
 	if fenced {
 		c.add(TokenKey(name))
 	}
 	c.add(owner, s.args.leaseArg(lease), reqID, AcquireRecordField(owner))
+	if nonReentrant {
+		c.add(nonReentrantArg)
+	}
 	return c
 }
 

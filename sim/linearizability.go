@@ -27,7 +27,9 @@ import (
 //     key) is a holder and a hold
 //     count. An acquire is granted when it is free or held by the same owner
 //     (a reentry, count+1), refused otherwise; a release succeeds only for
-//     the holder (count-1, free at 0) and fails for anyone else.
+//     the holder (count-1, free at 0) and fails for anyone else. The
+//     non-reentrant locks (KindNonReentrantLock, KindNonReentrantFairLock)
+//     refuse the holder's acquire too, the count left at 1.
 //   - A read/write lock (KindReadLock and KindWriteLock on the same name) is
 //     a writer with its count and the readers with theirs, with Redisson's
 //     rules: a write acquire is granted when nobody holds either side or the
@@ -165,6 +167,9 @@ type linInput struct {
 	freeRelease bool
 	// values are a group lock operation's values, joined by ",".
 	values string
+	// nonReentrant: the holder's acquire is refused (ErrAlreadyHeld) and
+	// changes nothing.
+	nonReentrant bool
 }
 
 // linOutput is a porcupine operation's output.
@@ -272,7 +277,7 @@ func (s linState) grants(in linInput) bool {
 	if in.read {
 		return s.holder == "" || s.holder == in.owner
 	}
-	return s.holder == in.owner || (s.holder == "" && len(s.readers) == 0)
+	return (s.holder == in.owner && !in.nonReentrant) || (s.holder == "" && len(s.readers) == 0)
 }
 
 // holds reports whether in's owner holds the side in's release is for.
@@ -554,7 +559,9 @@ func linOperations(h *History) []porcupine.Operation {
 		}
 		key, vals := linTarget(op.Name, op.Kind, op.Values)
 		in := linInput{key: key, owner: op.Owner, read: op.Kind == messages.KindReadLock,
-			freeRelease: op.Kind == messages.KindFairLock, values: vals}
+			freeRelease:  op.Kind == messages.KindFairLock || op.Kind == messages.KindNonReentrantFairLock,
+			nonReentrant: op.Kind == messages.KindNonReentrantLock || op.Kind == messages.KindNonReentrantFairLock,
+			values:       vals}
 		switch op.Action {
 		case ActAcquire, ActTry:
 			in.act = linAcquire

@@ -29,8 +29,9 @@ type Options struct {
 	Faults []FaultKind
 	// Kinds are the primitives the workload uses (default: reentrant,
 	// fenced, fair, read and write locks, a semaphore, a permit-expirable
-	// semaphore, a count-down latch and a spin lock); Names how many names
-	// of each (default 2). FamilyKinds lists the kinds the workload can use beyond
+	// semaphore, a count-down latch, a spin lock, and the non-reentrant
+	// and non-reentrant fair locks); Names how many names of each
+	// (default 2). FamilyKinds lists the kinds the workload can use beyond
 	// the default ones (the group lock).
 	Kinds []messages.Kind
 	Names int
@@ -127,7 +128,7 @@ func (o *Options) rate(k FaultKind) float64 {
 var workloadKinds = []messages.Kind{messages.KindLock, messages.KindFencedLock, messages.KindFairLock,
 	messages.KindReadLock, messages.KindWriteLock, messages.KindSemaphore, messages.KindPermitSemaphore,
 	messages.KindCountDownLatch,
-	messages.KindSpinLock}
+	messages.KindSpinLock, messages.KindNonReentrantLock, messages.KindNonReentrantFairLock}
 
 // FamilyKinds are the kinds the workload can use that are not in its
 // default set: a run asks for them in Options.Kinds, so that the seeds of

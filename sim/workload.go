@@ -48,7 +48,8 @@ func (r *recorder) answer(i int, ok, failed bool, token int64) {
 }
 
 // owner is one simulated worker: it takes a lock, holds it a while (now
-// and then taking it again, reentrantly), releases it, thinks, and again.
+// and then taking it again, reentrantly: a non-reentrant lock refuses
+// that with ErrAlreadyHeld), releases it, thinks, and again.
 // A read lock's reentry may switch lease mode (watchdog or explicit); an
 // owner holding a write lock may downgrade it: take the read side too,
 // release the write holds and hold the read on. On a permit-expirable
@@ -209,7 +210,8 @@ func (wl *workload) onLost(m *messages.LockLost) {
 // isFault tells an error of the system (unknown outcome) from a refusal.
 func isFault(err error) bool {
 	return err != nil && !errors.Is(err, messages.ErrTimeout) && !errors.Is(err, messages.ErrNotObtained) &&
-		!errors.Is(err, messages.ErrNotHeld) && !errors.Is(err, messages.ErrNotLocked)
+		!errors.Is(err, messages.ErrNotHeld) && !errors.Is(err, messages.ErrNotLocked) &&
+		!errors.Is(err, messages.ErrAlreadyHeld)
 }
 
 func (wl *workload) byID(id string) *owner {
@@ -313,7 +315,7 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 		req.Permits, req.Lease = 1, 0
 	case messages.KindCountDownLatch:
 		req.Lease = 0
-	case messages.KindFairLock:
+	case messages.KindFairLock, messages.KindNonReentrantFairLock:
 		if !req.Deadline.IsZero() {
 			req.Wait = max(time.Millisecond, req.Deadline.Sub(now))
 		}

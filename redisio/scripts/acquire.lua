@@ -14,10 +14,14 @@
 -- ARGV[2]  lease in ms (integer, 1 .. 2^53)
 -- ARGV[3]  request ID (non-empty)
 -- ARGV[4]  acquire record field: "<owner>:warden_acq"
+-- ARGV[5]  (optional) "1" for a non-reentrant lock: the owner that holds
+--          it is refused instead of entering again
 -- KEYS[2]  (fenced lock only) token counter redisson_lock_token:{name}
 --
 -- Reply: {1, holdCount} acquired (or the same request seen again: its first
--- result); {0, pttl} held by another owner (pttl -1 when the key has no TTL).
+-- result); {0, pttl} held by another owner (pttl -1 when the key has no TTL);
+-- {2, holdCount} a non-reentrant lock that the owner already holds
+-- (Redisson's NON_REENTRANT_REACQUIRE): nothing changed.
 -- With KEYS[2] an acquired reply carries the holding's fencing token third:
 -- a first acquire takes the counter's next value, a reentry (or a replay)
 -- reads the current one, which is this holding's while it holds.
@@ -33,6 +37,7 @@ if #lease > 16 or not string.find(lease, '^[1-9]%d*$')
 end
 if req == '' then return redis.error_reply('ERR warden: empty request id') end
 if rec ~= owner .. ':warden_acq' then return redis.error_reply('ERR warden: invalid acquire record field') end
+if ARGV[5] and ARGV[5] ~= '1' then return redis.error_reply('ERR warden: invalid non-reentrant flag') end
 if KEYS[2] then
   -- The counter must be what INCRBY takes and Lua reads exactly: an
   -- integer, -2^53 .. 2^53, without leading zeros or "-0".
@@ -69,6 +74,7 @@ if got[2] == req then
   if KEYS[2] then return {1, tonumber(held), tonumber(redis.call('get', KEYS[2]) or '0')} end
   return {1, tonumber(held)}
 end
+if ARGV[5] == '1' then return {2, tonumber(held)} end
 local n = tonumber(held) + 1
 redis.call('hset', KEYS[1], owner, string.format('%d', n), rec, req)
 redis.call('pexpire', KEYS[1], lease)

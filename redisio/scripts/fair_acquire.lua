@@ -23,6 +23,8 @@
 --          again at every attempt of its while it is queued. "0": a place
 --          as Redisson writes it (deadline = the previous tail's deadline,
 --          or now + the lock's PTTL, plus the allowance), never refreshed.
+-- ARGV[9]  (optional) "1" for a non-reentrant fair lock: the owner that
+--          holds it is refused instead of entering again
 --
 -- Reply: {1, holdCount} acquired (or the same request seen again: its first
 -- result). {0, ttl} refused, ttl in ms:
@@ -33,6 +35,8 @@
 --                                       (>= 1) when the lock is free
 --   newly queued:                       until the previous tail's deadline,
 --                                       or the lock's PTTL (-1 without TTL)
+-- {2, holdCount}: a non-reentrant fair lock that the owner already holds
+-- (Redisson's NON_REENTRANT_REACQUIRE): the queue is left as it is.
 -- Queued waiters whose deadline is <= now are dropped first. When the
 -- owner takes the lock from the head of the queue, the deadlines of the
 -- places behind it that are not refreshed move forward by the allowance,
@@ -46,6 +50,7 @@ if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid allowance'
 if not fair_time(ARGV[6]) then return redis.error_reply('ERR warden: invalid now') end
 if ARGV[7] ~= '0' and ARGV[7] ~= '1' then return redis.error_reply('ERR warden: invalid enqueue flag') end
 if not fair_place(ARGV[8]) then return redis.error_reply('ERR warden: invalid place time') end
+if ARGV[9] and ARGV[9] ~= '1' then return redis.error_reply('ERR warden: invalid non-reentrant flag') end
 
 local owner = ARGV[1]
 local now = tonumber(ARGV[6])
@@ -66,6 +71,10 @@ fair_drop_stale(now, KEYS[6])
 
 local head = redis.call('lindex', KEYS[2], 0)
 local free = redis.call('exists', KEYS[1]) == 0 and (not head or head == owner)
+if not free and ARGV[9] == '1' then
+  local mine = redis.call('hget', KEYS[1], owner)
+  if mine then return {2, tonumber(mine)} end
+end
 if free or redis.call('hexists', KEYS[1], owner) == 1 then
   if free then
     -- Leave the queue; everyone behind waits one allowance less.
