@@ -206,8 +206,12 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			// ninth of the watchdog every later call, dialling anew, timed
 			// out too.
 			c, cancel := context.WithTimeout(cfg.IO, min(redisio.IOTimeout, 2*cfg.Watchdog/3))
+			began := time.Now()
 			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
 			cancel()
+			if cfg.RenewalObserved != nil {
+				cfg.RenewalObserved(time.Since(began), err)
+			}
 			for i := range held {
 				switch {
 				case err != nil:

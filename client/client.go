@@ -48,6 +48,9 @@ type Client struct {
 	// forgetting the old ones does not scan them all on every loss.
 	early      map[holdingKey]time.Time
 	earlyOrder []earlyLoss
+
+	// registry is the Client's record in the client registry (nil: off).
+	registry *actors.Registry
 }
 
 // earlyLoss is one entry of Client.early, in the order they came.
@@ -85,6 +88,15 @@ type holdingKey struct {
 // on a Cluster client New asks every master once whether it has sharded
 // pub/sub (Redis 7: SPUBLISH/SSUBSCRIBE, else PUBLISH/SUBSCRIBE), and fails
 // if the cluster cannot be reached.
+//
+// Unless WithoutRegistry says otherwise, the Client records itself in the
+// client registry, so that operators can tell who holds a lock: the HASH
+// warden_client:{<ID>} with the fields service (WithService), host, pid,
+// version (warden's), started and seen (Unix milliseconds on the Client's
+// clock). The engine writes it in the background as it starts, rewrites
+// it once per renewal period (a third of the watchdog timeout) with a TTL
+// of three periods, and Close deletes it. On a Cluster the record has a
+// slot of its own; no lock's keys are touched.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, invalid("redis client", "nil")
@@ -118,6 +130,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		done:      make(chan struct{}),
 		lost:      map[holdingKey]lostChans{},
 		early:     map[holdingKey]time.Time{},
+		registry:  registry(rdb, o.clientID, o, o.clock.Now()),
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
@@ -138,6 +151,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		// after the call starts, well within the latches' 15 s).
 		SharedDeadlines: 100 * time.Millisecond,
 		FairPlaceTime:   o.fairPlaceTime,
+		Registry:        c.registry,
 	})
 	if err != nil {
 		cancel()
@@ -263,6 +277,7 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		err = ctx.Err()
 		<-stopped
 	}
+	c.unregister(ctx)
 	c.sys.ProcessRegistry.Remove(c.mbPID)
 	if c.ownSystem {
 		c.sys.Shutdown()

@@ -25,6 +25,9 @@ type options struct {
 	// fairPlaceTime is WithFairPlaceTime's value; 0 selects the watchdog
 	// timeout.
 	fairPlaceTime time.Duration
+	// service is WithService's name; "" selects the executable's.
+	service    string
+	noRegistry bool
 }
 
 func defaultOptions() options {
