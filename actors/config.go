@@ -71,9 +71,10 @@ type Config struct {
 	// which the engine writes as it starts and refreshes (registryActor).
 	Registry *Registry
 	// RenewalObserved, when set, hears of every renewal script call the
-	// renewer made: how long it took and its error. It is called on the
-	// call's worker, off every actor.
-	RenewalObserved func(took time.Duration, err error)
+	// renewer made: how long it took, the kinds of the locks it renewed
+	// (each once), and its error. It is called on the call's worker, off
+	// every actor.
+	RenewalObserved func(took time.Duration, kinds []messages.Kind, err error)
 }
 
 // newPermitID returns a fresh permit ID from NewPermitID, or

@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
 
 	"github.com/warden-go/warden/actors"
 	"github.com/warden-go/warden/messages"
@@ -51,6 +52,8 @@ type Client struct {
 
 	// registry is the Client's record in the client registry (nil: off).
 	registry *actors.Registry
+	// tel is the Client's metrics and tracing.
+	tel *telemetry
 }
 
 // earlyLoss is one entry of Client.early, in the order they came.
@@ -113,12 +116,24 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.clientID == "" {
 		o.clientID = uuid.NewString()
 	}
+	if o.meters == nil {
+		o.meters = otel.GetMeterProvider()
+	}
+	if o.tracers == nil {
+		o.tracers = otel.GetTracerProvider()
+	}
+	tel, err := newTelemetry(o.meters, o.tracers, o.lockNames, o.clock)
+	if err != nil {
+		return nil, fmt.Errorf("warden: metrics: %w", err)
+	}
 	publish, newPubSub, err := pubSubFor(rdb)
 	if err != nil {
+		tel.stop()
 		return nil, err
 	}
 	scripts, err := redisio.NewScripts(publish)
 	if err != nil {
+		tel.stop()
 		return nil, err
 	}
 	c := &Client{
@@ -131,6 +146,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		lost:      map[holdingKey]lostChans{},
 		early:     map[holdingKey]time.Time{},
 		registry:  registry(rdb, o.clientID, o, o.clock.Now()),
+		tel:       tel,
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
@@ -152,8 +168,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		SharedDeadlines: 100 * time.Millisecond,
 		FairPlaceTime:   o.fairPlaceTime,
 		Registry:        c.registry,
+		RenewalObserved: tel.renewalObserver(),
 	})
 	if err != nil {
+		tel.stop()
 		cancel()
 		c.workers.Stop()
 		return nil, err
@@ -262,6 +280,7 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		return ErrClosed
 	}
 	c.closed.Store(true)
+	c.tel.closeAll()
 	held := c.loseAll()
 	var released error
 	if release {
@@ -283,6 +302,7 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		c.sys.Shutdown()
 	}
 	c.workers.Stop()
+	c.tel.stop()
 	close(c.done)
 	if err != nil {
 		err = fmt.Errorf("warden: close: %w", err)
@@ -345,7 +365,10 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 // release sends one Release of owner's hold on name and waits for the
 // answer: the owner's holds left and the holding it was part of, or the
 // error (ErrNotHeld, a Redis error, ErrClosed, ctx's end).
-func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string) (int, uint64, error) {
+func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string) (remaining int, holding uint64, err error) {
+	if span := c.tel.releaseSpan(ctx, meterKind(kind), name); span != nil {
+		defer func() { endRelease(span, err) }()
+	}
 	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID()}
 	ch := c.request(req.RequestID, req)
 	var reply any

@@ -1,0 +1,494 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/warden-go/warden/messages"
+)
+
+// instrumentationName names warden's meter and tracer.
+const instrumentationName = "github.com/warden-go/warden"
+
+// Attribute keys of warden's instruments and spans.
+const (
+	attrKind    = "warden.kind"
+	attrName    = "warden.name"
+	attrOutcome = "warden.outcome"
+	attrEnd     = "warden.end"
+)
+
+// meterKind is what a measurement is about: a messages.Kind, or one of the
+// two kinds made of several locks.
+type meterKind uint8
+
+const (
+	meterMultiLock meterKind = 254
+	meterRedLock   meterKind = 255
+)
+
+// kindLabel is the warden.kind value of a messages.Kind: its name with
+// spaces and hyphens made underscores ("fair_lock", "count_down_latch"),
+// except the permit-expirable semaphore's, "permit_semaphore".
+func kindLabel(k messages.Kind) string {
+	if k == messages.KindPermitSemaphore {
+		return "permit_semaphore"
+	}
+	return strings.NewReplacer(" ", "_", "-", "_").Replace(k.String())
+}
+
+// outcome is how an acquire call ended.
+type outcome uint8
+
+const (
+	outAcquired outcome = iota
+	outTimeout
+	outCancelled
+	outError
+	outcomes
+)
+
+var outcomeNames = [outcomes]string{"acquired", "timeout", "cancelled", "error"}
+
+// holdEnd is how a holding ended.
+type holdEnd uint8
+
+const (
+	endReleased holdEnd = iota
+	endLost
+	endClosed
+	holdEnds
+)
+
+var holdEndNames = [holdEnds]string{"released", "lost", "closed"}
+
+// kindOptions are one kind's measurement options, made once so that a
+// measurement allocates nothing.
+type kindOptions struct {
+	label    string
+	kind     attribute.KeyValue
+	record   []metric.RecordOption
+	add      []metric.AddOption
+	outcome  [outcomes][]metric.RecordOption
+	end      [holdEnds][]metric.RecordOption
+	observed []metric.ObserveOption
+}
+
+// telemetry is a Client's OpenTelemetry instruments and tracer, and the
+// holdings it counts. Its methods do nothing on a Client whose meter
+// provider is a no-op (metrics off) or whose tracer provider is (tracing
+// off).
+type telemetry struct {
+	metrics  bool
+	tracing  bool
+	withName bool
+	clock    clockwork.Clock
+	tracer   trace.Tracer
+
+	acquireDuration metric.Float64Histogram
+	holdDuration    metric.Float64Histogram
+	held            metric.Int64UpDownCounter
+	waiting         metric.Int64UpDownCounter
+	lost            metric.Int64Counter
+	renewalDuration metric.Float64Histogram
+	renewalFailures metric.Int64Counter
+	ageGauge        metric.Float64ObservableGauge
+	registration    metric.Registration
+
+	kinds [256]*kindOptions
+
+	mu sync.Mutex
+	// holdings are the holdings of single locks now, with when each began;
+	// groups those of MultiLocks and RedLocks.
+	holdings map[holdingKey]time.Time
+	groups   map[*groupHold]struct{}
+	closed   bool // Close began: holdings that start now are not counted
+}
+
+// groupHold is one holding of a MultiLock or RedLock.
+type groupHold struct {
+	kind  meterKind
+	name  string
+	start time.Time
+}
+
+// newTelemetry makes the instruments of mp and the tracer of tp.
+func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName bool, clock clockwork.Clock) (*telemetry, error) {
+	t := &telemetry{withName: withName, clock: clock,
+		holdings: map[holdingKey]time.Time{}, groups: map[*groupHold]struct{}{}}
+	if _, off := tp.(tracenoop.TracerProvider); !off {
+		t.tracing = true
+		t.tracer = tp.Tracer(instrumentationName)
+	}
+	if _, off := mp.(metricnoop.MeterProvider); off {
+		return t, nil
+	}
+	t.metrics = true
+	for k := 0; k < int(meterMultiLock); k++ {
+		if messages.Kind(k).String() != "unknown" {
+			t.kinds[k] = newKindOptions(kindLabel(messages.Kind(k)))
+		}
+	}
+	t.kinds[meterMultiLock] = newKindOptions("multi_lock")
+	t.kinds[meterRedLock] = newKindOptions("red_lock")
+
+	m := mp.Meter(instrumentationName)
+	var errs []error
+	hist := func(name, desc string, bounds ...float64) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(bounds...))
+		errs = append(errs, err)
+		return h
+	}
+	waits := []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	t.acquireDuration = hist("warden.lock.acquire.duration", "From an acquire call to its answer.", waits...)
+	t.holdDuration = hist("warden.lock.hold.duration", "From acquired to the end of the holding.",
+		0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
+	t.renewalDuration = hist("warden.renewal.duration", "One watchdog renewal call, for every lock it renews.", waits[:14]...)
+	var err error
+	t.held, err = m.Int64UpDownCounter("warden.lock.held", metric.WithUnit("{holding}"),
+		metric.WithDescription("Holdings of this client now."))
+	errs = append(errs, err)
+	t.waiting, err = m.Int64UpDownCounter("warden.lock.waiting", metric.WithUnit("{call}"),
+		metric.WithDescription("Acquire calls waiting for their answer now."))
+	errs = append(errs, err)
+	t.lost, err = m.Int64Counter("warden.lock.lost", metric.WithUnit("{holding}"),
+		metric.WithDescription("Holdings lost while held."))
+	errs = append(errs, err)
+	t.renewalFailures, err = m.Int64Counter("warden.renewal.failures", metric.WithUnit("{call}"),
+		metric.WithDescription("Watchdog renewal calls that failed."))
+	errs = append(errs, err)
+	t.ageGauge, err = m.Float64ObservableGauge("warden.lock.held.age.max", metric.WithUnit("s"),
+		metric.WithDescription("The age of this client's oldest holding."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	t.registration, err = m.RegisterCallback(t.observeAges, t.ageGauge)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func newKindOptions(label string) *kindOptions {
+	kind := attribute.String(attrKind, label)
+	o := &kindOptions{label: label, kind: kind}
+	set := attribute.NewSet(kind)
+	o.record = []metric.RecordOption{metric.WithAttributeSet(set)}
+	o.add = []metric.AddOption{metric.WithAttributeSet(set)}
+	o.observed = []metric.ObserveOption{metric.WithAttributeSet(set)}
+	for i, name := range outcomeNames {
+		o.outcome[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kind, attribute.String(attrOutcome, name)))}
+	}
+	for i, name := range holdEndNames {
+		o.end[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kind, attribute.String(attrEnd, name)))}
+	}
+	return o
+}
+
+// stop ends the age gauge's callback.
+func (t *telemetry) stop() {
+	if t.registration != nil {
+		_ = t.registration.Unregister()
+	}
+}
+
+// addOptions are the options of an Add about name.
+func (t *telemetry) addOptions(o *kindOptions, name string) []metric.AddOption {
+	if !t.withName {
+		return o.add
+	}
+	return []metric.AddOption{metric.WithAttributes(o.kind, attribute.String(attrName, name))}
+}
+
+// recordOptions are the options of a Record about name with the attribute
+// extra, whose precomputed options (without the name) are made.
+func (t *telemetry) recordOptions(made []metric.RecordOption, o *kindOptions, name string, extra attribute.KeyValue) []metric.RecordOption {
+	if !t.withName {
+		return made
+	}
+	return []metric.RecordOption{metric.WithAttributes(o.kind, attribute.String(attrName, name), extra)}
+}
+
+// call is one acquire call being measured and traced.
+type call struct {
+	t     *telemetry
+	kind  meterKind
+	name  string
+	began time.Time
+	span  trace.Span
+}
+
+// begin starts measuring an acquire call of kind on name (a wait, counted
+// in warden.lock.waiting until end) and its span, a child of ctx's, whose
+// context it returns.
+func (t *telemetry) begin(ctx context.Context, kind meterKind, name string) (context.Context, call) {
+	c := call{t: t, kind: kind, name: name}
+	if t.tracing {
+		ctx, c.span = t.startSpan(ctx, "warden.acquire", kind, name)
+	}
+	if t.metrics {
+		c.began = t.clock.Now()
+		t.waiting.Add(ctx, 1, t.addOptions(t.kinds[kind], name)...)
+	}
+	return ctx, c
+}
+
+// end records the call's outcome: acquired, or how err ended it.
+func (c call) end(ctx context.Context, acquired bool, err error) {
+	o := outcomeOf(acquired, err)
+	if c.span != nil {
+		endSpan(c.span, attribute.String(attrOutcome, outcomeNames[o]), o == outError, err)
+	}
+	if !c.t.metrics {
+		return
+	}
+	k := c.t.kinds[c.kind]
+	c.t.waiting.Add(ctx, -1, c.t.addOptions(k, c.name)...)
+	c.t.acquireDuration.Record(ctx, c.t.clock.Since(c.began).Seconds(),
+		c.t.recordOptions(k.outcome[o], k, c.name, attribute.String(attrOutcome, outcomeNames[o]))...)
+}
+
+// outcomeOf names how an acquire ended: acquired; timeout when its wait
+// or ctx's deadline ran out (a Try call's false has no error); cancelled
+// when ctx was cancelled; error otherwise.
+func outcomeOf(acquired bool, err error) outcome {
+	switch {
+	case acquired:
+		return outAcquired
+	case err == nil, errors.Is(err, context.DeadlineExceeded):
+		return outTimeout
+	case errors.Is(err, context.Canceled):
+		return outCancelled
+	case errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrClosed):
+		return outTimeout
+	}
+	return outError
+}
+
+// startSpan starts a span named op about kind and name.
+func (t *telemetry) startSpan(ctx context.Context, op string, kind meterKind, name string) (context.Context, trace.Span) {
+	ctx, s := t.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient))
+	if s.IsRecording() {
+		s.SetAttributes(attribute.String(attrName, name), attribute.String(attrKind, kindName(kind)))
+	}
+	return ctx, s
+}
+
+// endSpan ends s with the attribute result, and the error status when
+// failed.
+func endSpan(s trace.Span, result attribute.KeyValue, failed bool, err error) {
+	if s.IsRecording() {
+		s.SetAttributes(result)
+		if failed && err != nil {
+			s.SetStatus(codes.Error, err.Error())
+		}
+	}
+	s.End()
+}
+
+// kindName is the warden.kind value of kind.
+func kindName(kind meterKind) string {
+	switch kind {
+	case meterMultiLock:
+		return "multi_lock"
+	case meterRedLock:
+		return "red_lock"
+	}
+	return kindLabel(messages.Kind(kind))
+}
+
+// releaseSpan starts the span of a release of kind on name; a nil span
+// when tracing is off.
+func (t *telemetry) releaseSpan(ctx context.Context, kind meterKind, name string) trace.Span {
+	if !t.tracing {
+		return nil
+	}
+	_, s := t.startSpan(ctx, "warden.release", kind, name)
+	return s
+}
+
+// endRelease ends a release's span: released, not_held or error.
+func endRelease(s trace.Span, err error) {
+	if s == nil {
+		return
+	}
+	result := "released"
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		result = "not_held"
+	case err != nil:
+		result = "error"
+	}
+	endSpan(s, attribute.String(attrOutcome, result), result == "error", err)
+}
+
+// holdStarted counts the holding k, which an acquire just began.
+func (t *telemetry) holdStarted(k holdingKey) {
+	if !t.metrics {
+		return
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	if _, dup := t.holdings[k]; dup {
+		t.mu.Unlock()
+		return
+	}
+	t.holdings[k] = t.clock.Now()
+	t.mu.Unlock()
+	t.held.Add(context.Background(), 1, t.addOptions(t.kinds[k.kind], k.name)...)
+}
+
+// holdEnded ends the holding k as end says, if it is counted.
+func (t *telemetry) holdEnded(k holdingKey, end holdEnd) {
+	if !t.metrics {
+		return
+	}
+	t.mu.Lock()
+	start, ok := t.holdings[k]
+	delete(t.holdings, k)
+	t.mu.Unlock()
+	if ok {
+		t.recordEnd(meterKind(k.kind), k.name, start, end)
+	}
+}
+
+// groupStarted counts a holding of a MultiLock or RedLock; nil when it is
+// not counted.
+func (t *telemetry) groupStarted(kind meterKind, name string) *groupHold {
+	if !t.metrics {
+		return nil
+	}
+	g := &groupHold{kind: kind, name: name, start: t.clock.Now()}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.groups[g] = struct{}{}
+	t.mu.Unlock()
+	t.held.Add(context.Background(), 1, t.addOptions(t.kinds[kind], name)...)
+	return g
+}
+
+// groupEnded ends g as end says, once.
+func (t *telemetry) groupEnded(g *groupHold, end holdEnd) {
+	if g == nil {
+		return
+	}
+	t.mu.Lock()
+	_, ok := t.groups[g]
+	delete(t.groups, g)
+	t.mu.Unlock()
+	if ok {
+		t.recordEnd(g.kind, g.name, g.start, end)
+	}
+}
+
+// closeAll ends every holding counted, as Close begins: closed.
+func (t *telemetry) closeAll() {
+	if !t.metrics {
+		return
+	}
+	t.mu.Lock()
+	t.closed = true
+	holdings, groups := t.holdings, t.groups
+	t.holdings, t.groups = map[holdingKey]time.Time{}, map[*groupHold]struct{}{}
+	t.mu.Unlock()
+	for k, start := range holdings {
+		t.recordEnd(meterKind(k.kind), k.name, start, endClosed)
+	}
+	for g := range groups {
+		t.recordEnd(g.kind, g.name, g.start, endClosed)
+	}
+}
+
+// recordEnd records the end of a holding that began at start.
+func (t *telemetry) recordEnd(kind meterKind, name string, start time.Time, end holdEnd) {
+	ctx := context.Background()
+	k := t.kinds[kind]
+	t.held.Add(ctx, -1, t.addOptions(k, name)...)
+	t.holdDuration.Record(ctx, t.clock.Since(start).Seconds(),
+		t.recordOptions(k.end[end], k, name, attribute.String(attrEnd, holdEndNames[end]))...)
+	if end == endLost {
+		t.lost.Add(ctx, 1, t.addOptions(k, name)...)
+	}
+}
+
+// observeAges reports the age of the oldest holding of each kind (of each
+// kind and name, with WithMetricLockNames).
+func (t *telemetry) observeAges(_ context.Context, o metric.Observer) error {
+	type group struct {
+		kind meterKind
+		name string
+	}
+	t.mu.Lock()
+	oldest := map[group]time.Time{}
+	note := func(kind meterKind, name string, start time.Time) {
+		if !t.withName {
+			name = ""
+		}
+		g := group{kind, name}
+		if at, ok := oldest[g]; !ok || start.Before(at) {
+			oldest[g] = start
+		}
+	}
+	for k, start := range t.holdings {
+		note(meterKind(k.kind), k.name, start)
+	}
+	for g := range t.groups {
+		note(g.kind, g.name, g.start)
+	}
+	t.mu.Unlock()
+	now := t.clock.Now()
+	for g, start := range oldest {
+		k := t.kinds[g.kind]
+		opts := k.observed
+		if t.withName {
+			opts = []metric.ObserveOption{metric.WithAttributes(k.kind, attribute.String(attrName, g.name))}
+		}
+		o.ObserveFloat64(t.ageGauge, now.Sub(start).Seconds(), opts...)
+	}
+	return nil
+}
+
+// renewalObserver is the engine's RenewalObserved: renewal, or nil when
+// metrics are off.
+func (t *telemetry) renewalObserver() func(time.Duration, []messages.Kind, error) {
+	if !t.metrics {
+		return nil
+	}
+	return t.renewal
+}
+
+// renewal records one renewal call of the engine's watchdog, which
+// renewed locks of kinds: its duration and its failure count once under
+// each of them.
+func (t *telemetry) renewal(took time.Duration, kinds []messages.Kind, err error) {
+	ctx := context.Background()
+	for _, kind := range kinds {
+		k := t.kinds[kind]
+		if k == nil {
+			continue
+		}
+		t.renewalDuration.Record(ctx, took.Seconds(), k.record...)
+		if err != nil {
+			t.renewalFailures.Add(ctx, 1, k.add...)
+		}
+	}
+}
