@@ -95,6 +95,8 @@ type telemetry struct {
 	withName bool
 	clock    clockwork.Clock
 	tracer   trace.Tracer
+	// spanStart are the options of every span, made once.
+	spanStart []trace.SpanStartOption
 
 	acquireDuration metric.Float64Histogram
 	holdDuration    metric.Float64Histogram
@@ -130,6 +132,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 	if _, off := tp.(tracenoop.TracerProvider); !off {
 		t.tracing = true
 		t.tracer = tp.Tracer(instrumentationName)
+		t.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 	}
 	if _, off := mp.(metricnoop.MeterProvider); off {
 		return t, nil
@@ -280,7 +283,7 @@ func outcomeOf(acquired bool, err error) outcome {
 
 // startSpan starts a span named op about kind and name.
 func (t *telemetry) startSpan(ctx context.Context, op string, kind meterKind, name string) (context.Context, trace.Span) {
-	ctx, s := t.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, s := t.tracer.Start(ctx, op, t.spanStart...)
 	if s.IsRecording() {
 		s.SetAttributes(attribute.String(attrName, name), attribute.String(attrKind, kindName(kind)))
 	}
