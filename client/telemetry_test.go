@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
 )
 
 // meters is an OpenTelemetry SDK MeterProvider read by hand.
@@ -286,4 +287,40 @@ func TestMetricsLockNames(t *testing.T) {
 		_, has := dp.Attributes.Value("warden.name")
 		assert.False(t, has, "no name by default: %v", dp.Attributes)
 	}
+}
+
+// mutexKinds is the warden.kind of each of mutexCases.
+var mutexKinds = map[string]string{"lock": "lock", "fair": "fair_lock", "read": "read_lock", "write": "write_lock",
+	"fenced": "fenced_lock", "multilock": "multi_lock", "redlock": "red_lock"}
+
+// Every lock type: held back to 0 after its unlock and after its loss,
+// the loss counted once, its holdings ending released and lost.
+func TestMetricsEveryLockType(t *testing.T) {
+	eachMutex(t, func(t *testing.T, e *env, mc mutexCase) {
+		kind := mutexKinds[mc.kind]
+		require.NotEmpty(t, kind, mc.kind)
+		m := newMeters(t)
+		s := mc.setup(t, e, "metered", client.WithMeterProvider(m.mp))
+		ctx := testCtx(t)
+
+		require.NoError(t, s.m.Lock(ctx))
+		assert.EqualValues(t, 1, m.sum("warden.lock.held", "warden.kind", kind))
+		require.NoError(t, s.m.Unlock(ctx))
+		assert.Zero(t, m.sum("warden.lock.held"), "nothing held after the unlock")
+		assert.EqualValues(t, 1, m.count("warden.lock.hold.duration", "warden.kind", kind, "warden.end", "released"))
+
+		ok, err := s.m.TryLock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, e.rdb.Del(ctx, s.keys...).Err())
+		await.Value(t, s.m.Lost(), 5*time.Second, "Lost")
+		eventually(t, 10*time.Second, func() bool { return m.sum("warden.lock.lost", "warden.kind", kind) == 1 }, "the loss counted")
+		assert.Zero(t, m.sum("warden.lock.held", "warden.kind", kind), "not held after the loss")
+		_ = s.m.Unlock(ctx) // a lost holding's unlock: ErrNotHeld, or a fair lock's late unlock
+		assert.EqualValues(t, 1, m.sum("warden.lock.lost", "warden.kind", kind), "counted once")
+		assert.Zero(t, m.sum("warden.lock.held"), "nothing held, members included")
+		assert.EqualValues(t, 1, m.count("warden.lock.hold.duration", "warden.kind", kind, "warden.end", "lost"))
+		assert.EqualValues(t, 1, m.count("warden.lock.hold.duration", "warden.kind", kind, "warden.end", "released"))
+		assert.EqualValues(t, 2, m.count("warden.lock.acquire.duration", "warden.kind", kind, "warden.outcome", "acquired"))
+	})
 }
