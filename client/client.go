@@ -232,7 +232,8 @@ func (c *Client) PID() *actor.PID {
 // they expire within their lease (the watchdog timeout for watchdog-mode
 // locks), as with Redisson's shutdown; CloseAndRelease releases them
 // first. Waiting calls return ErrClosed, and every call afterwards too.
-// The Redis client is left open. If ctx ends first, Close returns its
+// The Redis client is left open; the Client's registry record (see New)
+// is deleted once the engine has stopped. If ctx ends first, Close returns its
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
 //

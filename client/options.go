@@ -266,7 +266,9 @@ func WithMetricLockNames() Option {
 // attributes warden.name, warden.kind and warden.outcome (acquired,
 // timeout, cancelled or error; released, not_held or error). A no-op
 // provider (go.opentelemetry.io/otel/trace/noop) turns tracing off at no
-// cost. The default is the global provider, otel.GetTracerProvider.
+// cost; the global provider, until the application sets one, costs a few
+// small allocations per call. The default is the global provider,
+// otel.GetTracerProvider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) error {
 		if tp == nil {

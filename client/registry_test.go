@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,26 @@ func registryRecord(t *testing.T, rdb redis.UniversalClient, c *client.Client, o
 }
 
 func anyRecord(map[string]string) bool { return true }
+
+// dataKeys lists rdb's keys but the client registry's records, which a
+// running Client writes whatever its calls do.
+func dataKeys(t *testing.T, rdb redis.UniversalClient) []string {
+	t.Helper()
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	return withoutRegistry(keys)
+}
+
+// withoutRegistry is keys without the client registry's records.
+func withoutRegistry(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "warden_client:") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // millis parses a registry time.
 func millis(t *testing.T, s string) time.Time {

@@ -138,7 +138,9 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 		return t, nil
 	}
 	t.metrics = true
+	unknown := newKindOptions("unknown") // never a request's kind: the client validates them
 	for k := 0; k < int(meterMultiLock); k++ {
+		t.kinds[k] = unknown
 		if messages.Kind(k).String() != "unknown" {
 			t.kinds[k] = newKindOptions(kindLabel(messages.Kind(k)))
 		}
@@ -486,9 +488,6 @@ func (t *telemetry) renewal(took time.Duration, kinds []messages.Kind, err error
 	ctx := context.Background()
 	for _, kind := range kinds {
 		k := t.kinds[kind]
-		if k == nil {
-			continue
-		}
 		t.renewalDuration.Record(ctx, took.Seconds(), k.record...)
 		if err != nil {
 			t.renewalFailures.Add(ctx, 1, k.add...)
