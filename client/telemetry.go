@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -100,8 +101,8 @@ type telemetry struct {
 
 	acquireDuration metric.Float64Histogram
 	holdDuration    metric.Float64Histogram
-	held            metric.Int64UpDownCounter
-	waiting         metric.Int64UpDownCounter
+	held            metric.Int64ObservableUpDownCounter
+	waiting         metric.Int64ObservableUpDownCounter
 	lost            metric.Int64Counter
 	renewalDuration metric.Float64Histogram
 	renewalFailures metric.Int64Counter
@@ -110,12 +111,27 @@ type telemetry struct {
 
 	kinds [256]*kindOptions
 
+	// waits counts the calls waiting now, per kind; with lock names,
+	// namedWaits does, per kind and name.
+	waits     [256]atomic.Int64
+	waitKinds [256]atomic.Bool // kinds that have had a waiting call
+
 	mu sync.Mutex
 	// holdings are the holdings of single locks now, with when each began;
 	// groups those of MultiLocks and RedLocks.
 	holdings map[holdingKey]time.Time
 	groups   map[*groupHold]struct{}
 	closed   bool // Close began: holdings that start now are not counted
+	// heldSeries are the series that have had a holding: warden.lock.held
+	// reports them, 0 when nothing is held.
+	heldSeries map[series]struct{}
+	namedWaits map[series]int64
+}
+
+// series is one set of attributes: a kind, and a name with lock names.
+type series struct {
+	kind meterKind
+	name string
 }
 
 // groupHold is one holding of a MultiLock or RedLock.
@@ -128,7 +144,8 @@ type groupHold struct {
 // newTelemetry makes the instruments of mp and the tracer of tp.
 func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName bool, clock clockwork.Clock) (*telemetry, error) {
 	t := &telemetry{withName: withName, clock: clock,
-		holdings: map[holdingKey]time.Time{}, groups: map[*groupHold]struct{}{}}
+		holdings: map[holdingKey]time.Time{}, groups: map[*groupHold]struct{}{},
+		heldSeries: map[series]struct{}{}, namedWaits: map[series]int64{}}
 	if _, off := tp.(tracenoop.TracerProvider); !off {
 		t.tracing = true
 		t.tracer = tp.Tracer(instrumentationName)
@@ -162,10 +179,12 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 		0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
 	t.renewalDuration = hist("warden.renewal.duration", "One watchdog renewal call, for every lock it renews.", waits[:14]...)
 	var err error
-	t.held, err = m.Int64UpDownCounter("warden.lock.held", metric.WithUnit("{holding}"),
+	// held and waiting are asynchronous up-down counters: the callback
+	// reads what the Client keeps anyway, so a call costs no measurement.
+	t.held, err = m.Int64ObservableUpDownCounter("warden.lock.held", metric.WithUnit("{holding}"),
 		metric.WithDescription("Holdings of this client now."))
 	errs = append(errs, err)
-	t.waiting, err = m.Int64UpDownCounter("warden.lock.waiting", metric.WithUnit("{call}"),
+	t.waiting, err = m.Int64ObservableUpDownCounter("warden.lock.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Acquire calls waiting for their answer now."))
 	errs = append(errs, err)
 	t.lost, err = m.Int64Counter("warden.lock.lost", metric.WithUnit("{holding}"),
@@ -180,7 +199,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	t.registration, err = m.RegisterCallback(t.observeAges, t.ageGauge)
+	t.registration, err = m.RegisterCallback(t.observe, t.ageGauge, t.held, t.waiting)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +265,7 @@ func (t *telemetry) begin(ctx context.Context, kind meterKind, name string) (con
 	}
 	if t.metrics {
 		c.began = t.clock.Now()
-		t.waiting.Add(ctx, 1, t.addOptions(t.kinds[kind], name)...)
+		t.wait(kind, name, 1)
 	}
 	return ctx, c
 }
@@ -261,9 +280,22 @@ func (c call) end(ctx context.Context, acquired bool, err error) {
 		return
 	}
 	k := c.t.kinds[c.kind]
-	c.t.waiting.Add(ctx, -1, c.t.addOptions(k, c.name)...)
+	c.t.wait(c.kind, c.name, -1)
 	c.t.acquireDuration.Record(ctx, c.t.clock.Since(c.began).Seconds(),
 		c.t.recordOptions(k.outcome[o], k, c.name, attribute.String(attrOutcome, outcomeNames[o]))...)
+}
+
+// wait counts a call of kind on name that begins (1) or ends (-1) its
+// wait.
+func (t *telemetry) wait(kind meterKind, name string, delta int64) {
+	if !t.withName {
+		t.waits[kind].Add(delta)
+		t.waitKinds[kind].Store(true)
+		return
+	}
+	t.mu.Lock()
+	t.namedWaits[series{kind, name}] += delta
+	t.mu.Unlock()
 }
 
 // outcomeOf names how an acquire ended: acquired; timeout when its wait
@@ -356,7 +388,6 @@ func (t *telemetry) holdStarted(k holdingKey) {
 	}
 	t.holdings[k] = t.clock.Now()
 	t.mu.Unlock()
-	t.held.Add(context.Background(), 1, t.addOptions(t.kinds[k.kind], k.name)...)
 }
 
 // holdEnded ends the holding k as end says, if it is counted.
@@ -387,7 +418,6 @@ func (t *telemetry) groupStarted(kind meterKind, name string) *groupHold {
 	}
 	t.groups[g] = struct{}{}
 	t.mu.Unlock()
-	t.held.Add(context.Background(), 1, t.addOptions(t.kinds[kind], name)...)
 	return g
 }
 
@@ -427,7 +457,6 @@ func (t *telemetry) closeAll() {
 func (t *telemetry) recordEnd(kind meterKind, name string, start time.Time, end holdEnd) {
 	ctx := context.Background()
 	k := t.kinds[kind]
-	t.held.Add(ctx, -1, t.addOptions(k, name)...)
 	t.holdDuration.Record(ctx, t.clock.Since(start).Seconds(),
 		t.recordOptions(k.end[end], k, name, attribute.String(attrEnd, holdEndNames[end]))...)
 	if end == endLost {
@@ -435,23 +464,28 @@ func (t *telemetry) recordEnd(kind meterKind, name string, start time.Time, end 
 	}
 }
 
-// observeAges reports the age of the oldest holding of each kind (of each
-// kind and name, with WithMetricLockNames).
-func (t *telemetry) observeAges(_ context.Context, o metric.Observer) error {
-	type group struct {
-		kind meterKind
-		name string
+// observe reports, at a collection, the holdings and waiting calls of
+// each kind (of each kind and name, with WithMetricLockNames), and the
+// age of the oldest holding of each.
+func (t *telemetry) observe(_ context.Context, o metric.Observer) error {
+	type held struct {
+		n      int64
+		oldest time.Time
 	}
 	t.mu.Lock()
-	oldest := map[group]time.Time{}
+	counts := make(map[series]held, len(t.heldSeries))
 	note := func(kind meterKind, name string, start time.Time) {
 		if !t.withName {
 			name = ""
 		}
-		g := group{kind, name}
-		if at, ok := oldest[g]; !ok || start.Before(at) {
-			oldest[g] = start
+		s := series{kind, name}
+		h := counts[s]
+		if h.n == 0 || start.Before(h.oldest) {
+			h.oldest = start
 		}
+		h.n++
+		counts[s] = h
+		t.heldSeries[s] = struct{}{}
 	}
 	for k, start := range t.holdings {
 		note(meterKind(k.kind), k.name, start)
@@ -459,17 +493,44 @@ func (t *telemetry) observeAges(_ context.Context, o metric.Observer) error {
 	for g := range t.groups {
 		note(g.kind, g.name, g.start)
 	}
-	t.mu.Unlock()
-	now := t.clock.Now()
-	for g, start := range oldest {
-		k := t.kinds[g.kind]
-		opts := k.observed
-		if t.withName {
-			opts = []metric.ObserveOption{metric.WithAttributes(k.kind, attribute.String(attrName, g.name))}
+	for s := range t.heldSeries {
+		if _, ok := counts[s]; !ok {
+			counts[s] = held{} // held before: 0 now
 		}
-		o.ObserveFloat64(t.ageGauge, now.Sub(start).Seconds(), opts...)
+	}
+	waits := make(map[series]int64, len(t.namedWaits))
+	for s, n := range t.namedWaits {
+		waits[s] = n
+	}
+	t.mu.Unlock()
+	if !t.withName {
+		for k := range t.waits {
+			if t.waitKinds[k].Load() {
+				waits[series{kind: meterKind(k)}] = t.waits[k].Load()
+			}
+		}
+	}
+	now := t.clock.Now()
+	for s, h := range counts {
+		opts := t.observeOptions(s)
+		o.ObserveInt64(t.held, h.n, opts...)
+		if h.n > 0 {
+			o.ObserveFloat64(t.ageGauge, now.Sub(h.oldest).Seconds(), opts...)
+		}
+	}
+	for s, n := range waits {
+		o.ObserveInt64(t.waiting, n, t.observeOptions(s)...)
 	}
 	return nil
+}
+
+// observeOptions are the options of an observation of s.
+func (t *telemetry) observeOptions(s series) []metric.ObserveOption {
+	k := t.kinds[s.kind]
+	if !t.withName {
+		return k.observed
+	}
+	return []metric.ObserveOption{metric.WithAttributes(k.kind, attribute.String(attrName, s.name))}
 }
 
 // renewalObserver is the engine's RenewalObserved: renewal, or nil when

@@ -278,8 +278,14 @@ func TestMetricsLockNames(t *testing.T) {
 	for _, c := range []*client.Client{a, b} {
 		l := c.Lock("metrics-named-" + c.ID())
 		require.NoError(t, l.Lock(ctx))
+		if c == a {
+			assert.EqualValues(t, 1, named.sum("warden.lock.held", "warden.name", l.Name(), "warden.kind", "lock"))
+			_, ok := named.gauge("warden.lock.held.age.max", "warden.name", l.Name())
+			assert.True(t, ok, "the age per name")
+		}
 		require.NoError(t, l.Unlock(ctx))
 	}
+	assert.Zero(t, named.sum("warden.lock.held", "warden.name", "metrics-named-"+a.ID()))
 	assert.EqualValues(t, 1, named.count("warden.lock.acquire.duration", "warden.name", "metrics-named-"+a.ID()))
 	h := plain.collect()["warden.lock.acquire.duration"].(metricdata.Histogram[float64])
 	require.NotEmpty(t, h.DataPoints)
