@@ -220,9 +220,10 @@ func WithFairPlaceTime(d time.Duration) Option {
 //   - warden.lock.hold.duration (histogram, s): from the acquire that began
 //     a holding to its end; warden.end is released, lost, or closed (the
 //     Client was closed while it held).
-//   - warden.lock.held (up-down counter): holdings of the Client now.
-//   - warden.lock.waiting (up-down counter): acquire calls waiting for
-//     their answer now.
+//   - warden.lock.held (asynchronous up-down counter): holdings of the
+//     Client now.
+//   - warden.lock.waiting (asynchronous up-down counter): acquire calls
+//     waiting for their answer now.
 //   - warden.lock.held.age.max (observable gauge, s): the age of the
 //     Client's oldest holding (per kind), for a "held too long" alert.
 //   - warden.lock.lost (counter): holdings lost while held, each once.
