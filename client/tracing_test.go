@@ -95,4 +95,29 @@ func TestTracingSpanPerBlockingCall(t *testing.T) {
 		assert.False(t, s.Parent.IsValid())
 	}
 	assert.Contains(t, roots[0].Attributes, attribute.String("warden.kind", "lock"))
+
+	// Permits: the acquire and the release, and a release of an unknown
+	// permit, not_held.
+	exp.Reset()
+	p := c.PermitExpirableSemaphore("traced-permits")
+	_, err = p.TrySetPermits(ctx, 1)
+	require.NoError(t, err)
+	id, err := p.Acquire(pctx, 0)
+	require.NoError(t, err)
+	require.NoError(t, p.Release(pctx, id))
+	require.ErrorIs(t, p.Release(pctx, id), client.ErrNotHeld)
+	s := c.Semaphore("traced-sem")
+	require.NoError(t, s.Release(pctx, 1))
+	got = nil
+	for _, s := range exp.GetSpans() {
+		a := spanAttrs(s)
+		got = append(got, want{s.Name, a["warden.name"], a["warden.kind"], a["warden.outcome"]})
+		assert.Equal(t, parent.SpanContext().SpanID(), s.Parent.SpanID(), "%s: a child of the caller's span", s.Name)
+	}
+	assert.Equal(t, []want{
+		{"warden.acquire", "traced-permits", "permit_semaphore", "acquired"},
+		{"warden.release", "traced-permits", "permit_semaphore", "released"},
+		{"warden.release", "traced-permits", "permit_semaphore", "not_held"},
+		{"warden.release", "traced-sem", "semaphore", "released"},
+	}, got)
 }
