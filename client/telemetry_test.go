@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/internal/redistest"
 )
 
 // meters is an OpenTelemetry SDK MeterProvider read by hand.
@@ -266,6 +269,29 @@ func TestMetricsRenewal(t *testing.T) {
 	}
 	assert.Zero(t, m.sum("warden.renewal.failures"))
 	require.NoError(t, l.Unlock(ctx))
+}
+
+// A renewal call that fails is counted, under the kind it renewed.
+func TestMetricsRenewalFailures(t *testing.T) {
+	e := realEnv(t)
+	e.hooked = redistest.NewHooked(e.rdb)
+	m := newMeters(t)
+	c := e.newClient(t, client.WithMeterProvider(m.mp))
+	ctx := testCtx(t)
+	l := c.FencedLock("metrics-renew-fails")
+	require.NoError(t, l.Lock(ctx))
+	e.hooked.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if sc.Renews() {
+			return redistest.Failed(errors.New("renewal refused by the test"))
+		}
+		return sc.Run()
+	})
+	eventually(t, 10*time.Second, func() bool {
+		return m.sum("warden.renewal.failures", "warden.kind", "fenced_lock") >= 1
+	}, "a failed renewal counted")
+	assert.GreaterOrEqual(t, m.count("warden.renewal.duration", "warden.kind", "fenced_lock"), uint64(1))
+	e.hooked.SetHook(nil)
+	_ = l.Unlock(ctx)
 }
 
 // WithMetricLockNames adds the name; by default there is none.
