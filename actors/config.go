@@ -67,6 +67,14 @@ type Config struct {
 	// the IDs from its seed. It must return 32 lowercase hex characters,
 	// never the same twice.
 	NewPermitID func() string
+	// Registry, when set, is the client's record in the client registry,
+	// which the engine writes as it starts and refreshes (registryActor).
+	Registry *Registry
+	// RenewalObserved, when set, hears of every renewal script call the
+	// renewer made: how long it took, the kinds of the locks it renewed
+	// (each once), and its error. It is called on the call's worker, off
+	// every actor.
+	RenewalObserved func(took time.Duration, kinds []messages.Kind, err error)
 }
 
 // newPermitID returns a fresh permit ID from NewPermitID, or
@@ -100,6 +108,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("actors: FairPlaceTime %v is negative", c.FairPlaceTime)
 	case c.SharedDeadlines < 0 || c.SharedDeadlines > time.Second:
 		return fmt.Errorf("actors: SharedDeadlines %v is outside 0..1s", c.SharedDeadlines)
+	case c.Registry != nil && (c.Registry.Key == "" || c.Registry.Redis == nil || len(c.Registry.Fields)%2 != 0):
+		return fmt.Errorf("actors: Registry needs a Key, Redis and field, value pairs")
 	}
 	return nil
 }

@@ -1183,7 +1183,8 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 	}
 	a.registered[owner] = true
 	delete(a.paused, owner)
-	ctx.Send(a.renewer, &register{Held: a.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now()})
+	ctx.Send(a.renewer, &register{Held: a.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now(),
+		Kind: a.key.Kind})
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when

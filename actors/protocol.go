@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -49,6 +50,8 @@ type register struct {
 	// At is when the key actor registered, before the acquire it sends
 	// next: the earliest the TTL that acquire sets can start.
 	At time.Time
+	// Kind is the holding's lock kind, for the renewal's metrics.
+	Kind messages.Kind
 }
 
 // unregister stops renewing the holding Held. No reply.

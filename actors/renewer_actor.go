@@ -37,6 +37,7 @@ type registration struct {
 	// (its unlock in flight or failed); its expiry is still followed.
 	paused bool
 	owner  string
+	kind   messages.Kind
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -128,7 +129,7 @@ func (a *renewerActor) register(ctx actor.Context, m *register) {
 	if old := a.regs[m.Held]; old != nil {
 		a.end(old)
 	}
-	r := &registration{held: m.Held, pid: m.PID, owner: m.Owner, renewedAt: m.At}
+	r := &registration{held: m.Held, pid: m.PID, owner: m.Owner, renewedAt: m.At, kind: m.Kind}
 	if a.cfg.Cluster {
 		r.slot = redisio.Slot(m.Held.Name)
 	}
@@ -206,8 +207,12 @@ func (a *renewerActor) renew(ctx actor.Context) {
 			// ninth of the watchdog every later call, dialling anew, timed
 			// out too.
 			c, cancel := context.WithTimeout(cfg.IO, min(redisio.IOTimeout, 2*cfg.Watchdog/3))
+			began := time.Now()
 			ok, err := cfg.Scripts.Renew(c, cfg.Redis, held, cfg.Watchdog)
 			cancel()
+			if cfg.RenewalObserved != nil {
+				cfg.RenewalObserved(time.Since(began), kindsOf(batch[start:end]), err)
+			}
 			for i := range held {
 				switch {
 				case err != nil:
@@ -287,6 +292,26 @@ func (a *renewerActor) expire(ctx actor.Context) {
 
 func (a *renewerActor) armExpiry(ctx actor.Context, at time.Time) {
 	a.expiry.arm(ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &expiryTick{Gen: g} })
+}
+
+// kindsOf lists the lock kinds of regs, each once, in the order of
+// messages.Kind.
+func kindsOf(regs []*registration) []messages.Kind {
+	var seen [256]bool
+	n := 0
+	for _, r := range regs {
+		if !seen[r.kind] {
+			seen[r.kind] = true
+			n++
+		}
+	}
+	kinds := make([]messages.Kind, 0, n)
+	for k, ok := range seen {
+		if ok {
+			kinds = append(kinds, messages.Kind(k))
+		}
+	}
+	return kinds
 }
 
 // expiryTick is the renewer's expiry timer's message.

@@ -50,6 +50,9 @@ func (a *rootActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
 		a.renewer = ctx.Spawn(renewerProps(a.cfg))
+		if a.cfg.Registry != nil {
+			ctx.Spawn(registryProps(a.cfg))
+		}
 	case *messages.Acquire:
 		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
 			a.reject(ctx, &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})

@@ -2,8 +2,19 @@ package client_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -34,4 +45,123 @@ func BenchmarkLockUnlock(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkLockUnlockTelemetry is the uncontended lock+unlock pair with
+// metrics off (no-op providers) and on (the OpenTelemetry SDK's
+// MeterProvider with a ManualReader), and with tracing on too (the SDK's
+// TracerProvider, every span sampled, none exported), in one run on one
+// server: compare the sub-benchmarks' ns/op for the overhead. "default" is
+// a Client without telemetry options in a program that set no global
+// providers.
+func BenchmarkLockUnlockTelemetry(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	sdkMeters := func() metric.MeterProvider {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		return mp
+	}
+	sdkTracers := func() trace.TracerProvider {
+		tp := sdktrace.NewTracerProvider()
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		return tp
+	}
+	for _, bc := range []struct {
+		name string
+		mp   func() metric.MeterProvider
+		tp   func() trace.TracerProvider
+	}{
+		{"off", func() metric.MeterProvider { return metricnoop.NewMeterProvider() }, func() trace.TracerProvider { return tracenoop.NewTracerProvider() }},
+		{"default", otel.GetMeterProvider, otel.GetTracerProvider}, // the global providers, none set
+		{"metrics", sdkMeters, func() trace.TracerProvider { return tracenoop.NewTracerProvider() }},
+		{"metrics+tracing", sdkMeters, sdkTracers},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := client.New(rdb, client.WithMeterProvider(bc.mp()), client.WithTracerProvider(bc.tp()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = c.Close(context.Background()) }()
+			l := c.Lock("bench:telemetry")
+			ctx := context.Background()
+			pair := func() {
+				if err := l.Lock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range 100 {
+				pair()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				pair()
+			}
+		})
+	}
+}
+
+// BenchmarkMetricsOverhead measures the metrics' overhead on the
+// uncontended lock+unlock pair against metrics off, interleaved: each
+// iteration is a block of pairs on a Client with no-op providers and one
+// on a Client whose MeterProvider is the OpenTelemetry SDK's (with a
+// ManualReader), in turns, so both see the same machine load. It reports the
+// median block's ns per pair of each, and their ratio on/off.
+func BenchmarkMetricsOverhead(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	noTraces := client.WithTracerProvider(tracenoop.NewTracerProvider())
+	off, err := client.New(rdb, client.WithMeterProvider(metricnoop.NewMeterProvider()), noTraces)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = off.Close(context.Background()) }()
+	on, err := client.New(rdb, client.WithMeterProvider(mp), noTraces)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = on.Close(context.Background()) }()
+	ctx := context.Background()
+	const pairs = 100
+	block := func(l *client.Lock) time.Duration {
+		start := time.Now()
+		for range pairs {
+			if err := l.Lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	lOff, lOn := off.Lock("bench:metrics-off"), on.Lock("bench:metrics-on")
+	block(lOff) // scripts loaded, pools and workers warm
+	block(lOn)
+	var offs, ons []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 { // each goes first every other time
+			offs = append(offs, block(lOff))
+			ons = append(ons, block(lOn))
+		} else {
+			ons = append(ons, block(lOn))
+			offs = append(offs, block(lOff))
+		}
+	}
+	b.StopTimer()
+	median := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2]) / pairs
+	}
+	mOff, mOn := median(offs), median(ons)
+	b.ReportMetric(mOff, "ns/pair-off")
+	b.ReportMetric(mOn, "ns/pair-on")
+	b.ReportMetric(mOn/mOff, "on/off")
 }

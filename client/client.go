@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
 
 	"github.com/warden-go/warden/actors"
 	"github.com/warden-go/warden/messages"
@@ -48,6 +49,11 @@ type Client struct {
 	// forgetting the old ones does not scan them all on every loss.
 	early      map[holdingKey]time.Time
 	earlyOrder []earlyLoss
+
+	// registry is the Client's record in the client registry (nil: off).
+	registry *actors.Registry
+	// tel is the Client's metrics and tracing.
+	tel *telemetry
 }
 
 // earlyLoss is one entry of Client.early, in the order they came.
@@ -85,6 +91,15 @@ type holdingKey struct {
 // on a Cluster client New asks every master once whether it has sharded
 // pub/sub (Redis 7: SPUBLISH/SSUBSCRIBE, else PUBLISH/SUBSCRIBE), and fails
 // if the cluster cannot be reached.
+//
+// Unless WithoutRegistry says otherwise, the Client records itself in the
+// client registry, so that operators can tell who holds a lock: the HASH
+// warden_client:{<ID>} with the fields service (WithService), host, pid,
+// version (warden's), started and seen (Unix milliseconds on the Client's
+// clock). The engine writes it in the background as it starts, rewrites
+// it once per renewal period (a third of the watchdog timeout) with a TTL
+// of three periods, and Close deletes it. On a Cluster the record has a
+// slot of its own; no lock's keys are touched.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, invalid("redis client", "nil")
@@ -101,12 +116,24 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.clientID == "" {
 		o.clientID = uuid.NewString()
 	}
+	if o.meters == nil {
+		o.meters = otel.GetMeterProvider()
+	}
+	if o.tracers == nil {
+		o.tracers = otel.GetTracerProvider()
+	}
+	tel, err := newTelemetry(o.meters, o.tracers, o.lockNames, o.clock)
+	if err != nil {
+		return nil, fmt.Errorf("warden: metrics: %w", err)
+	}
 	publish, newPubSub, err := pubSubFor(rdb)
 	if err != nil {
+		tel.stop()
 		return nil, err
 	}
 	scripts, err := redisio.NewScripts(publish)
 	if err != nil {
+		tel.stop()
 		return nil, err
 	}
 	c := &Client{
@@ -118,6 +145,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		done:      make(chan struct{}),
 		lost:      map[holdingKey]lostChans{},
 		early:     map[holdingKey]time.Time{},
+		registry:  registry(rdb, o.clientID, o, o.clock.Now()),
+		tel:       tel,
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
@@ -138,8 +167,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		// after the call starts, well within the latches' 15 s).
 		SharedDeadlines: 100 * time.Millisecond,
 		FairPlaceTime:   o.fairPlaceTime,
+		Registry:        c.registry,
+		RenewalObserved: tel.renewalObserver(),
 	})
 	if err != nil {
+		tel.stop()
 		cancel()
 		c.workers.Stop()
 		return nil, err
@@ -200,7 +232,8 @@ func (c *Client) PID() *actor.PID {
 // they expire within their lease (the watchdog timeout for watchdog-mode
 // locks), as with Redisson's shutdown; CloseAndRelease releases them
 // first. Waiting calls return ErrClosed, and every call afterwards too.
-// The Redis client is left open. If ctx ends first, Close returns its
+// The Redis client is left open; the Client's registry record (see New)
+// is deleted once the engine has stopped. If ctx ends first, Close returns its
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
 //
@@ -248,6 +281,7 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		return ErrClosed
 	}
 	c.closed.Store(true)
+	c.tel.closeAll()
 	held := c.loseAll()
 	var released error
 	if release {
@@ -263,11 +297,13 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		err = ctx.Err()
 		<-stopped
 	}
+	c.unregister(ctx)
 	c.sys.ProcessRegistry.Remove(c.mbPID)
 	if c.ownSystem {
 		c.sys.Shutdown()
 	}
 	c.workers.Stop()
+	c.tel.stop()
 	close(c.done)
 	if err != nil {
 		err = fmt.Errorf("warden: close: %w", err)
@@ -331,7 +367,10 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 // group lock) and waits for the answer: the owner's holds left and the
 // holding it was part of, or the error (ErrNotHeld, a Redis error,
 // ErrClosed, ctx's end).
-func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string, values ...string) (int, uint64, error) {
+func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string, values ...string) (remaining int, holding uint64, err error) {
+	if span := c.tel.releaseSpan(ctx, meterKind(kind), name); span != nil {
+		defer func() { endRelease(span, err) }()
+	}
 	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID(), Values: values}
 	ch := c.request(req.RequestID, req)
 	var reply any

@@ -58,18 +58,26 @@ func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
 	switch r := actor.UnwrapEnvelopeMessage(message).(type) {
 	case *messages.Acquired:
 		id = r.RequestID
+		if r.HoldCount == 1 && r.Holding != 0 && r.Kind.Held() {
+			// A holding began, whether or not its caller still waits.
+			m.c.tel.holdStarted(holdingKey{r.Name, r.Kind, r.Owner, r.Holding})
+		}
 	case *messages.AcquireFailed:
 		id = r.RequestID
 	case *messages.Released:
 		id = r.RequestID
 		if r.Remaining == 0 {
 			// The holding ended, whether or not its caller still waits.
-			m.c.unwatchLost(holdingKey{r.Name, r.Kind, r.Owner, r.Holding})
+			k := holdingKey{r.Name, r.Kind, r.Owner, r.Holding}
+			m.c.unwatchLost(k)
+			m.c.tel.holdEnded(k, endReleased)
 		}
 	case *messages.ReleaseFailed:
 		id = r.RequestID
 		if errors.Is(r.Err, messages.ErrNotHeld) && r.Holding != 0 {
-			m.c.unwatchLost(holdingKey{r.Name, r.Kind, r.Owner, r.Holding})
+			k := holdingKey{r.Name, r.Kind, r.Owner, r.Holding}
+			m.c.unwatchLost(k)
+			m.c.tel.holdEnded(k, endLost) // gone before its unlock
 		}
 	case *messages.Extended:
 		id = r.RequestID
@@ -77,6 +85,7 @@ func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
 		id = r.RequestID
 	case *messages.LockLost:
 		m.c.onLockLost(r)
+		m.c.tel.holdEnded(holdingKey{r.Name, r.Kind, r.Owner, r.Holding}, endLost)
 		return
 	default:
 		return

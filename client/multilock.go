@@ -53,6 +53,7 @@ type MultiLock struct {
 	lost     bool            // lostCh is closed
 	stop     chan struct{}   // ends the current holding's loss watchers
 	watchers *sync.WaitGroup // the current holding's loss watchers
+	metered  *groupHold      // the current holding, as the metrics count it
 }
 
 // NewMultiLock returns a MultiLock over locks. At least one member is
@@ -288,6 +289,7 @@ func (m *MultiLock) hold() {
 	}
 	m.holds++
 	if m.holds == 1 {
+		m.metered = m.tel().groupStarted(meterMultiLock, m.meterName())
 		if m.lostCh == nil {
 			m.lostCh = make(chan struct{})
 		}
@@ -304,6 +306,12 @@ func (m *MultiLock) hold() {
 				m.mu.Lock()
 				defer m.mu.Unlock()
 				if m.stop == stop { // the holding's first loss
+					end := endLost
+					if m.memberClosed() {
+						end = endClosed
+					}
+					m.tel().groupEnded(m.metered, end)
+					m.metered = nil
 					m.lost = true
 					close(m.lostCh)
 					close(stop) // the other watchers have nothing left to tell
@@ -326,6 +334,8 @@ func (m *MultiLock) release() {
 	if m.holds > 0 {
 		m.holds--
 		if m.holds == 0 {
+			m.tel().groupEnded(m.metered, endReleased)
+			m.metered = nil
 			ended = m.watchers
 			m.endHoldingLocked()
 		}
@@ -348,9 +358,24 @@ func (m *MultiLock) endHoldingLocked() {
 
 func (m *MultiLock) clock() clockwork.Clock { return m.locks[0].c.opts.clock }
 
+// tel is where the MultiLock's own metrics and spans go: its first
+// member's Client's.
+func (m *MultiLock) tel() *telemetry { return m.locks[0].c.tel }
+
+// meterName is the MultiLock's name in metrics, when they carry names.
+func (m *MultiLock) meterName() string {
+	if !m.tel().withName && !m.tel().tracing {
+		return ""
+	}
+	return strings.TrimPrefix(m.describe(), "multilock ")
+}
+
 // acquire takes every member, or none, before deadline (zero: no limit but
-// ctx's, with Lock's error contract; else TryLockWait's).
-func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (bool, error) {
+// ctx's, with Lock's error contract; else TryLockWait's). It is measured
+// and traced as one call; the members' acquires are the span's children.
+func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (ok bool, err error) {
+	ctx, measured := m.tel().begin(ctx, meterMultiLock, m.meterName())
+	defer func() { measured.end(ctx, ok, err) }()
 	clock := m.clock()
 	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease}
 	return retry(ctx, clock, deadline, func() (bool, error) {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
@@ -26,6 +28,14 @@ type options struct {
 	// fairPlaceTime is WithFairPlaceTime's value; 0 selects the watchdog
 	// timeout.
 	fairPlaceTime time.Duration
+	// service is WithService's name; "" selects the executable's.
+	service    string
+	noRegistry bool
+	// meters and tracers are the OpenTelemetry providers; lockNames adds
+	// warden.name to the metrics.
+	meters    metric.MeterProvider
+	tracers   trace.TracerProvider
+	lockNames bool
 }
 
 func defaultOptions() options {
@@ -233,5 +243,81 @@ func WithConstantBackOff(d time.Duration) LockOption {
 		if d <= 0 {
 			o.backOffErr = invalid("back-off delay", "%v: want > 0", d)
 		}
+	}
+}
+
+// WithMeterProvider sets where the Client's OpenTelemetry metrics go (the
+// meter "github.com/warden-go/warden"). Every instrument has the attribute
+// warden.kind: lock, fair_lock, read_lock, write_lock, fenced_lock,
+// semaphore, permit_semaphore, count_down_latch, multi_lock, red_lock (and
+// the other lock kinds' names in the same form, such as spin_lock). The
+// members of a MultiLock or RedLock are counted under their own kind as
+// well.
+//
+//   - warden.lock.acquire.duration (histogram, s): from an acquire call
+//     (Lock, TryLockWait, Semaphore.Acquire, CountDownLatch.Await, ...) to
+//     its answer; warden.outcome is acquired, timeout (a Try call's wait or
+//     ctx's deadline ran out), cancelled (ctx was cancelled) or error.
+//   - warden.lock.hold.duration (histogram, s): from the acquire that began
+//     a holding to its end; warden.end is released, lost, or closed (the
+//     Client was closed while it held).
+//   - warden.lock.held (asynchronous up-down counter): holdings of the
+//     Client now.
+//   - warden.lock.waiting (asynchronous up-down counter): acquire calls
+//     waiting for their answer now.
+//   - warden.lock.held.age.max (observable gauge, s): the age of the
+//     Client's oldest holding (per kind), for a "held too long" alert.
+//   - warden.lock.lost (counter): holdings lost while held, each once.
+//   - warden.renewal.duration (histogram, s) and warden.renewal.failures
+//     (counter): the watchdog's renewal calls; a call renews locks of
+//     several kinds at once and counts under each.
+//
+// Holdings are those of locks (every kind with an owner, and MultiLock
+// and RedLock); semaphore permits and latches have acquire calls only.
+// The lock name is not an attribute unless WithMetricLockNames adds it. A
+// no-op provider (go.opentelemetry.io/otel/metric/noop) turns the metrics
+// off at no cost. The default is the global provider, otel.GetMeterProvider,
+// a no-op until the application sets one.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) error {
+		if mp == nil {
+			return invalid("meter provider", "nil")
+		}
+		o.meters = mp
+		return nil
+	}
+}
+
+// WithMetricLockNames adds the attribute warden.name, the lock's name
+// (a MultiLock's member names, joined with ", "), to every metric but the
+// renewal ones. Each name then makes series of its own: use it only with
+// a few, fixed names. The default is off.
+func WithMetricLockNames() Option {
+	return func(o *options) error {
+		o.lockNames = true
+		return nil
+	}
+}
+
+// WithTracerProvider sets where the Client's OpenTelemetry spans go (the
+// tracer "github.com/warden-go/warden"): a span per blocking call, a child
+// of the span in the call's context. "warden.acquire" covers an acquire
+// with its wait (Lock, TryLockWait, Semaphore.Acquire,
+// CountDownLatch.Await, and those of MultiLock and RedLock, whose members'
+// acquires are its children); "warden.release" an Unlock, a Semaphore's
+// Release, a permit's Release or TryRelease. Each has the
+// attributes warden.name, warden.kind and warden.outcome (acquired,
+// timeout, cancelled or error; released, not_held or error). A no-op
+// provider (go.opentelemetry.io/otel/trace/noop) turns tracing off at no
+// cost; the global provider, until the application sets one, costs a few
+// small allocations per call. The default is the global provider,
+// otel.GetTracerProvider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) error {
+		if tp == nil {
+			return invalid("tracer provider", "nil")
+		}
+		o.tracers = tp
+		return nil
 	}
 }

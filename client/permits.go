@@ -165,7 +165,14 @@ func (p *PermitExpirableSemaphore) TryRelease(ctx context.Context, permitID stri
 	if err := messages.Join(p.check(), validatePermitID(permitID)); err != nil {
 		return false, err
 	}
-	return p.c.scripts.PermitRelease(ctx, p.c.rdb, p.name, p.c.nextRequestID(), permitID, p.c.opts.clock.Now())
+	span := p.c.tel.releaseSpan(ctx, meterKind(messages.KindPermitSemaphore), p.name)
+	ok, err := p.c.scripts.PermitRelease(ctx, p.c.rdb, p.name, p.c.nextRequestID(), permitID, p.c.opts.clock.Now())
+	if err == nil && !ok {
+		endRelease(span, ErrNotHeld)
+	} else {
+		endRelease(span, err)
+	}
+	return ok, err
 }
 
 // ReleasePermits gives several permits back at once, all or none: when

@@ -46,6 +46,7 @@ type RedLock struct {
 	stop       chan struct{}   // ends the current loss watchers
 	watchers   *sync.WaitGroup // the current holding's loss watchers
 	expiry     clockwork.Timer // a fixed lease's validity end
+	metered    *groupHold      // the current holding, as the metrics count it
 }
 
 // NewRedLock returns a RedLock over locks, one per independent Redis
@@ -75,6 +76,10 @@ func (r *RedLock) check() error {
 }
 
 func (r *RedLock) clock() clockwork.Clock { return r.locks[0].c.opts.clock }
+
+// tel is where the RedLock's own metrics and spans go: its first member's
+// Client's.
+func (r *RedLock) tel() *telemetry { return r.locks[0].c.tel }
 
 // Owner returns the owner the RedLock holds its members with ("" for an
 // invalid RedLock).
@@ -176,6 +181,8 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	if r.holds > 0 && answered >= r.quorum {
 		r.holds--
 		if r.holds == 0 {
+			r.tel().groupEnded(r.metered, endReleased)
+			r.metered = nil
 			ended = r.watchers
 			r.endHoldingLocked()
 		}
@@ -259,7 +266,9 @@ var errNodeTimeout = errors.New("warden: no reply within the per-node timeout")
 
 // acquire takes a majority before deadline (zero: no limit but ctx's,
 // with Lock's error contract; else TryLockWait's).
-func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (bool, error) {
+func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (ok bool, err error) {
+	ctx, measured := r.tel().begin(ctx, meterRedLock, r.locks[0].name)
+	defer func() { measured.end(ctx, ok, err) }()
 	clock := r.clock()
 	full := r.lease(lease)
 	return retry(ctx, clock, deadline, func() (bool, error) {
@@ -329,6 +338,7 @@ func (r *RedLock) hold(taken []bool, validUntil time.Time, fixed bool) {
 	}
 	if r.holds == 0 {
 		r.watchers = &sync.WaitGroup{} // the holding's own: Unlock waits for them when it ends
+		r.metered = r.tel().groupStarted(meterRedLock, r.locks[0].name)
 	}
 	watchers := r.watchers
 	r.holds++
@@ -396,6 +406,12 @@ func (r *RedLock) armExpiryLocked(validUntil time.Time, stop chan struct{}) {
 // watchers: they have nothing left to tell.
 func (r *RedLock) loseLocked() {
 	if !r.lost {
+		end := endLost
+		if r.memberClosed() {
+			end = endClosed
+		}
+		r.tel().groupEnded(r.metered, end)
+		r.metered = nil
 		r.lost = true
 		close(r.lostCh)
 		r.stopWatchersLocked()

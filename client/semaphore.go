@@ -94,7 +94,9 @@ func (s *Semaphore) Release(ctx context.Context, permits int64) error {
 	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
 		return err
 	}
+	span := s.c.tel.releaseSpan(ctx, meterKind(messages.KindSemaphore), s.name)
 	_, err := s.c.scripts.SemaphoreRelease(ctx, s.c.rdb, s.name, s.c.nextRequestID(), permits)
+	endRelease(span, err)
 	return err
 }
 

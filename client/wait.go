@@ -16,7 +16,14 @@ import (
 // over that of the Try calls (false, the context's error). When ctx ends
 // first the request is cancelled; an Acquired that crossed the Cancel is
 // handed to giveBack, which undoes it.
-func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (*messages.Acquired, error) {
+func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (r *messages.Acquired, err error) {
+	ctx, measured := c.tel.begin(ctx, meterKind(req.Kind), req.Name)
+	defer func() { measured.end(ctx, r != nil, err) }()
+	return c.waitReply(ctx, req, blocking, giveBack)
+}
+
+// waitReply is wait without its measurement.
+func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (*messages.Acquired, error) {
 	if ctx.Err() != nil {
 		return nil, reqCtxErr(ctx, req, blocking)
 	}

@@ -1,0 +1,109 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/redisio"
+)
+
+// Registry is the client's record in the client registry: the HASH Key,
+// written with Fields (field, value pairs) and a seen time, refreshed
+// every RegistryPeriod(Watchdog) with a TTL of three periods, on Redis
+// (the Redis client itself, not an automatic pipeline: a write cancelled
+// by Close must not reach Redis after Close deleted the record).
+type Registry struct {
+	Key    string
+	Fields []string
+	Redis  redisio.TxRedis
+}
+
+// RegistryPeriod is how often the registry record is refreshed: once per
+// renewal period, a third of the watchdog timeout. Its TTL is three periods.
+func RegistryPeriod(watchdog time.Duration) time.Duration { return watchdog / 3 }
+
+// registryActor keeps the client's registry record alive: it writes it as
+// the engine starts and again every period, the write made off the mailbox
+// by a worker. Client.Close deletes the record once the engine has stopped.
+type registryActor struct {
+	cfg      *Config
+	timer    clockTimer
+	inflight bool
+	// failing is set while writes fail: the first failure of a streak is
+	// logged at Warn, the others at Debug, the recovery at Info.
+	failing bool
+	io      sync.WaitGroup
+}
+
+var _ actor.Actor = (*registryActor)(nil)
+
+// registryDone reports one write of the record.
+type registryDone struct {
+	Err error
+}
+
+func registryProps(cfg *Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &registryActor{cfg: cfg, timer: clockTimer{clock: cfg.Clock}}
+	}, actor.WithDispatcher(cfg.Workers))
+}
+
+// Receive handles one message; every state change of the actor happens
+// here.
+func (a *registryActor) Receive(ctx actor.Context) {
+	defer survive(a.cfg, "registry")
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.write(ctx)
+	case *tick:
+		if a.timer.fired(m.Gen) {
+			a.write(ctx)
+		}
+	case *registryDone:
+		a.inflight = false
+		switch {
+		case m.Err != nil:
+			level := a.cfg.retryLevel()
+			if a.failing {
+				level = slog.LevelDebug
+			}
+			a.failing = true
+			a.cfg.Logger.Log(context.Background(), level, "warden: client registry write failed; retrying every period", slog.Any("err", m.Err))
+		case a.failing:
+			a.failing = false
+			a.cfg.Logger.Info("warden: client registry writes succeed again")
+		}
+	case *actor.Stopping:
+		a.timer.stop()
+		a.io.Wait()
+	}
+}
+
+// write starts one write of the record, unless the previous one is still
+// running, and arms the timer for the next period.
+func (a *registryActor) write(ctx actor.Context) {
+	period := RegistryPeriod(a.cfg.Watchdog)
+	now := a.cfg.Clock.Now()
+	a.timer.set(ctx, now.Add(period))
+	if a.inflight {
+		return
+	}
+	a.inflight = true
+	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
+	reg := cfg.Registry
+	fields := make([]string, 0, len(reg.Fields)+2)
+	fields = append(fields, reg.Fields...)
+	fields = append(fields, redisio.RegistrySeen, redisio.UnixMillis(now))
+	a.io.Add(1)
+	cfg.Workers.Schedule(func() {
+		defer a.io.Done()
+		c, cancel := cfg.ioContext()
+		err := redisio.RegisterClient(c, reg.Redis, reg.Key, fields, 3*period)
+		cancel()
+		sys.Root.Send(self, &registryDone{Err: err})
+	})
+}

@@ -1,0 +1,154 @@
+package client
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/actors"
+	"github.com/warden-go/warden/redisio"
+)
+
+// modulePath is warden's module, whose version the registry records.
+const modulePath = "github.com/warden-go/warden"
+
+// maxService bounds a service name.
+const maxService = 256
+
+// WithService sets the service name the Client records in the client
+// registry, where operators see who holds a lock: 1 to 256 bytes of UTF-8
+// without spaces or control characters. The default is the executable's
+// base name.
+func WithService(name string) Option {
+	return func(o *options) error {
+		if err := validateService(name); err != nil {
+			return err
+		}
+		o.service = name
+		return nil
+	}
+}
+
+// WithoutRegistry keeps the Client out of the client registry: it writes
+// no warden_client:{<clientID>} record, and operators see its holdings by
+// client ID only. The default is to keep a record (see New).
+func WithoutRegistry() Option {
+	return func(o *options) error {
+		o.noRegistry = true
+		return nil
+	}
+}
+
+// validateService checks a service name.
+func validateService(name string) error {
+	if name == "" || len(name) > maxService {
+		return invalid("service", "want 1 to %d bytes, got %d", maxService, len(name))
+	}
+	if !utf8.ValidString(name) {
+		return invalid("service", "%q is not UTF-8", name)
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		return invalid("service", "%q has a space or control character at byte %d", name, i)
+	}
+	return nil
+}
+
+// defaultService is the executable's base name made a valid service name:
+// spaces and control characters become "_"; "warden" when there is none.
+func defaultService() string {
+	exe, err := os.Executable()
+	if err != nil || exe == "" {
+		exe = os.Args[0]
+	}
+	name := strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return '_'
+		}
+		return r
+	}, filepath.Base(exe))
+	if len(name) > maxService {
+		name = name[:maxService]
+	}
+	if validateService(name) != nil || name == "." || name == string(filepath.Separator) {
+		return "warden"
+	}
+	return name
+}
+
+// moduleVersion is warden's version as the build recorded it: the
+// module's version when warden is a dependency, the main module's when
+// warden is built itself ("(devel)" for a work tree), "unknown" without
+// build information.
+func moduleVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if info.Main.Path == modulePath {
+		return info.Main.Version
+	}
+	for _, d := range info.Deps {
+		if d.Path == modulePath {
+			if d.Replace != nil && d.Replace.Version != "" {
+				return d.Replace.Version
+			}
+			return d.Version
+		}
+	}
+	return "unknown"
+}
+
+// registry is the Client's record in the client registry, nil when
+// WithoutRegistry turned it off.
+func registry(rdb redis.UniversalClient, id string, o options, started time.Time) *actors.Registry {
+	if o.noRegistry {
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	service := o.service
+	if service == "" {
+		service = defaultService()
+	}
+	return &actors.Registry{
+		Key:   redisio.ClientRegistryKey(id),
+		Redis: rdb,
+		Fields: []string{
+			redisio.RegistryService, service,
+			redisio.RegistryHost, host,
+			redisio.RegistryPID, strconv.Itoa(os.Getpid()),
+			redisio.RegistryVersion, moduleVersion(),
+			redisio.RegistryStarted, redisio.UnixMillis(started),
+		},
+	}
+}
+
+// unregister deletes the Client's registry record, once the engine that
+// refreshed it has stopped; a failure is logged (the record expires
+// within three renewal periods).
+func (c *Client) unregister(ctx context.Context) {
+	if c.registry == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
+	defer cancel()
+	if ctx.Err() != nil {
+		// The caller stopped waiting: one short try, not the full bound.
+		dctx, cancel = context.WithTimeout(dctx, 100*time.Millisecond)
+		defer cancel()
+	}
+	if err := c.rdb.Del(dctx, c.registry.Key).Err(); err != nil {
+		c.opts.logger.Warn("warden: could not delete the client registry record; it expires by itself",
+			"key", c.registry.Key, "err", err)
+	}
+}

@@ -1,0 +1,189 @@
+package client_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/redisio"
+)
+
+// registryRecord waits up to 10 s for c's registry record on rdb to exist
+// and satisfy ok, and returns it.
+func registryRecord(t *testing.T, rdb redis.UniversalClient, c *client.Client, ok func(map[string]string) bool) map[string]string {
+	t.Helper()
+	key := redisio.ClientRegistryKey(c.ID())
+	var rec map[string]string
+	require.Eventually(t, func() bool {
+		var err error
+		rec, err = rdb.HGetAll(context.Background(), key).Result()
+		return err == nil && len(rec) > 0 && ok(rec)
+	}, 10*time.Second, 5*time.Millisecond, "registry record %s", key)
+	return rec
+}
+
+func anyRecord(map[string]string) bool { return true }
+
+// dataKeys lists rdb's keys but the client registry's records, which a
+// running Client writes whatever its calls do.
+func dataKeys(t *testing.T, rdb redis.UniversalClient) []string {
+	t.Helper()
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	return withoutRegistry(keys)
+}
+
+// withoutRegistry is keys without the client registry's records.
+func withoutRegistry(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "warden_client:") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// millis parses a registry time.
+func millis(t *testing.T, s string) time.Time {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err, "a Unix ms time: %q", s)
+	return time.UnixMilli(n)
+}
+
+// The record is written as the Client starts, with every field, a TTL of
+// three renewal periods, refreshed every period, and deleted by Close.
+func TestRegistryRecordLifecycle(t *testing.T) {
+	e := realEnv(t)
+	before := time.Now().Add(-time.Millisecond)
+	c := e.newClient(t, client.WithService("orders-api"))
+	rec := registryRecord(t, e.rdb, c, anyRecord)
+
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	assert.Equal(t, "orders-api", rec["service"])
+	assert.Equal(t, host, rec["host"])
+	assert.Equal(t, strconv.Itoa(os.Getpid()), rec["pid"])
+	assert.NotEmpty(t, rec["version"])
+	started, seen := millis(t, rec["started"]), millis(t, rec["seen"])
+	assert.False(t, started.Before(before.Truncate(time.Millisecond)), "started %v after the test began %v", started, before)
+	assert.False(t, seen.Before(started), "seen %v not before started %v", seen, started)
+	assert.WithinDuration(t, time.Now(), started, time.Minute)
+	assert.Len(t, rec, 6, "exactly the six fields: %v", rec)
+
+	key := redisio.ClientRegistryKey(c.ID())
+	ttl, err := e.rdb.PTTL(context.Background(), key).Result()
+	require.NoError(t, err)
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, watchdog, "TTL of three renewal periods (the watchdog timeout)")
+
+	// Refreshed: seen moves on, and the record outlives its first TTL.
+	refreshed := registryRecord(t, e.rdb, c, func(r map[string]string) bool { return r["seen"] != rec["seen"] })
+	assert.True(t, millis(t, refreshed["seen"]).After(seen))
+	assert.Equal(t, rec["started"], refreshed["started"], "started stays")
+	registryRecord(t, e.rdb, c, func(r map[string]string) bool {
+		return time.Since(started) > 2*watchdog // alive well past one TTL
+	})
+
+	e.close(t, c)
+	n, err := e.rdb.Exists(context.Background(), key).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the record is gone after Close")
+}
+
+// WithoutRegistry writes no record; a Client that has one shows the
+// registry had time to write.
+func TestRegistryOff(t *testing.T) {
+	e := realEnv(t)
+	off := e.newClient(t, client.WithoutRegistry())
+	on := e.newClient(t)
+	ctx := testCtx(t)
+	l := off.Lock("registry-off")
+	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+	first := registryRecord(t, e.rdb, on, anyRecord)
+	registryRecord(t, e.rdb, on, func(r map[string]string) bool { return r["seen"] != first["seen"] })
+	keys, err := e.rdb.Keys(ctx, "warden_client:*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{redisio.ClientRegistryKey(on.ID())}, keys)
+}
+
+// The default service is the executable's base name.
+func TestRegistryDefaultService(t *testing.T) {
+	e := realEnv(t)
+	c := e.newClient(t)
+	rec := registryRecord(t, e.rdb, c, anyRecord)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	assert.Contains(t, exe, rec["service"])
+	assert.NotEmpty(t, rec["service"])
+}
+
+// On a fake clock the record is refreshed exactly when the clock passes a
+// renewal period, with seen on that clock, and a record deleted behind the
+// engine's back comes back whole at the next refresh.
+func TestRegistryRefreshOnFakeClock(t *testing.T) {
+	e := realEnv(t)
+	fake := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	e.clk = fake
+	c := e.newClient(t, client.WithService("batch"))
+	start := fake.Now()
+	rec := registryRecord(t, e.rdb, c, anyRecord)
+	assert.Equal(t, redisio.UnixMillis(start), rec["started"])
+	assert.Equal(t, redisio.UnixMillis(start), rec["seen"])
+
+	period := watchdog / 3
+	ctx := testCtx(t)
+	key := redisio.ClientRegistryKey(c.ID())
+	for i := 1; i <= 3; i++ {
+		require.NoError(t, fake.BlockUntilContext(ctx, 1), "the registry timer is armed")
+		if i == 2 {
+			require.NoError(t, e.rdb.Del(ctx, key).Err())
+		}
+		fake.Advance(period)
+		want := redisio.UnixMillis(start.Add(time.Duration(i) * period))
+		rec = registryRecord(t, e.rdb, c, func(r map[string]string) bool { return r["seen"] == want })
+		assert.Equal(t, "batch", rec["service"], "refresh %d", i)
+		assert.Equal(t, redisio.UnixMillis(start), rec["started"], "refresh %d", i)
+		assert.Len(t, rec, 6, "refresh %d writes every field", i)
+	}
+}
+
+// A bad service name is refused by New, naming the field.
+func TestRegistryServiceValidation(t *testing.T) {
+	e := realEnv(t)
+	for _, name := range []string{"", "a b", "tab\there", "nl\n", string([]byte{0xff}), string(make([]byte, 257))} {
+		_, err := client.New(e.rdb, client.WithService(name))
+		require.ErrorIs(t, err, client.ErrInvalidArgument, "%q", name)
+		assert.Contains(t, err.Error(), "service")
+	}
+}
+
+// On a Cluster the record is one key in its own slot, the client ID's,
+// and nothing else is written for it.
+func TestRegistryOnCluster(t *testing.T) {
+	e := newClusterEnv(t)
+	c := e.newClient(t, client.WithService("cluster-svc"))
+	rec := registryRecord(t, e.rdb, c, anyRecord)
+	assert.Equal(t, "cluster-svc", rec["service"])
+	key := redisio.ClientRegistryKey(c.ID())
+	assert.Equal(t, redisio.Slot(c.ID()), redisio.Slot(key), "the client ID is the hash tag")
+	ctx := testCtx(t)
+	l := c.Lock("cluster-registry-lock")
+	require.NoError(t, l.Lock(ctx))
+	fields, err := e.rdb.HKeys(ctx, "cluster-registry-lock").Result()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{l.Owner(), redisio.AcquireRecordField(l.Owner())}, fields,
+		"the lock's hash holds what it holds without the registry")
+	require.NoError(t, l.Unlock(ctx))
+}
