@@ -197,7 +197,6 @@ func TestCommandsOnRedis(t *testing.T) {
 	assert.Contains(t, out, "waiters (head first):")
 	assert.Contains(t, out, w.ID())
 	assert.Equal(t, before, dirty(t, rdb), "ls and inspect wrote")
-	failsWith(t, exitNotLock, nil, append(addr, "unlock", "--force", "--yes", "app:group"), "group lock")
 
 	// The same through REDIS_URL.
 	var viaURL []jsonObject
@@ -299,12 +298,13 @@ func TestUnlockForce(t *testing.T) {
 	t.Logf("holder told of the loss %v after the unlock began", time.Since(start))
 	require.NoError(t, wl.Unlock(ctx))
 
-	// --yes: no prompt; a fair lock, a read/write lock and a fenced lock
-	// each through their own kind's ForceUnlock.
+	// --yes: no prompt; a fair lock, a read/write lock, a fenced lock and
+	// a group lock each through their own kind's ForceUnlock.
 	require.NoError(t, hc.FairLock("u:fair").LockLease(ctx, time.Minute))
 	require.NoError(t, hc.ReadWriteLock("u:rw").WriteLock().LockLease(ctx, time.Minute))
 	require.NoError(t, hc.FencedLock("u:fenced").LockLease(ctx, time.Minute))
-	for _, name := range []string{"u:fair", "u:rw", "u:fenced"} {
+	require.NoError(t, hc.GroupLock("u:group", "a", "b").LockLease(ctx, time.Minute))
+	for _, name := range []string{"u:fair", "u:rw", "u:fenced", "u:group"} {
 		out := ok(t, nil, append(addr, "unlock", "--force", "--yes", name)...)
 		assert.Contains(t, out, "unlocked")
 		n, err := rdb.Exists(ctx, name).Result()

@@ -35,10 +35,7 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	if o.Kind == client.ObjectGroupLock {
-		return fail(exitNotLock, "warden: unlock %q: a group lock: force-unlock its values with client.GroupLock's ForceUnlock", c.Name)
-	}
-	if o.Kind != client.ObjectLock && o.Kind != client.ObjectFairLock &&
+	if o.Kind != client.ObjectLock && o.Kind != client.ObjectFairLock && o.Kind != client.ObjectGroupLock &&
 		o.Kind != client.ObjectReadWriteLock && o.Kind != client.ObjectFencedLock {
 		return fail(exitNotLock, "warden: unlock %q: it is a %s, which has no holder to unlock", c.Name, o.Kind)
 	}
@@ -52,7 +49,7 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 			return fail(exitRefused, "warden: unlock %q: not confirmed", c.Name)
 		}
 	}
-	wc, err := client.New(rdb)
+	wc, err := client.New(rdb, client.WithoutRegistry())
 	if err != nil {
 		return fmt.Errorf("warden: unlock %q: %w", c.Name, err)
 	}
@@ -63,6 +60,13 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 		done, err = wc.FairLock(c.Name).ForceUnlock(ctx)
 	case client.ObjectFencedLock:
 		done, err = wc.FencedLock(c.Name).ForceUnlock(ctx)
+	case client.ObjectGroupLock:
+		// Every value a holder holds: the group's other values are free.
+		values := make([]string, 0, len(o.Holders))
+		for _, h := range o.Holders {
+			values = append(values, h.Value)
+		}
+		done, err = wc.GroupLock(c.Name, values...).ForceUnlock(ctx)
 	case client.ObjectReadWriteLock:
 		rw := wc.ReadWriteLock(c.Name)
 		side := rw.ReadLock()
