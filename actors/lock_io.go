@@ -323,5 +323,8 @@ func (l lockIO) giveUp(ctx context.Context, w *waiter) error {
 // extend sets the lease of owner's holding anew; see
 // redisio.Scripts.Extend.
 func (l lockIO) extend(ctx context.Context, owner string, lease time.Duration) (bool, error) {
+	if l.kind == messages.KindGroupLock {
+		return l.cfg.Scripts.GroupExtend(ctx, l.cfg.Redis, l.name, owner, l.values, lease)
+	}
 	return l.cfg.Scripts.Extend(ctx, l.cfg.Redis, l.held(owner), lease)
 }

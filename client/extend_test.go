@@ -32,8 +32,8 @@ type extendCase struct {
 }
 
 // extendCases are every lock kind with a lease: the reentrant, fair,
-// fenced, non-reentrant, non-reentrant fair, read and write locks, and a
-// MultiLock and a RedLock over members on one server.
+// fenced, non-reentrant, non-reentrant fair, spin, read, write and group
+// locks, and a MultiLock and a RedLock over members on one server.
 var extendCases = []extendCase{
 	{"lock", single((*client.Client).Lock)},
 	{"fair", single((*client.Client).FairLock)},
@@ -42,6 +42,10 @@ var extendCases = []extendCase{
 	}},
 	{"nonreentrant", single((*client.Client).NonReentrantLock)},
 	{"nonreentrant-fair", single((*client.Client).NonReentrantFairLock)},
+	{"spin", single((*client.Client).SpinLock)},
+	{"group", func(t *testing.T, e *env, name string) (extendable, extendable, []string) {
+		return e.newClient(t).GroupLock(name, "a", "b"), e.newClient(t).GroupLock(name, "b", "c"), []string{name}
+	}},
 	{"read", func(t *testing.T, e *env, name string) (extendable, extendable, []string) {
 		return e.newClient(t).ReadWriteLock(name).ReadLock(), e.newClient(t).ReadWriteLock(name).WriteLock(), []string{name}
 	}},

@@ -20,6 +20,7 @@ var (
 	groupUnlockScript      = newScript("group_lib", "group_unlock")
 	groupUndoScript        = newScript("group_lib", "group_undo")
 	groupRenewScript       = newScript("group_lib", "group_renew")
+	groupExtendScript      = newScript("group_lib", "group_extend")
 	groupQueryScript       = newScript("group_lib", "group_query")
 	groupForceUnlockScript = newScript("group_lib", "group_forceunlock")
 )
@@ -103,6 +104,18 @@ func (s *Scripts) GroupRenew(ctx context.Context, r Redis, group, owner string, 
 	n, err := groupRenewScript.Run(ctx, r, []string{group}, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: group renew %s: %w", group, err)
+	}
+	return n == 1, nil
+}
+
+// GroupExtend sets owner's fixed-lease hold of every value to end lease
+// from now (Lock.Extend); it reports false, writing nothing, when owner no
+// longer holds them all.
+func (s *Scripts) GroupExtend(ctx context.Context, r Redis, group, owner string, values []string, lease time.Duration) (bool, error) {
+	args := withValues([]any{Millis(lease), owner}, values)
+	n, err := groupExtendScript.Run(ctx, r, []string{group}, args...).Int64()
+	if err != nil {
+		return false, fmt.Errorf("warden: group extend %s: %w", group, err)
 	}
 	return n == 1, nil
 }

@@ -92,6 +92,49 @@ func TestGroupScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 	require.Error(t, acq("o", "1000", "r", "1000", "a:b"), "a value with ':'")
 	require.Error(t, groupUnlockScript.Run(ctx, rdb, []string{"g", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000", "a").Err())
 	require.Error(t, groupRenewScript.Run(ctx, rdb, []string{"g"}, "0", "o", "a").Err())
+	require.Error(t, groupExtendScript.Run(ctx, rdb, []string{"g"}, "0", "o", "a").Err())
+	require.Error(t, groupExtendScript.Run(ctx, rdb, []string{"g"}, "1000", "", "a").Err())
+	require.Error(t, groupExtendScript.Run(ctx, rdb, []string{"g"}, "1000", "o").Err())
 	require.Error(t, groupForceUnlockScript.Run(ctx, rdb, []string{"g", "c"}, "0", "del", "a").Err())
 	assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
+}
+
+// An extend sets each of the owner's values' holds to end lease from now,
+// shorter or longer, and the hash to live as long as its longest hold; an
+// owner that does not hold every value changes nothing.
+func TestGroupExtend(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	res, _, err := s.GroupAcquire(ctx, rdb, ReplicaSync{}, "g", "o:1", "r1", time.Minute, []string{"a", "b"})
+	require.NoError(t, err)
+	require.True(t, res.Acquired)
+	res, _, err = s.GroupAcquire(ctx, rdb, ReplicaSync{}, "g", "o:2", "r2", 3*time.Second, []string{"c"})
+	require.NoError(t, err)
+	require.True(t, res.Acquired)
+
+	before := rdb.HGetAll(ctx, "g").Val()
+	ok, err := s.GroupExtend(ctx, rdb, "g", "o:2", []string{"a"}, time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "o:2 does not hold a")
+	ok, err = s.GroupExtend(ctx, rdb, "g", "o:1", []string{"a", "c"}, time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "o:1 does not hold c")
+	assert.Equal(t, before, rdb.HGetAll(ctx, "g").Val(), "a refused extend writes nothing")
+
+	ok, err = s.GroupExtend(ctx, rdb, "g", "o:1", []string{"a", "b"}, 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ttl := rdb.PTTL(ctx, "g").Val()
+	assert.InDelta(t, (10 * time.Second).Milliseconds(), ttl.Milliseconds(), 1000, "cut to the longest hold, o:1's")
+	for _, v := range []string{"a", "b"} {
+		end, err := rdb.HGet(ctx, "g", v+":o:1:expire_time").Int64()
+		require.NoError(t, err)
+		assert.InDelta(t, time.Now().Add(10*time.Second).UnixMilli(), end, 1000, v)
+	}
+	ok, err = s.GroupExtend(ctx, rdb, "g", "o:1", []string{"a", "b"}, time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ttl = rdb.PTTL(ctx, "g").Val()
+	assert.Greater(t, ttl, 2*time.Second, "o:2's longer hold keeps the hash")
 }
