@@ -305,7 +305,7 @@ func TestRedLockInput(t *testing.T) {
 	assert.Empty(t, client.NewRedLock().Owner())
 	require.ErrorIs(t, client.NewRedLock(c.Lock("a"), c.Lock("a")).Lock(ctx), client.ErrInvalidArgument,
 		"one master would vote twice")
-	assert.Empty(t, e.mini.DB(0).Keys(), "bad input wrote nothing")
+	assert.Empty(t, withoutRegistry(e.mini.DB(0).Keys()), "bad input wrote nothing")
 }
 
 // Unlocking a reentered RedLock returns at once: the holding lives on,

@@ -149,6 +149,68 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
 
+	// The newer members: spin (polls, no channel), non-reentrant, group
+	// and striped locks, Extend, and the synchronizers' newer methods.
+	sp1, sp2 := c1.SpinLock("acl:spin"), c2.SpinLock("acl:spin")
+	require.NoError(t, sp1.LockLease(ctx, time.Minute))
+	require.NoError(t, sp1.Extend(ctx, 2*time.Minute))
+	spun := make(chan error, 1)
+	go func() { spun <- sp2.Lock(ctx) }()
+	require.NoError(t, sp1.Unlock(ctx))
+	require.NoError(t, await.Value(t, spun, 10*time.Second, "spin lock"))
+	require.NoError(t, sp2.Unlock(ctx))
+
+	nr := c1.NonReentrantLock("acl:nr")
+	require.NoError(t, nr.Lock(ctx))
+	require.ErrorIs(t, nr.Lock(ctx), client.ErrAlreadyHeld)
+	require.NoError(t, nr.Unlock(ctx))
+	nf1, nf2 := c1.NonReentrantFairLock("acl:nrfair"), c2.NonReentrantFairLock("acl:nrfair")
+	require.NoError(t, nf1.Lock(ctx))
+	wait("non-reentrant fair lock", "redisson_lock__channel:{acl:nrfair}:"+nf2.Owner(), nf2.Lock, func() error { return nf1.Unlock(ctx) })
+	require.NoError(t, nf2.Unlock(ctx))
+
+	g1, g2 := c1.GroupLock("acl:group", "a", "b"), c2.GroupLock("acl:group", "b", "c")
+	require.NoError(t, g1.LockLease(ctx, time.Minute))
+	require.NoError(t, g1.Extend(ctx, 2*time.Minute))
+	wait("group lock", "redisson_lock__channel:{acl:group}", g2.Lock, func() error { return g1.Unlock(ctx) })
+	require.NoError(t, g2.Unlock(ctx))
+
+	stripes := c1.StripedLock("acl:stripe", 4)
+	both := stripes.ForKeys("k1", "k2", "k3")
+	require.NoError(t, both.Lock(ctx))
+	require.NoError(t, both.Unlock(ctx))
+
+	s3 := c1.Semaphore("acl:sem2")
+	done, err = s3.TrySetPermitsTTL(ctx, 2, time.Minute)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.NoError(t, s3.SetPermits(ctx, 3))
+	_, err = s3.ReleaseIfExists(ctx, 1)
+	require.NoError(t, err)
+	_, err = s3.Expire(ctx, 2*time.Minute)
+	require.NoError(t, err)
+	_, err = s3.RemainTTL(ctx)
+	require.NoError(t, err)
+	_, err = s3.Delete(ctx)
+	require.NoError(t, err)
+
+	p2 := c1.PermitExpirableSemaphore("acl:permits2")
+	_, err = p2.TrySetPermits(ctx, 3)
+	require.NoError(t, err)
+	ids, err := p2.AcquirePermits(ctx, 2, time.Minute)
+	require.NoError(t, err)
+	_, err = p2.RemainLease(ctx, ids[0])
+	require.NoError(t, err)
+	require.NoError(t, p2.ReleasePermits(ctx, ids...))
+	_, err = p2.Delete(ctx)
+	require.NoError(t, err)
+
+	d2 := c1.CountDownLatch("acl:latch2")
+	_, err = d2.TrySetCount(ctx, 2)
+	require.NoError(t, err)
+	wait("latch delete", "redisson_countdownlatch__channel__{acl:latch2}", c2.CountDownLatch("acl:latch2").Await,
+		func() error { _, err := d2.Delete(ctx); return err })
+
 	// A lock held now for the CLI to see.
 	require.NoError(t, c1.Lock("acl:held").LockLease(ctx, time.Minute))
 
