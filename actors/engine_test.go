@@ -248,6 +248,10 @@ func TestKeyActorIdleSinceItsLastUse(t *testing.T) {
 	use := func(id string) {
 		e.ask(t, &messages.Acquire{Name: "reused", Owner: "o", RequestID: id, Lease: time.Minute})
 		e.ask(t, &messages.Release{Name: "reused", Owner: "o", RequestID: id + "r"})
+		// The key actor notes its idle spell's start after it answered the
+		// release; a Watch it answers at once orders that note before the
+		// test moves the clock.
+		e.ask(t, &messages.Watch{Name: "reused", Owner: "o"})
 	}
 	use("1") // idle from t0: the timer is armed for t0+1m
 	e.clock.Advance(40 * time.Second)
