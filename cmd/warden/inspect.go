@@ -61,17 +61,30 @@ func printObject(a *app, o client.Object, now time.Time) {
 	if len(o.Holders) > 0 {
 		fmt.Fprintln(a.stdout, "\nholders:")
 		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		// A group lock has a holder per value held: the value leads its
+		// row.
+		group := o.Kind == client.ObjectGroupLock
+		if group {
+			fmt.Fprint(tw, "  VALUE\t")
+		} else {
+			fmt.Fprint(tw, "  ")
+		}
+		fmt.Fprintln(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
 		for _, h := range o.Holders {
 			mode := h.Mode
 			if mode == "" {
 				mode = "-"
 			}
+			if group {
+				fmt.Fprintf(tw, "  %s\t", h.Value)
+			} else {
+				fmt.Fprint(tw, "  ")
+			}
 			if h.Client == nil {
-				fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", h.Owner, h.Count, mode, h.ClientID, "(unregistered)", "-", "-")
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", h.Owner, h.Count, mode, h.ClientID, "(unregistered)", "-", "-")
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", h.Owner, h.Count, mode, h.ClientID, h.Client.Service, h.Client.Host, h.Client.PID)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", h.Owner, h.Count, mode, h.ClientID, h.Client.Service, h.Client.Host, h.Client.PID)
 		}
 		_ = tw.Flush()
 	}
