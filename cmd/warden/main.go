@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/client"
@@ -165,14 +166,15 @@ func oneLine(err error) string {
 	return "warden: " + s
 }
 
-// isTerminal reports whether f is a terminal (a character device).
+// isTerminal reports whether f is a terminal. A character device is not
+// enough: /dev/null is one, and is the input of a command run from cron
+// or "ssh host warden ... </dev/null".
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := file.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd())
 }
 
 // connect opens the Redis the flags (or REDIS_URL) name and checks it
