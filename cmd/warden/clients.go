@@ -14,10 +14,14 @@ import (
 
 // clientsCmd lists the client registry and the holders without an entry.
 type clientsCmd struct {
-	JSON bool `name:"json" help:"Print {\"clients\": [...], \"unregistered\": [...]} as JSON."`
+	Glob string `arg:"" optional:"" default:"*" help:"The names whose holders to check for a registry entry (Redis glob)."`
+	JSON bool   `name:"json" help:"Print {\"clients\": [...], \"unregistered\": [...]} as JSON."`
 }
 
 func (c *clientsCmd) Run(ctx context.Context, a *app) error {
+	if err := client.ValidateGlob(c.Glob); err != nil {
+		return err
+	}
 	rdb, err := a.connect(ctx)
 	if err != nil {
 		return err
@@ -36,8 +40,12 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 	// The holders whose client has no entry, by client ID.
 	unreg := map[string][]string{}
 	var first error
-	for o, err := range client.Scan(ctx, rdb, "*") {
+	var refused refusals
+	for o, err := range client.Scan(ctx, rdb, c.Glob) {
 		if err != nil {
+			if refused.note(err) {
+				continue
+			}
 			fmt.Fprintln(a.stderr, oneLine(err))
 			if first == nil {
 				first = err
@@ -48,6 +56,12 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 			if h.Client == nil && !slices.Contains(unreg[h.ClientID], o.Name) {
 				unreg[h.ClientID] = append(unreg[h.ClientID], o.Name)
 			}
+		}
+	}
+	if err := refused.err(c.Glob); err != nil {
+		fmt.Fprintln(a.stderr, oneLine(err))
+		if first == nil {
+			first = err
 		}
 	}
 	ids := make([]string, 0, len(unreg))

@@ -11,7 +11,7 @@
 //	warden [connection flags] inspect NAME [--json]
 //	warden [connection flags] unlock --force [--yes] NAME
 //	warden [connection flags] watch [GLOB] [--interval 1s] [--count N]
-//	warden [connection flags] clients [--json]
+//	warden [connection flags] clients [GLOB] [--json]
 //	warden acl [--read-only] [NAMES]
 //
 // ls lists every object of the lock family whose name matches GLOB
@@ -42,9 +42,16 @@
 //
 // clients lists the client registry (warden_client:*): each Client's
 // service, host, pid, version, start and when it last refreshed its entry;
-// then the holders whose client has no entry (a Redisson client, a Client
-// with the registry off, or a process that died without Close, whose
-// fixed-lease lock stays until its lease ends).
+// then the holders, of the names matching GLOB (default "*"), whose client
+// has no entry (a Redisson client, a Client with the registry off, or a
+// process that died without Close, whose fixed-lease lock stays until its
+// lease ends).
+//
+// ls, watch and clients read every name SCAN finds; the names Redis
+// refuses to let the user read (a user whose ACL covers other names only)
+// are reported in one line at the end, with their number and the first
+// refusal, and the command exits 5. A user whose ACL covers "orders:*"
+// gives that glob.
 //
 // acl prints the Redis ACL rules a warden Client needs for the names
 // matching NAMES (default "*"), or with --read-only those of ls, inspect,

@@ -31,6 +31,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	n := 0
 	var first error // the first error, already printed
+	var refused refusals
 	if l.JSON {
 		fmt.Fprint(a.stdout, "[")
 	} else {
@@ -39,7 +40,11 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	for o, err := range client.Scan(ctx, rdb, l.Glob) {
 		if err != nil {
 			// A name that could not be read (the scan goes on), or the
-			// scan's own error (the last).
+			// scan's own error (the last). Refusals make one line, at
+			// the end.
+			if refused.note(err) {
+				continue
+			}
 			fmt.Fprintln(a.stderr, oneLine(err))
 			if first == nil {
 				first = err
@@ -67,6 +72,12 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 		fmt.Fprintln(a.stdout, "\n]")
 	} else {
 		_ = tw.Flush()
+	}
+	if err := refused.err(l.Glob); err != nil {
+		fmt.Fprintln(a.stderr, oneLine(err))
+		if first == nil {
+			first = err
+		}
 	}
 	if first != nil {
 		return &exitError{code: codeOf(first), err: first, printed: true}

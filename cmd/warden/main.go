@@ -156,6 +156,39 @@ func isNoPerm(err error) bool {
 	return strings.Contains(s, "NOPERM") || strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH")
 }
 
+// refusals gathers the names a scan could not read because Redis refused
+// the user (NOPERM: a user whose ACL covers some names only, say), so
+// that they make one line, not one line each.
+type refusals struct {
+	n     int
+	first error
+}
+
+// note counts err if it is a refusal, and reports whether it was.
+func (r *refusals) note(err error) bool {
+	if !isNoPerm(err) {
+		return false
+	}
+	r.n++
+	if r.first == nil {
+		r.first = err
+	}
+	return true
+}
+
+// err is the refusals as one error (nil for none), naming the glob
+// scanned and the first refusal.
+func (r *refusals) err(glob string) error {
+	switch r.n {
+	case 0:
+		return nil
+	case 1:
+		return r.first
+	}
+	return fmt.Errorf("warden: %d names matching %q could not be read (Redis refused the user; its ACL covers other names?), the first: %w",
+		r.n, glob, r.first)
+}
+
 // oneLine makes err's text one line starting with "warden: ".
 func oneLine(err error) string {
 	s := strings.Join(strings.Fields(err.Error()), " ")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -68,4 +70,56 @@ func TestUnlockWithInputFromDevNullAsksForYes(t *testing.T) {
 	held, err := l.IsHeld(ctx)
 	require.NoError(t, err)
 	assert.True(t, held)
+}
+
+// A read-only user whose ACL covers some names only (ReadOnlyACLRules of
+// "team:*") on a Redis that holds other keys too: ls and watch of every
+// name list what the user may read and report the names Redis refused in
+// one line (exit 5), not a line each; clients takes the glob of the
+// user's names and then succeeds.
+func TestScopedReadOnlyUserGetsOneLineForTheNamesItCannotRead(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := context.Background()
+	rules, err := client.ReadOnlyACLRules("team:*")
+	require.NoError(t, err)
+	setUser(t, admin, "oncall", "opass", rules)
+	c := newClient(t, admin)
+	require.NoError(t, c.Lock("team:held").LockLease(ctx, time.Minute))
+	// Another team's lock and a user's own keys, which the user may not
+	// read.
+	holdRaw(t, admin, "other:held", "e0c7a9d2-5b1f-4f6e-8a3d-2c9b7e1f0a44:1", 1, time.Minute)
+	for i := range 5 {
+		require.NoError(t, admin.RPush(ctx, "app:list:"+strconv.Itoa(i), "x").Err())
+	}
+	env := []string{"REDIS_URL=redis://oncall:opass@" + srv.Addr()}
+
+	refusedLine := func(r result) {
+		t.Helper()
+		assert.Equal(t, exitRefused, r.code, "stdout %q stderr %q", r.stdout, r.stderr)
+		line := strings.TrimSuffix(r.stderr, "\n")
+		require.NotContains(t, line, "\n", "one line: %q", r.stderr)
+		assert.Regexp(t, `^warden: permission denied: 6 names matching "\*" could not be read .*NOPERM`, line)
+	}
+	r := warden(t, env, "", "ls")
+	refusedLine(r)
+	assert.Regexp(t, `(?m)^team:held\s+lock\s`, r.stdout)
+	assert.NotContains(t, r.stdout, "other:held")
+	r = warden(t, env, "", "ls", "--json")
+	refusedLine(r)
+	assert.Contains(t, r.stdout, `"name":"team:held"`)
+	r = warden(t, env, "", "watch", "--count", "1")
+	assert.Equal(t, exitRefused, r.code, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stdout, "permission denied"), r.stdout)
+	assert.Contains(t, r.stdout, "team:held")
+
+	// clients with the user's names: no refusal; the holder is the
+	// registered test Client.
+	out := ok(t, env, "clients", "team:*")
+	assert.Contains(t, out, c.ID())
+	assert.NotContains(t, out, "not registered")
+	r = warden(t, env, "", "clients")
+	refusedLine(r)
+	// A bad glob is a usage error.
+	failsWith(t, exitUsage, env, []string{"clients", "[x"}, "glob")
 }

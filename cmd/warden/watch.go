@@ -72,8 +72,12 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, c *watchCmd) error {
 	var objs []client.Object
 	var first error
+	var refused refusals
 	for o, err := range client.Scan(ctx, rdb, c.Glob) {
 		if err != nil {
+			if refused.note(err) {
+				continue
+			}
 			if first == nil {
 				first = err
 			}
@@ -85,6 +89,9 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 	}
 	if ctx.Err() != nil {
 		return nil
+	}
+	if first == nil {
+		first = refused.err(c.Glob)
 	}
 	now := time.Now()
 	slices.SortFunc(objs, func(x, y client.Object) int { return strings.Compare(x.Name, y.Name) })
