@@ -387,7 +387,18 @@ func (t *telemetry) holdStarted(k holdingKey) {
 		return
 	}
 	t.holdings[k] = t.clock.Now()
+	t.noteSeries(meterKind(k.kind), k.name)
 	t.mu.Unlock()
+}
+
+// noteSeries makes warden.lock.held report the series of a holding that
+// begins now, 0 once it ends, even when it ends before the next
+// collection sees it. t.mu is held.
+func (t *telemetry) noteSeries(kind meterKind, name string) {
+	if !t.withName {
+		name = ""
+	}
+	t.heldSeries[series{kind, name}] = struct{}{}
 }
 
 // holdEnded ends the holding k as end says, if it is counted.
@@ -417,6 +428,7 @@ func (t *telemetry) groupStarted(kind meterKind, name string) *groupHold {
 		return nil
 	}
 	t.groups[g] = struct{}{}
+	t.noteSeries(kind, name)
 	t.mu.Unlock()
 	return g
 }
