@@ -64,7 +64,8 @@ type Object struct {
 	// waiters after its holder left, an unheld fenced lock).
 	TTL time.Duration
 	// Holders are the lock's holders, sorted by owner (a read/write lock:
-	// writer first). Empty for the counting kinds.
+	// writer first; a group lock: by value, a Holder per value held).
+	// Empty for the counting kinds.
 	Holders []Holder
 	// Waiters are a fair lock's queued waiters, head first. Other kinds'
 	// waiters are not in Redis: they wait on a pub/sub channel.

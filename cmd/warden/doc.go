@@ -21,13 +21,14 @@
 // it prints one JSON array of the objects inspect --json prints.
 //
 // inspect prints one object in full. Its JSON fields: name, kind (lock,
-// fair_lock, rw_lock, fenced_lock, semaphore, permit_semaphore,
-// count_down_latch, or semaphore_or_count_down_latch for what the layout
-// cannot tell apart: see client.Inspect), ttl_ms (-1: no expiry), holders
-// [{owner, client_id, count, mode ("read", "write" or ""), registered,
-// service, host, pid}], waiters [{owner, client_id, deadline_ms}], and
-// where they apply permits, count, token and leases [{id, expires_ms (-1:
-// never)}].
+// fair_lock, rw_lock, fenced_lock, group_lock, semaphore,
+// permit_semaphore, count_down_latch, or semaphore_or_count_down_latch
+// for what the layout cannot tell apart: see client.Inspect), ttl_ms (-1:
+// no expiry), holders [{owner, client_id, count, mode ("read", "write" or
+// ""), value (a group lock's: the value held; one holder per value),
+// registered, service, host, pid}], waiters [{owner, client_id,
+// deadline_ms}], and where they apply permits, count, token and leases
+// [{id, expires_ms (-1: never)}].
 //
 // unlock --force deletes the lock NAME whoever holds it and publishes the
 // unlock message, as client's ForceUnlock does for the name's kind: its
@@ -78,7 +79,8 @@
 //	0  success
 //	1  Redis cannot be reached, or a Redis error
 //	2  usage: an unknown command or flag, an invalid NAME or GLOB
-//	3  nothing of the lock family under NAME (inspect, unlock)
+//	3  nothing of the lock family under NAME (inspect, unlock), or
+//	   nobody holds the lock NAME (unlock)
 //	4  the key under NAME is no lock-family object (a user's own list, say),
 //	   or unlock of a kind that has no holder (a semaphore)
 //	5  refused: unlock not confirmed, or Redis refused the user (a wrong

@@ -32,7 +32,7 @@ const description = `Show who holds what in warden's (and Redisson's) locks on a
 
 ls, inspect, watch and clients only read; unlock --force is the only command that writes.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
