@@ -33,8 +33,11 @@
 // unlock --force deletes the lock NAME whoever holds it and publishes the
 // unlock message, as client's ForceUnlock does for the name's kind: its
 // waiters wake, and its holder's engine reports the holding lost at its
-// next renewal. It asks for confirmation when its input is a terminal,
-// unless --yes; with no terminal it refuses without --yes.
+// next renewal (a watchdog-mode holding), or when its lease would have
+// ended (a fixed-lease holding: the holder works on until then unless it
+// calls Unlock, which returns ErrNotHeld). It asks for confirmation when
+// its input is a terminal, unless --yes; with no terminal (a pipe,
+// /dev/null) it refuses without --yes.
 //
 // watch refreshes a view of the held locks, their holders, waiters and
 // how long each holding has been seen, every --interval, until interrupted
