@@ -93,7 +93,7 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CLIENT\tSERVICE\tHOST\tPID\tVERSION\tUP\tSEEN\t")
 		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\t\n", r.ID, r.Service, r.Host, r.PID, r.Version,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\t\n", shown(r.ID), shown(r.Service), shown(r.Host), r.PID, shown(r.Version),
 				age(now.Sub(r.Started)), age(now.Sub(r.Seen)))
 		}
 		_ = tw.Flush()
@@ -102,7 +102,11 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  CLIENT\tHOLDS\t")
 			for _, id := range ids {
-				fmt.Fprintf(tw, "  %s\t%s\t\n", id, strings.Join(unreg[id], ", "))
+				names := make([]string, len(unreg[id]))
+				for i, n := range unreg[id] {
+					names[i] = shown(n)
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t\n", shown(id), strings.Join(names, ", "))
 			}
 			_ = tw.Flush()
 		}

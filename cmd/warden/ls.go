@@ -61,7 +61,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			}
 			fmt.Fprintf(a.stdout, "\n%s", b)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(o.Name), o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
 			if (n+1)%lsFlush == 0 {
 				_ = tw.Flush()
 			}

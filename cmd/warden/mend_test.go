@@ -123,3 +123,43 @@ func TestScopedReadOnlyUserGetsOneLineForTheNamesItCannotRead(t *testing.T) {
 	// A bad glob is a usage error.
 	failsWith(t, exitUsage, env, []string{"clients", "[x"}, "glob")
 }
+
+// Names, owners and values are any bytes their writer chose: a table shows
+// one with a control character Go-quoted, so a newline or tab cannot
+// break its rows and an escape sequence cannot act on the terminal. JSON
+// keeps the bytes.
+func TestTablesQuoteControlCharacters(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	addr := []string{"--addr", srv.Addr()}
+	holdRaw(t, rdb, "q:new\nline", "own\x1b[2Jer:1", 1, time.Minute)
+	holdRaw(t, rdb, "q:tab\there", "plain:1", 1, time.Minute)
+	holdRaw(t, rdb, "q:\x1b[31mred", "plain:2", 1, time.Minute)
+
+	check := func(out string, rows int) {
+		t.Helper()
+		assert.NotContains(t, out, "\x1b", out)
+		assert.NotContains(t, out, "\t", out)
+		assert.Contains(t, out, `"q:new\nline"`)
+		assert.Contains(t, out, `"q:tab\there"`)
+		assert.Contains(t, out, `"q:\x1b[31mred"`)
+		if rows > 0 {
+			assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), rows, out)
+		}
+	}
+	out := ok(t, nil, append(addr, "ls", "q:*")...)
+	check(out, 4) // the header and a row each
+	assert.Contains(t, out, `"own\x1b[2Jer"`)
+	check(ok(t, nil, append(addr, "watch", "q:*", "--count", "1")...), 5) // title, header, rows
+	check(ok(t, nil, append(addr, "clients", "q:*")...), 0)
+
+	out = ok(t, nil, append(addr, "inspect", "q:new\nline")...)
+	assert.Contains(t, out, `name:  "q:new\nline"`)
+	assert.Contains(t, out, `"own\x1b[2Jer:1"`)
+	assert.NotContains(t, out, "\x1b")
+
+	o := inspectJSON(t, nil, "q:new\nline", addr...)
+	assert.Equal(t, "q:new\nline", o.Name)
+	require.Len(t, o.Holders, 1)
+	assert.Equal(t, "own\x1b[2Jer:1", o.Holders[0].Owner)
+}

@@ -134,7 +134,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 	fmt.Fprintln(tw, "NAME\tKIND\tHOLDER\tHELD\tTTL\tWAITERS\t")
 	for _, o := range objs {
 		if len(o.Holders) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%d\t\n", o.Name, o.Kind, ttlText(o.TTL), len(o.Waiters))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%d\t\n", shown(o.Name), o.Kind, ttlText(o.TTL), len(o.Waiters))
 		}
 		for i, h := range o.Holders {
 			k := holding{o.Name, h.Owner}
@@ -142,7 +142,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 			if w.initial[k] {
 				held = ">" + held
 			}
-			name, kind, ttl, waiters := o.Name, string(o.Kind), ttlText(o.TTL), fmt.Sprint(len(o.Waiters))
+			name, kind, ttl, waiters := shown(o.Name), string(o.Kind), ttlText(o.TTL), fmt.Sprint(len(o.Waiters))
 			if i > 0 {
 				name, kind, ttl, waiters = "", "", "", ""
 			}
