@@ -267,7 +267,8 @@ func WithConstantBackOff(d time.Duration) LockOption {
 //   - warden.lock.waiting (asynchronous up-down counter): acquire calls
 //     waiting for their answer now.
 //   - warden.lock.held.age.max (observable gauge, s): the age of the
-//     Client's oldest holding (per kind), for a "held too long" alert.
+//     oldest holding (per kind) of the Clients that share mp (a RedLock's
+//     Clients, say), for a "held too long" alert.
 //   - warden.lock.lost (counter): holdings lost while held, each once.
 //   - warden.renewal.duration (histogram, s) and warden.renewal.failures
 //     (counter): the watchdog's renewal calls; a call renews locks of

@@ -2,6 +2,9 @@ package client_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +60,43 @@ func TestMetricsHeldIsZeroForHoldingsBetweenCollections(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, m.count("warden.lock.hold.duration", "warden.kind", "spin_lock", "warden.end", "released"))
 	assert.EqualValues(t, 1, m.count("warden.lock.hold.duration", "warden.kind", "group_lock", "warden.end", "released"))
+}
+
+// Several Clients on one MeterProvider (a RedLock's, one per master, or
+// an application's on several Redis servers): warden.lock.held adds their
+// holdings up, and warden.lock.held.age.max is the oldest holding of
+// them all, not that of whichever Client the SDK asked last.
+func TestMetricsHeldAgeMaxAcrossClientsOfOneMeterProvider(t *testing.T) {
+	e := realEnv(t)
+	m := newMeters(t)
+	ctx := testCtx(t)
+	clkA, clkB := clockwork.NewFakeClock(), clockwork.NewFakeClock()
+	a := e.newClient(t, client.WithMeterProvider(m.mp), client.WithClock(clkA))
+	b := e.newClient(t, client.WithMeterProvider(m.mp), client.WithClock(clkB))
+
+	la := a.Lock("metrics-age-a")
+	require.NoError(t, la.LockLease(ctx, time.Hour))
+	clkA.Advance(time.Minute) // a's holding is a minute old
+	lb := b.Lock("metrics-age-b")
+	require.NoError(t, lb.LockLease(ctx, time.Hour))
+	clkB.Advance(time.Second) // b's a second
+
+	assert.EqualValues(t, 2, m.sum("warden.lock.held", "warden.kind", "lock"))
+	for range 3 { // whichever order the SDK runs the callbacks in
+		age, ok := m.gauge("warden.lock.held.age.max", "warden.kind", "lock")
+		require.True(t, ok)
+		assert.InDelta(t, 60, age, 1, "the oldest holding of both Clients")
+	}
+	require.NoError(t, lb.Unlock(ctx))
+	age, ok := m.gauge("warden.lock.held.age.max", "warden.kind", "lock")
+	require.True(t, ok)
+	assert.InDelta(t, 60, age, 1)
+	e.close(t, b)
+	age, ok = m.gauge("warden.lock.held.age.max", "warden.kind", "lock")
+	require.True(t, ok, "a's holding after b closed")
+	assert.InDelta(t, 60, age, 1)
+	require.NoError(t, la.Unlock(ctx))
+	_, ok = m.gauge("warden.lock.held.age.max", "warden.kind", "lock")
+	assert.False(t, ok, "no holding, no age")
+	assert.Zero(t, m.sum("warden.lock.held", "warden.kind", "lock"))
 }
