@@ -71,8 +71,13 @@
 // Redis call (default 5s).
 //
 // ls, inspect, watch and clients only read (SCAN, TYPE, PTTL, GET,
-// HGETALL, LRANGE, ZRANGE): they never write. unlock --force is the only
-// command that writes.
+// GETRANGE, HLEN, HGETALL, LRANGE, ZRANGE): they never write. unlock
+// --force is the only command that writes. They do not copy a user's large
+// values out of Redis: a string's first 64 bytes and the fields of a hash
+// of at most 65,536 are all they read (see client.Inspect).
+//
+// Tables show a name, owner or value that holds a control character (or
+// is not UTF-8) Go-quoted; --json gives it as it is.
 //
 // # Exit codes
 //

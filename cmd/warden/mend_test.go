@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -162,4 +163,59 @@ func TestTablesQuoteControlCharacters(t *testing.T) {
 	assert.Equal(t, "q:new\nline", o.Name)
 	require.Len(t, o.Holders, 1)
 	assert.Equal(t, "own\x1b[2Jer:1", o.Holders[0].Owner)
+}
+
+// netOutput is the bytes the server has sent its clients.
+func netOutput(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "stats").Result()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no total_net_output_bytes in INFO stats")
+	return 0
+}
+
+// ls and inspect on a Redis that also caches a user's large values (a 16
+// MiB string, a hash of 200,000 fields) do not copy them out of Redis: an
+// operator's ls at an incident must not load the server it looks at.
+// They still tell the values apart from the lock family.
+func TestLsDoesNotReadAUsersLargeValues(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	addr := []string{"--addr", srv.Addr()}
+	c := newClient(t, rdb)
+	require.NoError(t, c.Lock("big:lock").LockLease(ctx, time.Minute))
+	ok0, err := c.Semaphore("big:sem").TrySetPermits(ctx, 3)
+	require.NoError(t, err)
+	require.True(t, ok0)
+	require.NoError(t, rdb.Set(ctx, "big:blob", strings.Repeat("x", 16<<20), 0).Err())
+	for i := 0; i < 200_000; i += 10_000 {
+		args := make([]any, 0, 20_000)
+		for j := i; j < i+10_000; j++ {
+			args = append(args, "owner"+strconv.Itoa(j)+":1", 1) // fields a lock would have
+		}
+		require.NoError(t, rdb.HSet(ctx, "big:hash", args...).Err())
+	}
+
+	before := netOutput(t, rdb)
+	out := ok(t, nil, append(addr, "ls", "big:*")...)
+	sent := netOutput(t, rdb) - before
+	t.Logf("ls sent %d bytes", sent)
+	assert.Less(t, sent, int64(64<<10), "ls copied a large value")
+	assert.Regexp(t, `(?m)^big:lock\s+lock\s`, out)
+	assert.Regexp(t, `(?m)^big:sem\s+semaphore_or_count_down_latch\s`, out)
+	assert.NotContains(t, out, "big:blob")
+	assert.NotContains(t, out, "big:hash")
+
+	before = netOutput(t, rdb)
+	failsWith(t, exitNotLock, nil, append(addr, "inspect", "big:hash"), "hash of 200000 fields")
+	failsWith(t, exitNotLock, nil, append(addr, "inspect", "big:blob"), "no integer")
+	assert.Less(t, netOutput(t, rdb)-before, int64(64<<10), "inspect copied a large value")
 }
