@@ -43,6 +43,9 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 	var refused refusals
 	for o, err := range client.Scan(ctx, rdb, c.Glob) {
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: run says so
+			}
 			if refused.note(err) {
 				continue
 			}

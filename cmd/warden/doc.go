@@ -94,4 +94,6 @@
 //	5  refused: unlock not confirmed, or Redis refused the user (a wrong
 //	   password, or an ACL without the permission, as a read-only user's
 //	   for unlock)
+//	130  interrupted (SIGINT, SIGTERM) before it was done; watch, which
+//	   runs until interrupted, exits 0
 package main

@@ -42,6 +42,9 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			// A name that could not be read (the scan goes on), or the
 			// scan's own error (the last). Refusals make one line, at
 			// the end.
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: run says so
+			}
 			if refused.note(err) {
 				continue
 			}

@@ -26,13 +26,16 @@ const (
 	exitNotFound = 3
 	exitNotLock  = 4
 	exitRefused  = 5
+	// exitInterrupted: SIGINT or SIGTERM ended the command (128 + 2, as
+	// a shell reports a command ended by SIGINT).
+	exitInterrupted = 130
 )
 
 const description = `Show who holds what in warden's (and Redisson's) locks on a Redis.
 
 ls, inspect, watch and clients only read; unlock --force is the only command that writes.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL); 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
@@ -120,6 +123,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	err = kctx.Run(a)
 	if err == nil {
 		return exitOK
+	}
+	if ctx.Err() != nil {
+		// Interrupted: whatever failed failed for that.
+		fmt.Fprintln(stderr, "warden: interrupted")
+		return exitInterrupted
 	}
 	if ee := (*exitError)(nil); !errors.As(err, &ee) || !ee.printed {
 		fmt.Fprintf(stderr, "%s\n", oneLine(err))

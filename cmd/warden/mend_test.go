@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,4 +221,33 @@ func TestLsDoesNotReadAUsersLargeValues(t *testing.T) {
 	failsWith(t, exitNotLock, nil, append(addr, "inspect", "big:hash"), "hash of 200000 fields")
 	failsWith(t, exitNotLock, nil, append(addr, "inspect", "big:blob"), "no integer")
 	assert.Less(t, netOutput(t, rdb)-before, int64(64<<10), "inspect copied a large value")
+}
+
+// Ctrl-C (SIGINT) during a long ls: exit 130 and one line, "warden:
+// interrupted", not a Redis error's exit 1 and "context canceled".
+func TestInterruptedLsExits130(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	require.NoError(t, rdb.Eval(ctx, "for i = 1, 200000 do redis.call('hset', 'many:' .. i, 'o:1', 1) end return 1", nil).Err())
+
+	cctx, cancel := context.WithTimeout(ctx, cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, "--addr", srv.Addr(), "ls", "many:*")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	// The first rows are out: the scan is under way.
+	_, err = bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "ls ended before the interrupt")
+	assert.Equal(t, exitInterrupted, ee.ExitCode(), errb.String())
+	assert.Equal(t, "warden: interrupted\n", errb.String())
 }
