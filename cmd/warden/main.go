@@ -207,6 +207,20 @@ func oneLine(err error) string {
 	return "warden: " + s
 }
 
+// redactURL is u with its user information (user:password@) replaced,
+// for an error message.
+func redactURL(u string) string {
+	at := strings.LastIndexByte(u, '@')
+	if at < 0 {
+		return u
+	}
+	start := 0
+	if i := strings.Index(u, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return u[:start] + "xxxxx" + u[at:]
+}
+
 // isTerminal reports whether f is a terminal. A character device is not
 // enough: /dev/null is one, and is the input of a command run from cron
 // or "ssh host warden ... </dev/null".
@@ -228,7 +242,9 @@ func (a *app) connect(ctx context.Context) (redis.UniversalClient, error) {
 	if u := a.getenv("REDIS_URL"); u != "" {
 		o, err := redis.ParseURL(u)
 		if err != nil {
-			return nil, fail(exitUsage, "warden: REDIS_URL: %v", err)
+			// The parser's error may quote the URL: not its password.
+			msg := strings.ReplaceAll(err.Error(), u, redactURL(u))
+			return nil, fail(exitUsage, "warden: REDIS_URL: %s (want redis://[user:password@]host:port[/db])", msg)
 		}
 		user, password, addr, db, tls = o.Username, o.Password, o.Addr, o.DB, o.TLSConfig != nil
 	}

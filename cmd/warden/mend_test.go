@@ -251,3 +251,12 @@ func TestInterruptedLsExits130(t *testing.T) {
 	assert.Equal(t, exitInterrupted, ee.ExitCode(), errb.String())
 	assert.Equal(t, "warden: interrupted\n", errb.String())
 }
+
+// A REDIS_URL that does not parse: one line that says what is wanted,
+// without the password the URL holds.
+func TestMalformedRedisURLKeepsItsPasswordOut(t *testing.T) {
+	for _, u := range []string{"redis://:s3cret@host:notaport", "redis://ops:s3cret@host:6379/notadb", "redis://ops:s3cret@[::1", "nonsense"} {
+		r := failsWith(t, exitUsage, []string{"REDIS_URL=" + u}, []string{"ls"}, "REDIS_URL", "want redis://")
+		assert.NotContains(t, r.stderr, "s3cret", u)
+	}
+}
