@@ -77,7 +77,8 @@
 // of at most 65,536 are all they read (see client.Inspect).
 //
 // Tables show a name, owner or value that holds a control character (or
-// is not UTF-8) Go-quoted; --json gives it as it is.
+// is not UTF-8) Go-quoted; --json gives it as a JSON string (control
+// characters escaped, bytes that are not UTF-8 replaced by U+FFFD).
 //
 // # Exit codes
 //

@@ -131,7 +131,7 @@ func TestScopedReadOnlyUserGetsOneLineForTheNamesItCannotRead(t *testing.T) {
 // Names, owners and values are any bytes their writer chose: a table shows
 // one with a control character Go-quoted, so a newline or tab cannot
 // break its rows and an escape sequence cannot act on the terminal. JSON
-// keeps the bytes.
+// keeps the characters (escaped).
 func TestTablesQuoteControlCharacters(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
