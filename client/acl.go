@@ -26,7 +26,7 @@ var aclCommands = []string{
 	"multi", "exec", "discard",
 	// Inspect, Scan and Clients (the warden command's ls, inspect, watch
 	// and clients).
-	"scan", "type",
+	"scan", "type", "getrange",
 }
 
 // aclReadOnlyCommands are the commands Inspect, Scan and Clients send, and
@@ -34,7 +34,7 @@ var aclCommands = []string{
 var aclReadOnlyCommands = []string{
 	"ping", "hello", "auth", "select", "readonly",
 	"cluster|slots", "cluster|shards", "command",
-	"scan", "type", "pttl", "get", "hgetall", "lrange", "zrange",
+	"scan", "type", "pttl", "get", "getrange", "hlen", "hgetall", "lrange", "zrange",
 }
 
 // ACLRules returns the Redis ACL rules (for ACL SETUSER, or a users.acl

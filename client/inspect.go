@@ -64,7 +64,8 @@ type Object struct {
 	// waiters after its holder left, an unheld fenced lock).
 	TTL time.Duration
 	// Holders are the lock's holders, sorted by owner (a read/write lock:
-	// writer first). Empty for the counting kinds.
+	// writer first; a group lock: by value, a Holder per value held).
+	// Empty for the counting kinds.
 	Holders []Holder
 	// Waiters are a fair lock's queued waiters, head first. Other kinds'
 	// waiters are not in Redis: they wait on a pub/sub channel.
@@ -175,7 +176,10 @@ func ClientIDOf(owner string) string {
 //
 // A name with nothing under it, in any layout, is ErrNoObject; a key of
 // another type, or a hash or string that no kind of the family writes (a
-// user's own list, say), is ErrNotLockFamily. A bad name is
+// user's own list, say), is ErrNotLockFamily. Inspect and Scan do not copy
+// a user's large values out of Redis: they read a string's first 64 bytes
+// (an integer has at most 20) and a hash's fields only when it has at most
+// 65,536 (a larger one is ErrNotLockFamily). A bad name is
 // ErrInvalidArgument, before any Redis call.
 func Inspect(ctx context.Context, rdb redis.UniversalClient, name string) (Object, error) {
 	if err := checkCtx(ctx); err != nil {
@@ -435,6 +439,10 @@ func interpret(s *redisio.Snapshot, now time.Time) (Object, error) {
 	}
 	switch s.Type {
 	case "hash":
+		if s.HashLen > redisio.MaxLockFields {
+			return Object{}, fmt.Errorf("%w: %q is a hash of %d fields, more than a lock has (%d at most are read)",
+				ErrNotLockFamily, s.Name, s.HashLen, redisio.MaxLockFields)
+		}
 		if isGroup(s.Fields) {
 			if err := groupHolders(&o, s.Fields, now); err != nil {
 				return Object{}, fmt.Errorf("%w: %q is a hash with %v", ErrNotLockFamily, s.Name, err)

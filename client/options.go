@@ -249,10 +249,11 @@ func WithConstantBackOff(d time.Duration) LockOption {
 // WithMeterProvider sets where the Client's OpenTelemetry metrics go (the
 // meter "github.com/warden-go/warden"). Every instrument has the attribute
 // warden.kind: lock, fair_lock, read_lock, write_lock, fenced_lock,
-// semaphore, permit_semaphore, count_down_latch, multi_lock, red_lock (and
-// the other lock kinds' names in the same form, such as spin_lock). The
-// members of a MultiLock or RedLock are counted under their own kind as
-// well.
+// semaphore, permit_semaphore, count_down_latch, multi_lock, red_lock,
+// spin_lock, non_reentrant_lock, non_reentrant_fair_lock, group_lock (a
+// StripedLock's stripe is a lock, several stripes at once a multi_lock).
+// The members of a MultiLock or RedLock are counted under their own kind
+// as well.
 //
 //   - warden.lock.acquire.duration (histogram, s): from an acquire call
 //     (Lock, TryLockWait, Semaphore.Acquire, CountDownLatch.Await, ...) to
@@ -266,7 +267,8 @@ func WithConstantBackOff(d time.Duration) LockOption {
 //   - warden.lock.waiting (asynchronous up-down counter): acquire calls
 //     waiting for their answer now.
 //   - warden.lock.held.age.max (observable gauge, s): the age of the
-//     Client's oldest holding (per kind), for a "held too long" alert.
+//     oldest holding (per kind) of the Clients that share mp (a RedLock's
+//     Clients, say), for a "held too long" alert.
 //   - warden.lock.lost (counter): holdings lost while held, each once.
 //   - warden.renewal.duration (histogram, s) and warden.renewal.failures
 //     (counter): the watchdog's renewal calls; a call renews locks of

@@ -108,6 +108,10 @@ type telemetry struct {
 	renewalFailures metric.Int64Counter
 	ageGauge        metric.Float64ObservableGauge
 	registration    metric.Registration
+	// ageGroup is the Clients whose age gauge one callback observes (see
+	// ageGroups); ageProvider their MeterProvider, nil for a group of one.
+	ageGroup    *ageGroup
+	ageProvider metric.MeterProvider
 
 	kinds [256]*kindOptions
 
@@ -199,8 +203,12 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	t.registration, err = m.RegisterCallback(t.observe, t.ageGauge, t.held, t.waiting)
+	t.registration, err = m.RegisterCallback(t.observe, t.held, t.waiting)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.joinAgeGroup(mp, m); err != nil {
+		_ = t.registration.Unregister()
 		return nil, err
 	}
 	return t, nil
@@ -222,11 +230,12 @@ func newKindOptions(label string) *kindOptions {
 	return o
 }
 
-// stop ends the age gauge's callback.
+// stop ends the callbacks of the held, waiting and age instruments.
 func (t *telemetry) stop() {
 	if t.registration != nil {
 		_ = t.registration.Unregister()
 	}
+	t.leaveAgeGroup()
 }
 
 // addOptions are the options of an Add about name.
@@ -387,7 +396,18 @@ func (t *telemetry) holdStarted(k holdingKey) {
 		return
 	}
 	t.holdings[k] = t.clock.Now()
+	t.noteSeries(meterKind(k.kind), k.name)
 	t.mu.Unlock()
+}
+
+// noteSeries makes warden.lock.held report the series of a holding that
+// begins now, 0 once it ends, even when it ends before the next
+// collection sees it. t.mu is held.
+func (t *telemetry) noteSeries(kind meterKind, name string) {
+	if !t.withName {
+		name = ""
+	}
+	t.heldSeries[series{kind, name}] = struct{}{}
 }
 
 // holdEnded ends the holding k as end says, if it is counted.
@@ -417,6 +437,7 @@ func (t *telemetry) groupStarted(kind meterKind, name string) *groupHold {
 		return nil
 	}
 	t.groups[g] = struct{}{}
+	t.noteSeries(kind, name)
 	t.mu.Unlock()
 	return g
 }
@@ -465,37 +486,28 @@ func (t *telemetry) recordEnd(kind meterKind, name string, start time.Time, end 
 }
 
 // observe reports, at a collection, the holdings and waiting calls of
-// each kind (of each kind and name, with WithMetricLockNames), and the
-// age of the oldest holding of each.
+// each kind (of each kind and name, with WithMetricLockNames). The age of
+// the oldest holding of each is its age group's (ageGroup.observe).
 func (t *telemetry) observe(_ context.Context, o metric.Observer) error {
-	type held struct {
-		n      int64
-		oldest time.Time
-	}
 	t.mu.Lock()
-	counts := make(map[series]held, len(t.heldSeries))
-	note := func(kind meterKind, name string, start time.Time) {
+	counts := make(map[series]int64, len(t.heldSeries))
+	note := func(kind meterKind, name string) {
 		if !t.withName {
 			name = ""
 		}
 		s := series{kind, name}
-		h := counts[s]
-		if h.n == 0 || start.Before(h.oldest) {
-			h.oldest = start
-		}
-		h.n++
-		counts[s] = h
+		counts[s]++
 		t.heldSeries[s] = struct{}{}
 	}
-	for k, start := range t.holdings {
-		note(meterKind(k.kind), k.name, start)
+	for k := range t.holdings {
+		note(meterKind(k.kind), k.name)
 	}
 	for g := range t.groups {
-		note(g.kind, g.name, g.start)
+		note(g.kind, g.name)
 	}
 	for s := range t.heldSeries {
 		if _, ok := counts[s]; !ok {
-			counts[s] = held{} // held before: 0 now
+			counts[s] = 0 // held before: 0 now
 		}
 	}
 	waits := make(map[series]int64, len(t.namedWaits))
@@ -510,13 +522,8 @@ func (t *telemetry) observe(_ context.Context, o metric.Observer) error {
 			}
 		}
 	}
-	now := t.clock.Now()
-	for s, h := range counts {
-		opts := t.observeOptions(s)
-		o.ObserveInt64(t.held, h.n, opts...)
-		if h.n > 0 {
-			o.ObserveFloat64(t.ageGauge, now.Sub(h.oldest).Seconds(), opts...)
-		}
+	for s, n := range counts {
+		o.ObserveInt64(t.held, n, t.observeOptions(s)...)
 	}
 	for s, n := range waits {
 		o.ObserveInt64(t.waiting, n, t.observeOptions(s)...)

@@ -29,9 +29,15 @@ type Snapshot struct {
 	// PTTL is the name's time to live in milliseconds, -1 when it has no
 	// expiry, -2 when it is absent.
 	PTTL int64
-	// Fields is the name's hash (a lock): HGETALL.
+	// Fields is the name's hash (a lock): HGETALL, unless the hash has
+	// more than MaxLockFields fields (HashLen), which no lock has: it is
+	// then not read.
 	Fields map[string]string
-	// Value is the name's string (a semaphore or latch): GET.
+	// HashLen is the name's hash's number of fields (HLEN).
+	HashLen int64
+	// Value is the name's string (a semaphore or latch), its first
+	// MaxValueRead bytes at most (GETRANGE): an integer is shorter, and a
+	// user's long string is not read in full.
 	Value string
 	// Queue is a fair lock's queue of waiting owners, head first.
 	Queue []string
@@ -174,8 +180,44 @@ func ReadSnapshots(ctx context.Context, r redis.Cmdable, names []string) ([]Snap
 	for _, read := range reads {
 		_ = read()
 	}
+
+	// The hashes' fields, once their lengths said they are small enough
+	// to be a lock's.
+	reads = reads[:0]
+	_, err = r.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range snaps {
+			s := &snaps[i]
+			if s.Err != nil || s.Type != "hash" || s.HashLen > MaxLockFields {
+				continue
+			}
+			h := p.HGetAll(ctx, s.Name)
+			reads = append(reads, func() error {
+				var err error
+				if s.Fields, err = h.Result(); err != nil && s.Err == nil {
+					s.Err = err
+				}
+				return err
+			})
+		}
+		return nil
+	})
+	if err != nil && !anyNameErr(err) {
+		return nil, err
+	}
+	for _, read := range reads {
+		_ = read()
+	}
 	return snaps, nil
 }
+
+// MaxLockFields is the most fields a hash may have for ReadSnapshots to
+// read it: a lock has a field or two per holder, so a hash with more is a
+// user's own, which an inspection should not copy out of Redis.
+const MaxLockFields = 65536
+
+// MaxValueRead is the most bytes of a string ReadSnapshots reads: an
+// integer (a semaphore's permits, a latch's count) is at most 20 bytes.
+const MaxValueRead = 64
 
 // anyNameErr reports whether err, the first error of a pipeline, is a
 // reply about one command (which the snapshot of its name keeps) rather
@@ -259,16 +301,18 @@ func queueReads(ctx context.Context, p redis.Pipeliner, s *Snapshot) []func() er
 	}
 	switch s.Type {
 	case "hash":
-		h := p.HGetAll(ctx, s.Name)
+		// Its length first: HGETALL follows for a hash no larger than a
+		// lock's.
+		h := p.HLen(ctx, s.Name)
 		reads = append(reads, func() error {
 			var err error
-			s.Fields, err = h.Result()
+			s.HashLen, err = h.Result()
 			return set(err)
 		})
 		fairReads()
 		tokenRead()
 	case "string":
-		v := p.Get(ctx, s.Name)
+		v := p.GetRange(ctx, s.Name, 0, MaxValueRead-1)
 		reads = append(reads, func() error {
 			var err error
 			s.Value, err = v.Result()

@@ -14,10 +14,14 @@ import (
 
 // clientsCmd lists the client registry and the holders without an entry.
 type clientsCmd struct {
-	JSON bool `name:"json" help:"Print {\"clients\": [...], \"unregistered\": [...]} as JSON."`
+	Glob string `arg:"" optional:"" default:"*" help:"The names whose holders to check for a registry entry (Redis glob)."`
+	JSON bool   `name:"json" help:"Print {\"clients\": [...], \"unregistered\": [...]} as JSON."`
 }
 
 func (c *clientsCmd) Run(ctx context.Context, a *app) error {
+	if err := client.ValidateGlob(c.Glob); err != nil {
+		return err
+	}
 	rdb, err := a.connect(ctx)
 	if err != nil {
 		return err
@@ -36,8 +40,15 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 	// The holders whose client has no entry, by client ID.
 	unreg := map[string][]string{}
 	var first error
-	for o, err := range client.Scan(ctx, rdb, "*") {
+	var refused refusals
+	for o, err := range client.Scan(ctx, rdb, c.Glob) {
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: run says so
+			}
+			if refused.note(err) {
+				continue
+			}
 			fmt.Fprintln(a.stderr, oneLine(err))
 			if first == nil {
 				first = err
@@ -48,6 +59,12 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 			if h.Client == nil && !slices.Contains(unreg[h.ClientID], o.Name) {
 				unreg[h.ClientID] = append(unreg[h.ClientID], o.Name)
 			}
+		}
+	}
+	if err := refused.err(c.Glob); err != nil {
+		fmt.Fprintln(a.stderr, oneLine(err))
+		if first == nil {
+			first = err
 		}
 	}
 	ids := make([]string, 0, len(unreg))
@@ -79,7 +96,7 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CLIENT\tSERVICE\tHOST\tPID\tVERSION\tUP\tSEEN\t")
 		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\t\n", r.ID, r.Service, r.Host, r.PID, r.Version,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\t\n", shown(r.ID), shown(r.Service), shown(r.Host), r.PID, shown(r.Version),
 				age(now.Sub(r.Started)), age(now.Sub(r.Seen)))
 		}
 		_ = tw.Flush()
@@ -88,7 +105,11 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  CLIENT\tHOLDS\t")
 			for _, id := range ids {
-				fmt.Fprintf(tw, "  %s\t%s\t\n", id, strings.Join(unreg[id], ", "))
+				names := make([]string, len(unreg[id]))
+				for i, n := range unreg[id] {
+					names[i] = shown(n)
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t\n", shown(id), strings.Join(names, ", "))
 			}
 			_ = tw.Flush()
 		}

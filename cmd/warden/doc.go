@@ -11,7 +11,7 @@
 //	warden [connection flags] inspect NAME [--json]
 //	warden [connection flags] unlock --force [--yes] NAME
 //	warden [connection flags] watch [GLOB] [--interval 1s] [--count N]
-//	warden [connection flags] clients [--json]
+//	warden [connection flags] clients [GLOB] [--json]
 //	warden acl [--read-only] [NAMES]
 //
 // ls lists every object of the lock family whose name matches GLOB
@@ -21,19 +21,23 @@
 // it prints one JSON array of the objects inspect --json prints.
 //
 // inspect prints one object in full. Its JSON fields: name, kind (lock,
-// fair_lock, rw_lock, fenced_lock, semaphore, permit_semaphore,
-// count_down_latch, or semaphore_or_count_down_latch for what the layout
-// cannot tell apart: see client.Inspect), ttl_ms (-1: no expiry), holders
-// [{owner, client_id, count, mode ("read", "write" or ""), registered,
-// service, host, pid}], waiters [{owner, client_id, deadline_ms}], and
-// where they apply permits, count, token and leases [{id, expires_ms (-1:
-// never)}].
+// fair_lock, rw_lock, fenced_lock, group_lock, semaphore,
+// permit_semaphore, count_down_latch, or semaphore_or_count_down_latch
+// for what the layout cannot tell apart: see client.Inspect), ttl_ms (-1:
+// no expiry), holders [{owner, client_id, count, mode ("read", "write" or
+// ""), value (a group lock's: the value held; one holder per value),
+// registered, service, host, pid}], waiters [{owner, client_id,
+// deadline_ms}], and where they apply permits, count, token and leases
+// [{id, expires_ms (-1: never)}].
 //
 // unlock --force deletes the lock NAME whoever holds it and publishes the
 // unlock message, as client's ForceUnlock does for the name's kind: its
 // waiters wake, and its holder's engine reports the holding lost at its
-// next renewal. It asks for confirmation when its input is a terminal,
-// unless --yes; with no terminal it refuses without --yes.
+// next renewal (a watchdog-mode holding), or when its lease would have
+// ended (a fixed-lease holding: the holder works on until then unless it
+// calls Unlock, which returns ErrNotHeld). It asks for confirmation when
+// its input is a terminal, unless --yes; with no terminal (a pipe,
+// /dev/null) it refuses without --yes.
 //
 // watch refreshes a view of the held locks, their holders, waiters and
 // how long each holding has been seen, every --interval, until interrupted
@@ -42,9 +46,16 @@
 //
 // clients lists the client registry (warden_client:*): each Client's
 // service, host, pid, version, start and when it last refreshed its entry;
-// then the holders whose client has no entry (a Redisson client, a Client
-// with the registry off, or a process that died without Close, whose
-// fixed-lease lock stays until its lease ends).
+// then the holders, of the names matching GLOB (default "*"), whose client
+// has no entry (a Redisson client, a Client with the registry off, or a
+// process that died without Close, whose fixed-lease lock stays until its
+// lease ends).
+//
+// ls, watch and clients read every name SCAN finds; the names Redis
+// refuses to let the user read (a user whose ACL covers other names only)
+// are reported in one line at the end, with their number and the first
+// refusal, and the command exits 5. A user whose ACL covers "orders:*"
+// gives that glob.
 //
 // acl prints the Redis ACL rules a warden Client needs for the names
 // matching NAMES (default "*"), or with --read-only those of ls, inspect,
@@ -60,8 +71,14 @@
 // Redis call (default 5s).
 //
 // ls, inspect, watch and clients only read (SCAN, TYPE, PTTL, GET,
-// HGETALL, LRANGE, ZRANGE): they never write. unlock --force is the only
-// command that writes.
+// GETRANGE, HLEN, HGETALL, LRANGE, ZRANGE): they never write. unlock
+// --force is the only command that writes. They do not copy a user's large
+// values out of Redis: a string's first 64 bytes and the fields of a hash
+// of at most 65,536 are all they read (see client.Inspect).
+//
+// Tables show a name, owner or value that holds a control character (or
+// is not UTF-8) Go-quoted; --json gives it as a JSON string (control
+// characters escaped, bytes that are not UTF-8 replaced by U+FFFD).
 //
 // # Exit codes
 //
@@ -71,10 +88,13 @@
 //	0  success
 //	1  Redis cannot be reached, or a Redis error
 //	2  usage: an unknown command or flag, an invalid NAME or GLOB
-//	3  nothing of the lock family under NAME (inspect, unlock)
+//	3  nothing of the lock family under NAME (inspect, unlock), or
+//	   nobody holds the lock NAME (unlock)
 //	4  the key under NAME is no lock-family object (a user's own list, say),
 //	   or unlock of a kind that has no holder (a semaphore)
 //	5  refused: unlock not confirmed, or Redis refused the user (a wrong
 //	   password, or an ACL without the permission, as a read-only user's
 //	   for unlock)
+//	130  interrupted (SIGINT, SIGTERM) before it was done; watch, which
+//	   runs until interrupted, exits 0
 package main

@@ -51,7 +51,7 @@ func validName(name string) error {
 // printObject prints o as inspect does without --json.
 func printObject(a *app, o client.Object, now time.Time) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "name:\t%s\n", o.Name)
+	fmt.Fprintf(tw, "name:\t%s\n", shown(o.Name))
 	fmt.Fprintf(tw, "kind:\t%s\n", o.Kind)
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(o.TTL))
 	if d := detailText(o); d != "" {
@@ -61,17 +61,30 @@ func printObject(a *app, o client.Object, now time.Time) {
 	if len(o.Holders) > 0 {
 		fmt.Fprintln(a.stdout, "\nholders:")
 		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		// A group lock has a holder per value held: the value leads its
+		// row.
+		group := o.Kind == client.ObjectGroupLock
+		if group {
+			fmt.Fprint(tw, "  VALUE\t")
+		} else {
+			fmt.Fprint(tw, "  ")
+		}
+		fmt.Fprintln(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
 		for _, h := range o.Holders {
 			mode := h.Mode
 			if mode == "" {
 				mode = "-"
 			}
+			if group {
+				fmt.Fprintf(tw, "  %s\t", shown(h.Value))
+			} else {
+				fmt.Fprint(tw, "  ")
+			}
 			if h.Client == nil {
-				fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", h.Owner, h.Count, mode, h.ClientID, "(unregistered)", "-", "-")
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", shown(h.Owner), h.Count, mode, shown(h.ClientID), "(unregistered)", "-", "-")
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", h.Owner, h.Count, mode, h.ClientID, h.Client.Service, h.Client.Host, h.Client.PID)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", shown(h.Owner), h.Count, mode, shown(h.ClientID), shown(h.Client.Service), shown(h.Client.Host), h.Client.PID)
 		}
 		_ = tw.Flush()
 	}
@@ -80,7 +93,7 @@ func printObject(a *app, o client.Object, now time.Time) {
 		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  #\tOWNER\tCLIENT\tDEADLINE\t")
 		for i, w := range o.Waiters {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s (in %s)\t\n", i+1, w.Owner, w.ClientID, w.Deadline.UTC().Format(time.RFC3339), age(w.Deadline.Sub(now)))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s (in %s)\t\n", i+1, shown(w.Owner), shown(w.ClientID), w.Deadline.UTC().Format(time.RFC3339), age(w.Deadline.Sub(now)))
 		}
 		_ = tw.Flush()
 	}
@@ -93,7 +106,7 @@ func printObject(a *app, o client.Object, now time.Time) {
 			if !l.Expiry.IsZero() {
 				exp = fmt.Sprintf("%s (in %s)", l.Expiry.UTC().Format(time.RFC3339), age(l.Expiry.Sub(now)))
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t\n", l.ID, exp)
+			fmt.Fprintf(tw, "  %s\t%s\t\n", shown(l.ID), exp)
 		}
 		_ = tw.Flush()
 	}

@@ -31,6 +31,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	n := 0
 	var first error // the first error, already printed
+	var refused refusals
 	if l.JSON {
 		fmt.Fprint(a.stdout, "[")
 	} else {
@@ -39,7 +40,14 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	for o, err := range client.Scan(ctx, rdb, l.Glob) {
 		if err != nil {
 			// A name that could not be read (the scan goes on), or the
-			// scan's own error (the last).
+			// scan's own error (the last). Refusals make one line, at
+			// the end.
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted: run says so
+			}
+			if refused.note(err) {
+				continue
+			}
 			fmt.Fprintln(a.stderr, oneLine(err))
 			if first == nil {
 				first = err
@@ -56,7 +64,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			}
 			fmt.Fprintf(a.stdout, "\n%s", b)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(o.Name), o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
 			if (n+1)%lsFlush == 0 {
 				_ = tw.Flush()
 			}
@@ -67,6 +75,12 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 		fmt.Fprintln(a.stdout, "\n]")
 	} else {
 		_ = tw.Flush()
+	}
+	if err := refused.err(l.Glob); err != nil {
+		fmt.Fprintln(a.stderr, oneLine(err))
+		if first == nil {
+			first = err
+		}
 	}
 	if first != nil {
 		return &exitError{code: codeOf(first), err: first, printed: true}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/client"
@@ -25,13 +26,16 @@ const (
 	exitNotFound = 3
 	exitNotLock  = 4
 	exitRefused  = 5
+	// exitInterrupted: SIGINT or SIGTERM ended the command (128 + 2, as
+	// a shell reports a command ended by SIGINT).
+	exitInterrupted = 130
 )
 
 const description = `Show who holds what in warden's (and Redisson's) locks on a Redis.
 
 ls, inspect, watch and clients only read; unlock --force is the only command that writes.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL); 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
@@ -120,6 +124,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if err == nil {
 		return exitOK
 	}
+	if ctx.Err() != nil {
+		// Interrupted: whatever failed failed for that.
+		fmt.Fprintln(stderr, "warden: interrupted")
+		return exitInterrupted
+	}
 	if ee := (*exitError)(nil); !errors.As(err, &ee) || !ee.printed {
 		fmt.Fprintf(stderr, "%s\n", oneLine(err))
 	}
@@ -155,6 +164,39 @@ func isNoPerm(err error) bool {
 	return strings.Contains(s, "NOPERM") || strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH")
 }
 
+// refusals gathers the names a scan could not read because Redis refused
+// the user (NOPERM: a user whose ACL covers some names only, say), so
+// that they make one line, not one line each.
+type refusals struct {
+	n     int
+	first error
+}
+
+// note counts err if it is a refusal, and reports whether it was.
+func (r *refusals) note(err error) bool {
+	if !isNoPerm(err) {
+		return false
+	}
+	r.n++
+	if r.first == nil {
+		r.first = err
+	}
+	return true
+}
+
+// err is the refusals as one error (nil for none), naming the glob
+// scanned and the first refusal.
+func (r *refusals) err(glob string) error {
+	switch r.n {
+	case 0:
+		return nil
+	case 1:
+		return r.first
+	}
+	return fmt.Errorf("warden: %d names matching %q could not be read (Redis refused the user; its ACL covers other names?), the first: %w",
+		r.n, glob, r.first)
+}
+
 // oneLine makes err's text one line starting with "warden: ".
 func oneLine(err error) string {
 	s := strings.Join(strings.Fields(err.Error()), " ")
@@ -165,14 +207,29 @@ func oneLine(err error) string {
 	return "warden: " + s
 }
 
-// isTerminal reports whether f is a terminal (a character device).
+// redactURL is u with its user information (user:password@) replaced,
+// for an error message.
+func redactURL(u string) string {
+	at := strings.LastIndexByte(u, '@')
+	if at < 0 {
+		return u
+	}
+	start := 0
+	if i := strings.Index(u, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return u[:start] + "xxxxx" + u[at:]
+}
+
+// isTerminal reports whether f is a terminal. A character device is not
+// enough: /dev/null is one, and is the input of a command run from cron
+// or "ssh host warden ... </dev/null".
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := file.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd())
 }
 
 // connect opens the Redis the flags (or REDIS_URL) name and checks it
@@ -185,7 +242,9 @@ func (a *app) connect(ctx context.Context) (redis.UniversalClient, error) {
 	if u := a.getenv("REDIS_URL"); u != "" {
 		o, err := redis.ParseURL(u)
 		if err != nil {
-			return nil, fail(exitUsage, "warden: REDIS_URL: %v", err)
+			// The parser's error may quote the URL: not its password.
+			msg := strings.ReplaceAll(err.Error(), u, redactURL(u))
+			return nil, fail(exitUsage, "warden: REDIS_URL: %s (want redis://[user:password@]host:port[/db])", msg)
 		}
 		user, password, addr, db, tls = o.Username, o.Password, o.Addr, o.DB, o.TLSConfig != nil
 	}

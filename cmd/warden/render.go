@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/warden-go/warden/client"
 )
@@ -127,20 +129,31 @@ func age(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
+// shown is s as a table shows it: as it is, or Go-quoted when it holds a
+// control character (a tab or newline would break the table's rows, an
+// escape sequence would act on the terminal) or is not UTF-8. Names,
+// owners and registry fields are any bytes a writer chose.
+func shown(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 // who names a holder's client: service@host:pid from the registry, or its
 // client ID when it has no entry.
 func who(clientID string, rec *client.ClientRecord) string {
 	if rec == nil {
-		return clientID
+		return shown(clientID)
 	}
-	return fmt.Sprintf("%s@%s:%d", rec.Service, rec.Host, rec.PID)
+	return fmt.Sprintf("%s@%s:%d", shown(rec.Service), shown(rec.Host), rec.PID)
 }
 
 // holderText renders a holder for a table: who, its mode, its count.
 func holderText(h client.Holder) string {
 	s := who(h.ClientID, h.Client)
 	if h.Value != "" {
-		s = h.Value + ": " + s
+		s = shown(h.Value) + ": " + s
 	}
 	if h.Mode != "" {
 		s += " (" + h.Mode + ")"

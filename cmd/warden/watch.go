@@ -72,8 +72,12 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, c *watchCmd) error {
 	var objs []client.Object
 	var first error
+	var refused refusals
 	for o, err := range client.Scan(ctx, rdb, c.Glob) {
 		if err != nil {
+			if refused.note(err) {
+				continue
+			}
 			if first == nil {
 				first = err
 			}
@@ -85,6 +89,9 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 	}
 	if ctx.Err() != nil {
 		return nil
+	}
+	if first == nil {
+		first = refused.err(c.Glob)
 	}
 	now := time.Now()
 	slices.SortFunc(objs, func(x, y client.Object) int { return strings.Compare(x.Name, y.Name) })
@@ -127,7 +134,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 	fmt.Fprintln(tw, "NAME\tKIND\tHOLDER\tHELD\tTTL\tWAITERS\t")
 	for _, o := range objs {
 		if len(o.Holders) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%d\t\n", o.Name, o.Kind, ttlText(o.TTL), len(o.Waiters))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t%d\t\n", shown(o.Name), o.Kind, ttlText(o.TTL), len(o.Waiters))
 		}
 		for i, h := range o.Holders {
 			k := holding{o.Name, h.Owner}
@@ -135,7 +142,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 			if w.initial[k] {
 				held = ">" + held
 			}
-			name, kind, ttl, waiters := o.Name, string(o.Kind), ttlText(o.TTL), fmt.Sprint(len(o.Waiters))
+			name, kind, ttl, waiters := shown(o.Name), string(o.Kind), ttlText(o.TTL), fmt.Sprint(len(o.Waiters))
 			if i > 0 {
 				name, kind, ttl, waiters = "", "", "", ""
 			}
