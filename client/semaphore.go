@@ -186,7 +186,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 }
 
 // DrainPermits takes every available permit and returns how many there
-// were.
+// were. The semaphore keeps its time to live, if it has one.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := checkCtx(ctx); err != nil {
 		return 0, err
