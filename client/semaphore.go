@@ -282,10 +282,14 @@ func validateTTL(ttl time.Duration) error {
 	return nil
 }
 
-// validateExpireAt checks an expiry time: after the Unix epoch.
+// validateExpireAt checks an expiry time: after the Unix epoch, and at
+// most 2^53 ms after it (the scripts take whole numbers up to 2^53).
 func validateExpireAt(t time.Time) error {
-	if t.UnixMilli() < 1 {
+	switch ms := t.UnixMilli(); {
+	case ms < 1:
 		return invalid("expire at", "%v is not after the Unix epoch", t)
+	case ms > maxCount:
+		return invalid("expire at", "%v is more than 2^53 ms after the Unix epoch", t)
 	}
 	return nil
 }

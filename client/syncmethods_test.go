@@ -508,6 +508,8 @@ func TestSyncMethodsBadInputWritesNothing(t *testing.T) {
 			{"permit IDs", func() error { return p.ReleasePermits(ctx, id, id[:31]) }},
 			{"ttl", func() error { _, err := p.Expire(ctx, 0); return err }},
 			{"expire at", func() error { _, err := p.ExpireAt(ctx, time.Time{}); return err }},
+			{"expire at", func() error { _, err := s.ExpireAt(ctx, time.UnixMilli(1<<53+1)); return err }},
+			{"expire at", func() error { _, err := p.ExpireAt(ctx, time.UnixMilli(1<<53+1)); return err }},
 			{"name", func() error { _, err := d.Delete(ctx); return err }},
 			{"name", func() error { _, err := c.Semaphore("").Delete(ctx); return err }},
 			{"name", func() error { _, err := c.PermitExpirableSemaphore("").Delete(ctx); return err }},
