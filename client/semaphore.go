@@ -211,7 +211,8 @@ func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 }
 
 // ExpireAt makes the semaphore expire at t (a time already past deletes
-// it). It reports whether the semaphore exists.
+// it). It reports whether the semaphore exists. t must be after the Unix
+// epoch, at most 2^53 ms after it.
 func (s *Semaphore) ExpireAt(ctx context.Context, t time.Time) (bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return false, err
