@@ -333,6 +333,10 @@ func TestSpinLockRejectsBadBackOff(t *testing.T) {
 		{"negative multiplier", c.SpinLock(name, client.WithExponentialBackOff(ms, 5*ms, -1)), "back-off multiplier"},
 		{"zero constant", c.SpinLock(name, client.WithConstantBackOff(0)), "back-off delay"},
 		{"negative constant", c.SpinLock(name, client.WithConstantBackOff(-ms)), "back-off delay"},
+		// 50 where 50*time.Millisecond was meant: a 50ns pause would poll
+		// Redis in a busy loop.
+		{"sub-millisecond constant", c.SpinLock(name, client.WithConstantBackOff(50)), "back-off delay"},
+		{"sub-millisecond initial", c.SpinLock(name, client.WithExponentialBackOff(999*time.Microsecond, 5*ms, 2)), "back-off initial"},
 		{"a plain lock", c.Lock(name, client.WithConstantBackOff(ms)), "back-off"},
 		{"a fair lock", c.FairLock(name, client.WithExponentialBackOff(ms, 2*ms, 2)), "back-off"},
 	}
