@@ -323,7 +323,9 @@ func TestMetricsLockNames(t *testing.T) {
 
 // mutexKinds is the warden.kind of each of mutexCases.
 var mutexKinds = map[string]string{"lock": "lock", "fair": "fair_lock", "read": "read_lock", "write": "write_lock",
-	"fenced": "fenced_lock", "multilock": "multi_lock", "redlock": "red_lock"}
+	"fenced": "fenced_lock", "multilock": "multi_lock", "redlock": "red_lock",
+	"spin": "spin_lock", "nonreentrant": "non_reentrant_lock", "nonreentrant-fair": "non_reentrant_fair_lock",
+	"group": "group_lock", "striped": "multi_lock"}
 
 // Every lock type: held back to 0 after its unlock and after its loss,
 // the loss counted once, its holdings ending released and lost.
