@@ -327,7 +327,23 @@ func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 		sendIf(ctx, ctx.Sender(), failedReply(m, err))
 		return
 	}
-	a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
+	w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
+	if a.rio.polls() {
+		a.spinPollFor(w)
+	}
+}
+
+// spinPollFor brings the sleeping head spin waiter's next poll forward to
+// within the longest pause of w's back-off, w having just queued behind
+// it: w waits on that poll, never longer than its own back-off would.
+func (a *keyActor) spinPollFor(w *waiter) {
+	head := a.waiters.list[0]
+	if head == w || head.ready || head.wakeAt.IsZero() {
+		return
+	}
+	if due := a.cfg.Clock.Now().Add(w.req.BackOff.OrDefault().Max); due.Before(head.wakeAt) {
+		head.wakeAt = due
+	}
 }
 
 // groupValues records, for a group lock, the values an owner's request
@@ -910,8 +926,14 @@ func (a *keyActor) inFlightFor(owner string, id uint64) bool {
 func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 	if a.rio.polls() {
 		// A spin lock's waiter hears of no unlock: it polls again after
-		// its back-off's pause, whatever the holder's lease.
-		return w.poll.pause(w)
+		// its back-off's pause, whatever the holder's lease. The waiters
+		// behind it share that poll, which never pauses longer than the
+		// longest pause of any of their back-offs.
+		pause := w.poll.pause(w)
+		for _, o := range a.waiters.list {
+			pause = min(pause, o.req.BackOff.OrDefault().Max)
+		}
+		return pause
 	}
 	wait := pttl
 	if wait <= 0 {

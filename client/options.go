@@ -216,10 +216,11 @@ func WithFairPlaceTime(d time.Duration) Option {
 // spaces its polls of Redis, as Redisson's LockOptions.ExponentialBackOff:
 // after a refused attempt it polls again initial later, then each pause is
 // multiplier times the last plus a jitter of up to one millisecond per
-// pause so far, capped at max, and max once reached. initial and max must
-// be positive, max at least initial, multiplier at least 1; an invalid
-// back-off is reported by every call on the handle. Only a spin lock takes
-// a back-off. The default is 1ms, 128ms and 2, Redisson's.
+// pause so far, capped at max, and max once reached. initial must be at
+// least 1ms (a shorter pause would poll Redis in a busy loop), max at
+// least initial, multiplier at least 1; an invalid back-off is reported by
+// every call on the handle. Only a spin lock takes a back-off. The default
+// is 1ms, 128ms and 2, Redisson's.
 func WithExponentialBackOff(initial, max time.Duration, multiplier int) LockOption {
 	return func(o *lockOptions) {
 		b := messages.BackOff{Initial: initial, Max: max, Multiplier: multiplier}
@@ -234,14 +235,15 @@ func WithExponentialBackOff(initial, max time.Duration, multiplier int) LockOpti
 
 // WithConstantBackOff makes a spin lock's waiter (Client.SpinLock) poll
 // Redis every d while it waits, as Redisson's LockOptions.ConstantBackOff
-// (whose own default is 64ms). d must be positive; an invalid back-off is
-// reported by every call on the handle. Only a spin lock takes a back-off.
-// The default is the exponential back-off of WithExponentialBackOff.
+// (whose own default is 64ms). d must be at least 1ms (a shorter pause
+// would poll Redis in a busy loop); an invalid back-off is reported by
+// every call on the handle. Only a spin lock takes a back-off. The default
+// is the exponential back-off of WithExponentialBackOff.
 func WithConstantBackOff(d time.Duration) LockOption {
 	return func(o *lockOptions) {
 		o.backOff, o.backOffSet, o.backOffErr = messages.ConstantBackOff(d), true, nil
-		if d <= 0 {
-			o.backOffErr = invalid("back-off delay", "%v: want > 0", d)
+		if d < time.Millisecond {
+			o.backOffErr = invalid("back-off delay", "%v: want at least 1ms", d)
 		}
 	}
 }

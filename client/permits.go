@@ -332,7 +332,8 @@ func (p *PermitExpirableSemaphore) Expire(ctx context.Context, ttl time.Duration
 }
 
 // ExpireAt makes the semaphore and its held permits expire at t (a time
-// already past deletes them). It reports whether the semaphore exists.
+// already past deletes them). It reports whether the semaphore exists. t
+// must be after the Unix epoch, at most 2^53 ms after it.
 func (p *PermitExpirableSemaphore) ExpireAt(ctx context.Context, t time.Time) (bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return false, err

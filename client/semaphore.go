@@ -186,7 +186,7 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 }
 
 // DrainPermits takes every available permit and returns how many there
-// were.
+// were. The semaphore keeps its time to live, if it has one.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if err := checkCtx(ctx); err != nil {
 		return 0, err
@@ -211,7 +211,8 @@ func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 }
 
 // ExpireAt makes the semaphore expire at t (a time already past deletes
-// it). It reports whether the semaphore exists.
+// it). It reports whether the semaphore exists. t must be after the Unix
+// epoch, at most 2^53 ms after it.
 func (s *Semaphore) ExpireAt(ctx context.Context, t time.Time) (bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return false, err
@@ -282,10 +283,14 @@ func validateTTL(ttl time.Duration) error {
 	return nil
 }
 
-// validateExpireAt checks an expiry time: after the Unix epoch.
+// validateExpireAt checks an expiry time: after the Unix epoch, and at
+// most 2^53 ms after it (the scripts take whole numbers up to 2^53).
 func validateExpireAt(t time.Time) error {
-	if t.UnixMilli() < 1 {
+	switch ms := t.UnixMilli(); {
+	case ms < 1:
 		return invalid("expire at", "%v is not after the Unix epoch", t)
+	case ms > maxCount:
+		return invalid("expire at", "%v is more than 2^53 ms after the Unix epoch", t)
 	}
 	return nil
 }

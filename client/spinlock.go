@@ -12,8 +12,9 @@ import "github.com/warden-go/warden/messages"
 // PUBLISH is broadcast to every node, and many lock channels can swamp
 // it. A waiter polls from its engine's timers, on the Client's clock
 // (WithClock); the waiters of one name in one Client share one poll: the
-// first in line polls, and a release within the process lets the next
-// try at once. A waiter is not woken by another process's unlock: it
+// first in line polls, on its own handle's back-off but never pausing
+// longer than the longest pause of any waiter's back-off, and a release
+// within the process lets the next try at once. A waiter is not woken by another process's unlock: it
 // learns of it at its next poll, up to the back-off's longest pause
 // later.
 func (c *Client) SpinLock(name string, opts ...LockOption) *Lock {

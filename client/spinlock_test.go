@@ -272,6 +272,38 @@ func TestSpinLockLocalWaitersShareOnePoll(t *testing.T) {
 	assert.GreaterOrEqual(t, polls, int64(5), "the waiters did poll")
 }
 
+// The shared poll runs on the first waiter's back-off, but never pauses
+// longer than the longest pause of any waiter's: a waiter with the
+// default back-off (at most 128ms) queued behind one whose handle polls
+// every hour gets the lock soon after another process's unlock, not an
+// hour later.
+func TestSpinLockSharedPollKeepsToTheQuickestBackOff(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	const name = "spin:mixed"
+	holder := e.newClient(t).SpinLock(name)
+	c, attempts := countedClient(t, e, name, client.WithWatchdogTimeout(30*time.Second))
+	require.NoError(t, holder.LockLease(ctx, time.Minute))
+
+	b := newBackground(t, 2)
+	for i, l := range []*client.Lock{c.SpinLock(name, client.WithConstantBackOff(time.Hour)), c.SpinLock(name)} {
+		b.run(i, func(ctx context.Context) error {
+			if err := l.Lock(ctx); err != nil {
+				return err
+			}
+			return l.Unlock(ctx)
+		})
+		eventually(t, 5*time.Second, func() bool { return attempts.Load() >= int64(i+1) },
+			fmt.Sprintf("an attempt after waiter %d came (the first's own, then a poll the second brought forward)", i))
+	}
+	eventually(t, 5*time.Second, func() bool { return attempts.Load() >= 4 }, "the shared poll goes on")
+	require.NoError(t, holder.Unlock(ctx))
+	for range 2 {
+		r := await.Value(t, b.C, 5*time.Second, "a waiter, after another process's unlock")
+		require.NoError(t, r.err)
+	}
+}
+
 // Contenders on several clients never hold a spin lock together, and all
 // get it.
 func TestSpinLockContention(t *testing.T) {
@@ -333,6 +365,10 @@ func TestSpinLockRejectsBadBackOff(t *testing.T) {
 		{"negative multiplier", c.SpinLock(name, client.WithExponentialBackOff(ms, 5*ms, -1)), "back-off multiplier"},
 		{"zero constant", c.SpinLock(name, client.WithConstantBackOff(0)), "back-off delay"},
 		{"negative constant", c.SpinLock(name, client.WithConstantBackOff(-ms)), "back-off delay"},
+		// 50 where 50*time.Millisecond was meant: a 50ns pause would poll
+		// Redis in a busy loop.
+		{"sub-millisecond constant", c.SpinLock(name, client.WithConstantBackOff(50)), "back-off delay"},
+		{"sub-millisecond initial", c.SpinLock(name, client.WithExponentialBackOff(999*time.Microsecond, 5*ms, 2)), "back-off initial"},
 		{"a plain lock", c.Lock(name, client.WithConstantBackOff(ms)), "back-off"},
 		{"a fair lock", c.FairLock(name, client.WithExponentialBackOff(ms, 2*ms, 2)), "back-off"},
 	}

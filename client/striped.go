@@ -3,6 +3,7 @@ package client
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/warden-go/warden/messages"
 )
@@ -65,7 +66,10 @@ func (c *Client) StripedLock(prefix string, stripes int) *StripedLock {
 		// no hash-tag braces: the first and the longest stand for all.
 		for _, n := range []int{0, stripes - 1} {
 			if err := validateNameFor(c, messages.KindLock, stripeName(prefix, n)); err != nil {
-				s.err = invalid("prefix", "stripe %d: %v", n, err)
+				// One prefix in the message: the stripe name's own error
+				// without its "warden: invalid argument: ".
+				why := strings.TrimPrefix(err.Error(), messages.ErrInvalidArgument.Error()+": ")
+				s.err = invalid("prefix", "stripe %d: %s", n, why)
 				break
 			}
 		}

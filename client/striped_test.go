@@ -77,6 +77,7 @@ func TestStripedLockRefusesBadInput(t *testing.T) {
 		field := "warden: invalid argument: " + tc.field + ": "
 		require.ErrorIs(t, tc.s.Err(), client.ErrInvalidArgument, tc.field)
 		assert.True(t, strings.HasPrefix(tc.s.Err().Error(), field), "%v names %s", tc.s.Err(), tc.field)
+		assert.Equal(t, 1, strings.Count(tc.s.Err().Error(), "warden: "), "one line, one prefix: %v", tc.s.Err())
 		assert.Empty(t, tc.s.Name("k"))
 		for what, m := range map[string]client.Mutex{"For": tc.s.For("k"), "ForKeys": tc.s.ForKeys("k", "l")} {
 			_, err := m.TryLock(ctx)

@@ -92,6 +92,30 @@ func TestSemaphoreSetPermits(t *testing.T) {
 	})
 }
 
+// DrainPermits takes every permit of a semaphore with a TTL and leaves the
+// TTL as it was: a semaphore set with TrySetPermitsTTL (or Expire) still
+// expires after a drain instead of living on with 0 permits.
+func TestSemaphoreDrainPermitsKeepsTheTTL(t *testing.T) {
+	both(t, func(t *testing.T, e *env) {
+		ctx := testCtx(t)
+		const name = "sem-drain-ttl"
+		s := e.newClient(t).Semaphore(name)
+		ok, err := s.TrySetPermitsTTL(ctx, 5, time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, int64(5), get(t, s.DrainPermits))
+		assert.Zero(t, get(t, s.AvailablePermits))
+		assert.Greater(t, get(t, s.RemainTTL), 59*time.Minute, "the drain keeps the TTL")
+
+		ok, err = s.ClearExpire(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, s.Release(ctx, 2))
+		assert.Equal(t, int64(2), get(t, s.DrainPermits))
+		assert.Equal(t, time.Duration(-1), get(t, s.RemainTTL), "no TTL before, none after")
+	})
+}
+
 // ReleaseIfExists gives permits back only to a semaphore that exists, and
 // its message wakes a waiter as Release's does.
 func TestSemaphoreReleaseIfExists(t *testing.T) {
@@ -484,6 +508,8 @@ func TestSyncMethodsBadInputWritesNothing(t *testing.T) {
 			{"permit IDs", func() error { return p.ReleasePermits(ctx, id, id[:31]) }},
 			{"ttl", func() error { _, err := p.Expire(ctx, 0); return err }},
 			{"expire at", func() error { _, err := p.ExpireAt(ctx, time.Time{}); return err }},
+			{"expire at", func() error { _, err := s.ExpireAt(ctx, time.UnixMilli(1<<53+1)); return err }},
+			{"expire at", func() error { _, err := p.ExpireAt(ctx, time.UnixMilli(1<<53+1)); return err }},
 			{"name", func() error { _, err := d.Delete(ctx); return err }},
 			{"name", func() error { _, err := c.Semaphore("").Delete(ctx); return err }},
 			{"name", func() error { _, err := c.PermitExpirableSemaphore("").Delete(ctx); return err }},

@@ -27,15 +27,17 @@ func ConstantBackOff(d time.Duration) BackOff {
 	return BackOff{Initial: d, Max: d, Multiplier: 1}
 }
 
-// Validate checks a back-off: the zero value, or Initial and Max positive
-// with Max at least Initial, and Multiplier at least 1. The error names
-// the field.
+// Validate checks a back-off: the zero value, or Initial at least 1ms
+// (a shorter pause would poll Redis in a busy loop), Max at least Initial,
+// and Multiplier at least 1. The error names the field.
 func (b BackOff) Validate() error {
 	switch {
 	case b == BackOff{}:
 		return nil
 	case b.Initial <= 0:
 		return Invalid("back-off initial", "%v: want > 0", b.Initial)
+	case b.Initial < time.Millisecond:
+		return Invalid("back-off initial", "%v: want at least 1ms", b.Initial)
 	case b.Max <= 0:
 		return Invalid("back-off max", "%v: want > 0", b.Max)
 	case b.Max < b.Initial:

@@ -30,6 +30,8 @@ func TestBackOffValidation(t *testing.T) {
 		{"multiplier zero", BackOff{Initial: ms, Max: 2 * ms}.Validate(), "back-off multiplier"},
 		{"multiplier negative", BackOff{Initial: ms, Max: 2 * ms, Multiplier: -2}.Validate(), "back-off multiplier"},
 		{"constant zero", ConstantBackOff(0).Validate(), "back-off initial"},
+		{"constant under 1ms", ConstantBackOff(50).Validate(), "back-off initial"},
+		{"initial under 1ms", BackOff{Initial: ms - 1, Max: ms, Multiplier: 2}.Validate(), "back-off initial"},
 		{"spin acquire, default", spin(BackOff{}), ""},
 		{"spin acquire, bad max", spin(BackOff{Initial: 2 * ms, Max: ms, Multiplier: 2}), "back-off max"},
 		{"lock acquire with a back-off", (&Acquire{Name: "n", Owner: "o", RequestID: "r",

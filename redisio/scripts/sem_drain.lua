@@ -1,4 +1,6 @@
--- Take every available permit: set the count to 0.
+-- Take every available permit: set the count to 0, keeping the semaphore's
+-- TTL if it has one (Redisson's drainPermits drops it; a semaphore set with
+-- a TTL would then live on, drained, for ever).
 --
 -- KEYS[1]  semaphore (the name): STRING, available permits
 --
@@ -10,5 +12,10 @@ if not v then return 0 end
 if not int(v) then
   return redis.error_reply('ERR warden: semaphore value is not an integer')
 end
-redis.call('set', KEYS[1], '0')
+local ttl = redis.call('pttl', KEYS[1])
+if ttl > 0 then
+  redis.call('set', KEYS[1], '0', 'px', ttl)
+else
+  redis.call('set', KEYS[1], '0')
+end
 return tonumber(v)
