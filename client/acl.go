@@ -54,17 +54,9 @@ var aclReadOnlyCommands = []string{
 // empty, too long or holds a space or control character is
 // ErrInvalidArgument.
 func ACLRules(names string) (string, error) {
-	if err := validateACLGlob(names); err != nil {
+	tagged, rules, err := aclStart(names, aclCommands)
+	if err != nil {
 		return "", err
-	}
-	lb, rb := "{", "}"
-	if strings.Contains(names, "{") {
-		lb, rb = "", ""
-	}
-	tagged := lb + names + rb
-	rules := []string{"resetkeys", "resetchannels", "-@all"}
-	for _, c := range aclCommands {
-		rules = append(rules, "+"+c)
 	}
 	keys := []string{names}
 	if tagged != names {
@@ -108,17 +100,9 @@ func ACLRules(names string) (string, error) {
 // no write, no channel. Such a user cannot force an unlock. names is as
 // in ACLRules.
 func ReadOnlyACLRules(names string) (string, error) {
-	if err := validateACLGlob(names); err != nil {
+	tagged, rules, err := aclStart(names, aclReadOnlyCommands)
+	if err != nil {
 		return "", err
-	}
-	lb, rb := "{", "}"
-	if strings.Contains(names, "{") {
-		lb, rb = "", ""
-	}
-	tagged := lb + names + rb
-	rules := []string{"resetkeys", "resetchannels", "-@all"}
-	for _, c := range aclReadOnlyCommands {
-		rules = append(rules, "+"+c)
 	}
 	for _, k := range []string{
 		names,
@@ -132,6 +116,24 @@ func ReadOnlyACLRules(names string) (string, error) {
 		rules = append(rules, "%R~"+k)
 	}
 	return strings.Join(rules, " "), nil
+}
+
+// aclStart checks the names glob and begins a rule set that allows
+// exactly commands; tagged is the glob as the auxiliary keys hold it (in
+// braces, unless it carries a hash tag of its own).
+func aclStart(names string, commands []string) (tagged string, rules []string, err error) {
+	if err := validateACLGlob(names); err != nil {
+		return "", nil, err
+	}
+	tagged = "{" + names + "}"
+	if strings.Contains(names, "{") {
+		tagged = names
+	}
+	rules = []string{"resetkeys", "resetchannels", "-@all"}
+	for _, c := range commands {
+		rules = append(rules, "+"+c)
+	}
+	return tagged, rules, nil
 }
 
 // validateACLGlob checks a names glob for an ACL: ValidateGlob's checks,

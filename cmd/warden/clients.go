@@ -39,33 +39,16 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 	})
 	// The holders whose client has no entry, by client ID.
 	unreg := map[string][]string{}
-	var first error
-	var refused refusals
-	for o, err := range client.Scan(ctx, rdb, c.Glob) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err() // interrupted: run says so
-			}
-			if refused.note(err) {
-				continue
-			}
-			fmt.Fprintln(a.stderr, oneLine(err))
-			if first == nil {
-				first = err
-			}
-			continue
-		}
+	first, err := scan(ctx, a, rdb, c.Glob, func(o client.Object) error {
 		for _, h := range o.Holders {
 			if h.Client == nil && !slices.Contains(unreg[h.ClientID], o.Name) {
 				unreg[h.ClientID] = append(unreg[h.ClientID], o.Name)
 			}
 		}
-	}
-	if err := refused.err(c.Glob); err != nil {
-		fmt.Fprintln(a.stderr, oneLine(err))
-		if first == nil {
-			first = err
-		}
+		return nil
+	}, func() {})
+	if err != nil {
+		return err
 	}
 	ids := make([]string, 0, len(unreg))
 	for id := range unreg {

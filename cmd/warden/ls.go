@@ -30,30 +30,12 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	defer rdb.Close()
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	n := 0
-	var first error // the first error, already printed
-	var refused refusals
 	if l.JSON {
 		fmt.Fprint(a.stdout, "[")
 	} else {
 		fmt.Fprintln(tw, "NAME\tKIND\tTTL\tHOLDERS\tWAITERS\tVALUE")
 	}
-	for o, err := range client.Scan(ctx, rdb, l.Glob) {
-		if err != nil {
-			// A name that could not be read (the scan goes on), or the
-			// scan's own error (the last). Refusals make one line, at
-			// the end.
-			if ctx.Err() != nil {
-				return ctx.Err() // interrupted: run says so
-			}
-			if refused.note(err) {
-				continue
-			}
-			fmt.Fprintln(a.stderr, oneLine(err))
-			if first == nil {
-				first = err
-			}
-			continue
-		}
+	first, err := scan(ctx, a, rdb, l.Glob, func(o client.Object) error {
 		if l.JSON {
 			b, err := json.Marshal(toJSON(o))
 			if err != nil {
@@ -70,17 +52,16 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			}
 		}
 		n++
-	}
-	if l.JSON {
-		fmt.Fprintln(a.stdout, "\n]")
-	} else {
-		_ = tw.Flush()
-	}
-	if err := refused.err(l.Glob); err != nil {
-		fmt.Fprintln(a.stderr, oneLine(err))
-		if first == nil {
-			first = err
+		return nil
+	}, func() {
+		if l.JSON {
+			fmt.Fprintln(a.stdout, "\n]")
+		} else {
+			_ = tw.Flush()
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if first != nil {
 		return &exitError{code: codeOf(first), err: first, printed: true}

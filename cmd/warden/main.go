@@ -197,6 +197,43 @@ func (r *refusals) err(glob string) error {
 		r.n, glob, r.first)
 }
 
+// scan runs fn on every object whose name matches glob, as client.Scan
+// finds them. A name that could not be read is printed as one line on
+// stderr and the scan goes on; names Redis refused the user (its ACL) make
+// one line at the end, after done has run. failed is the first of those
+// errors, already printed (nil when there is none); err is fn's or done's
+// error or ctx's end, which stop the scan.
+func scan(ctx context.Context, a *app, rdb redis.UniversalClient, glob string, fn func(client.Object) error,
+	done func()) (failed, err error) {
+	var refused refusals
+	for o, err := range client.Scan(ctx, rdb, glob) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // interrupted: run says so
+			}
+			if refused.note(err) {
+				continue
+			}
+			fmt.Fprintln(a.stderr, oneLine(err))
+			if failed == nil {
+				failed = err
+			}
+			continue
+		}
+		if err := fn(o); err != nil {
+			return nil, err
+		}
+	}
+	done()
+	if err := refused.err(glob); err != nil {
+		fmt.Fprintln(a.stderr, oneLine(err))
+		if failed == nil {
+			failed = err
+		}
+	}
+	return failed, nil
+}
+
 // oneLine makes err's text one line starting with "warden: ".
 func oneLine(err error) string {
 	s := strings.Join(strings.Fields(err.Error()), " ")
