@@ -226,6 +226,10 @@ func TestIdleKeyActorsArePassivated(t *testing.T) {
 		name := "idle:" + string(rune('a'+i))
 		e.ask(t, &messages.Acquire{Name: name, Owner: "o", RequestID: name, Lease: time.Minute})
 		e.ask(t, &messages.Release{Name: name, Owner: "o", RequestID: name + "r"})
+		// Its key actor arms its idle timer after it answered the
+		// release; a Watch it answers at once orders that before the test
+		// moves the clock.
+		e.ask(t, &messages.Watch{Name: name, Owner: "o"})
 	}
 	assert.Equal(t, 20, e.keyActors(t))
 	held := e.ask(t, &messages.Acquire{Name: "kept", Owner: "o", RequestID: "k", Lease: time.Hour}).(*messages.Acquired)
