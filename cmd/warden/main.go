@@ -224,6 +224,9 @@ func scan(ctx context.Context, a *app, rdb redis.UniversalClient, glob string, f
 			return nil, err
 		}
 	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // interrupted, whether or not the scan said so
+	}
 	done()
 	if err := refused.err(glob); err != nil {
 		fmt.Fprintln(a.stderr, oneLine(err))
