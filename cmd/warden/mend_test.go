@@ -88,7 +88,10 @@ func TestScopedReadOnlyUserGetsOneLineForTheNamesItCannotRead(t *testing.T) {
 	rules, err := client.ReadOnlyACLRules("team:*")
 	require.NoError(t, err)
 	setUser(t, admin, "oncall", "opass", rules)
-	c := newClient(t, admin)
+	// A Client with its registry record: its holder counts as registered.
+	c, err := client.New(admin)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	require.NoError(t, c.Lock("team:held").LockLease(ctx, time.Minute))
 	// Another team's lock and a user's own keys, which the user may not
 	// read.
