@@ -25,7 +25,6 @@ type holding struct{ name, owner string }
 
 // watcher remembers when it first saw each holding.
 type watcher struct {
-	start   time.Time
 	since   map[holding]time.Time
 	initial map[holding]bool // there at the first refresh: age unknown
 	frames  int
@@ -46,7 +45,7 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	defer rdb.Close()
-	w := &watcher{start: time.Now(), since: map[holding]time.Time{}, initial: map[holding]bool{}}
+	w := &watcher{since: map[holding]time.Time{}, initial: map[holding]bool{}}
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	for {
