@@ -110,12 +110,6 @@ func runMutexes(ctx context.Context, cnt *Counter, stats redis.UniversalClient, 
 	return t, err
 }
 
-// multiMutex adapts a warden MultiLock (or any client.Mutex).
-type multiMutex struct{ m client.Mutex }
-
-func (m multiMutex) Lock(ctx context.Context) error   { return m.m.Lock(ctx) }
-func (m multiMutex) Unlock(ctx context.Context) error { return m.m.Unlock(ctx) }
-
 // GroupValues is how many values each lock+unlock of workload (h) takes.
 const GroupValues = 8
 
@@ -138,7 +132,7 @@ func RunGroup(ctx context.Context, addr string, stats redis.UniversalClient, pre
 	}
 	var p Paired
 	p.Kind, err = runMutexes(ctx, cnt, stats, goroutines, d, func(g int) func() Mutex {
-		m := multiMutex{c.GroupLock(prefix+":g"+strconv.Itoa(g), values...)}
+		m := wardenMutex{c.GroupLock(prefix+":g"+strconv.Itoa(g), values...)}
 		return func() Mutex { return m }
 	})
 	if err != nil {
@@ -149,7 +143,7 @@ func RunGroup(ctx context.Context, addr string, stats redis.UniversalClient, pre
 		for i, v := range values {
 			locks[i] = c.Lock(prefix + ":m" + strconv.Itoa(g) + ":" + v)
 		}
-		m := multiMutex{client.NewMultiLock(locks...)}
+		m := client.NewMultiLock(locks...) // its own Lock and Unlock
 		return func() Mutex { return m }
 	})
 	if err != nil {
