@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,43 +70,7 @@ func RunStriped(ctx context.Context, addr string, stats redis.UniversalClient, p
 // next(g)) returns, and measures them. A warm-up pair per goroutine runs
 // first.
 func runMutexes(ctx context.Context, cnt *Counter, stats redis.UniversalClient, goroutines int, d time.Duration, next func(g int) func() Mutex) (Throughput, error) {
-	nexts := make([]func() Mutex, goroutines)
-	for g := range nexts {
-		nexts[g] = next(g)
-		if err := pair(ctx, nexts[g]()); err != nil {
-			return Throughput{}, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	m, err := startMeter(ctx, stats, cnt)
-	if err != nil {
-		return Throughput{}, err
-	}
-	counts := make([]int, goroutines)
-	errs := make([]error, goroutines)
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(d)
-	for g := range goroutines {
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				if err := pair(ctx, nexts[g]()); err != nil {
-					errs[g] = err
-					return
-				}
-				counts[g]++
-			}
-		})
-	}
-	wg.Wait()
-	t := Throughput{Goroutines: goroutines, Elapsed: time.Since(start)}
-	for g := range counts {
-		if errs[g] != nil {
-			return t, errs[g]
-		}
-		t.Pairs += counts[g]
-	}
-	t.Cost, err = m.stop(ctx)
-	return t, err
+	return runPairs(ctx, cnt, stats, "", goroutines, d, 0, 1, next)
 }
 
 // GroupValues is how many values each lock+unlock of workload (h) takes.
