@@ -22,6 +22,12 @@ type Throughput struct {
 // PerSecond is the pairs completed per second, all goroutines together.
 func (t Throughput) PerSecond() float64 { return float64(t.Pairs) / t.Elapsed.Seconds() }
 
+// MicrosPerPair is the mean time of one pair as one goroutine sees it, in
+// µs: the goroutines' time together over the pairs.
+func (t Throughput) MicrosPerPair() float64 {
+	return float64(t.Goroutines) * t.Elapsed.Seconds() / float64(max(t.Pairs, 1)) * 1e6
+}
+
 // SentPerPair is the commands the contender's client sent per pair.
 func (t Throughput) SentPerPair() float64 { return perOp(t.Cost.Sent.Cmds, t.Pairs) }
 
