@@ -54,10 +54,7 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 			return nil // interrupted
 		}
 		if c.Count > 0 && w.frames >= c.Count {
-			if err != nil {
-				return &exitError{code: codeOf(err), err: err, printed: true}
-			}
-			return nil
+			return printedErr(err) // the frame showed it
 		}
 		select {
 		case <-ctx.Done():
