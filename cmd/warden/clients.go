@@ -97,8 +97,5 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 			_ = tw.Flush()
 		}
 	}
-	if first != nil {
-		return &exitError{code: codeOf(first), err: first, printed: true}
-	}
-	return nil
+	return printedErr(first)
 }

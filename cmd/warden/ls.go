@@ -63,8 +63,5 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return err
 	}
-	if first != nil {
-		return &exitError{code: codeOf(first), err: first, printed: true}
-	}
-	return nil
+	return printedErr(first)
 }

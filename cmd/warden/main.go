@@ -80,6 +80,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// printedErr is err, which the command already printed, with its exit
+// code; nil when err is nil.
+func printedErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: codeOf(err), err: err, printed: true}
+}
+
 // fail returns an error with exit code code, its message made as
 // fmt.Errorf makes it.
 func fail(code int, format string, args ...any) error {

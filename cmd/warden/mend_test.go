@@ -247,7 +247,9 @@ func TestInterruptedLsExits130(t *testing.T) {
 	_, err = bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	// The rest of its output until it exits (cctx bounds it), then Wait,
+	// which closes the pipe: the reads come first.
+	_, _ = io.Copy(io.Discard, out)
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "ls ended before the interrupt")

@@ -25,10 +25,11 @@ type holding struct{ name, owner string }
 
 // watcher remembers when it first saw each holding.
 type watcher struct {
-	start   time.Time
-	since   map[holding]time.Time
-	initial map[holding]bool // there at the first refresh: age unknown
-	frames  int
+	since map[holding]time.Time
+	// first is when the first refresh read: a holding first seen then
+	// was already there when the watch began, its age unknown.
+	first  time.Time
+	frames int
 }
 
 func (c *watchCmd) Run(ctx context.Context, a *app) error {
@@ -46,7 +47,7 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	defer rdb.Close()
-	w := &watcher{start: time.Now(), since: map[holding]time.Time{}, initial: map[holding]bool{}}
+	w := &watcher{since: map[holding]time.Time{}}
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	for {
@@ -55,10 +56,7 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 			return nil // interrupted
 		}
 		if c.Count > 0 && w.frames >= c.Count {
-			if err != nil {
-				return &exitError{code: codeOf(err), err: err, printed: true}
-			}
-			return nil
+			return printedErr(err) // the frame showed it
 		}
 		select {
 		case <-ctx.Done():
@@ -94,6 +92,9 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 		first = refused.err(c.Glob)
 	}
 	now := time.Now()
+	if w.frames == 0 {
+		w.first = now
+	}
 	slices.SortFunc(objs, func(x, y client.Object) int { return strings.Compare(x.Name, y.Name) })
 	seen := map[holding]bool{}
 	for _, o := range objs {
@@ -102,16 +103,12 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 			seen[k] = true
 			if _, ok := w.since[k]; !ok {
 				w.since[k] = now
-				if w.frames == 0 {
-					w.initial[k] = true
-				}
 			}
 		}
 	}
 	for k := range w.since {
 		if !seen[k] {
 			delete(w.since, k)
-			delete(w.initial, k)
 		}
 	}
 	w.frames++
@@ -139,7 +136,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 		for i, h := range o.Holders {
 			k := holding{o.Name, h.Owner}
 			held := age(now.Sub(w.since[k]))
-			if w.initial[k] {
+			if w.since[k].Equal(w.first) {
 				held = ">" + held
 			}
 			name, kind, ttl, waiters := shown(o.Name), string(o.Kind), ttlText(o.TTL), fmt.Sprint(len(o.Waiters))

@@ -15,10 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/exampleredis"
@@ -26,30 +27,11 @@ import (
 
 const building = "building:north"
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleredis.Main(run) }
 
-func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+func run() error { return exampleredis.Run(30*time.Second, demo) }
 
-	rdb, where, stopRedis, err := exampleredis.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer stopRedis()
-	fmt.Println("redis:", where)
-
-	c, err := client.New(rdb)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close(context.Background()) }()
-
+func demo(ctx context.Context, c *client.Client, _ redis.UniversalClient) error {
 	// One booking holds rooms 101 and 102; another asking for 102 and 103
 	// gets nothing, one asking for 201 and 202 goes ahead.
 	math := c.GroupLock(building, "room-101", "room-102")

@@ -16,10 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/exampleredis"
@@ -31,30 +32,11 @@ const (
 	orders  = 20 // per worker
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleredis.Main(run) }
 
-func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+func run() error { return exampleredis.Run(30*time.Second, demo) }
 
-	rdb, where, stopRedis, err := exampleredis.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer stopRedis()
-	fmt.Println("redis:", where)
-
-	c, err := client.New(rdb)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close(context.Background()) }()
-
+func demo(ctx context.Context, c *client.Client, _ redis.UniversalClient) error {
 	stock := c.StripedLock("stock", stripes)
 	for _, p := range []string{"product:1", "product:2", "product:42"} {
 		fmt.Printf("%s is guarded by %s\n", p, stock.Name(p))

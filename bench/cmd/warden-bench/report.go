@@ -109,9 +109,7 @@ func (r report) throughputTable(w byte) table {
 		rate := median(x, bench.Throughput.PerSecond)
 		t.rows = append(t.rows, []string{name, count(rate),
 			ratio(ratioMedian(x, warden, bench.Throughput.PerSecond)),
-			fmt.Sprintf("%.1f", median(x, func(t bench.Throughput) float64 {
-				return float64(t.Goroutines) * t.Elapsed.Seconds() / float64(t.Pairs) * 1e6
-			})),
+			fmt.Sprintf("%.1f", median(x, bench.Throughput.MicrosPerPair)),
 			fmt.Sprintf("%.2f", median(x, bench.Throughput.SentPerPair)),
 			fmt.Sprintf("%.2f", median(x, bench.Throughput.ServerPerPair)),
 			fmt.Sprintf("%.1f", median(x, bench.Throughput.RedisCPUPerPair)),
@@ -373,10 +371,7 @@ func (r report) pairedTable(title, kind, base string, runs []bench.Paired) table
 		return []string{name,
 			count(median(runs, func(p bench.Paired) float64 { return f(p).PerSecond() })),
 			ratio,
-			fmt.Sprintf("%.1f", median(runs, func(p bench.Paired) float64 {
-				x := f(p)
-				return float64(x.Goroutines) * x.Elapsed.Seconds() / float64(max(x.Pairs, 1)) * 1e6
-			})),
+			fmt.Sprintf("%.1f", median(runs, func(p bench.Paired) float64 { return f(p).MicrosPerPair() })),
 			fmt.Sprintf("%.2f", median(runs, func(p bench.Paired) float64 { return f(p).SentPerPair() })),
 			fmt.Sprintf("%.2f", median(runs, func(p bench.Paired) float64 { return f(p).ServerPerPair() })),
 			fmt.Sprintf("%.1f", median(runs, func(p bench.Paired) float64 { return f(p).RedisCPUPerPair() })),

@@ -164,18 +164,7 @@ func (b Batches) Mean() float64 {
 // Percentile is the nearest-rank percentile p (0 < p <= 1) of the script
 // calls a round trip carried, over the round trips; 0 for none.
 func (b Batches) Percentile(p float64) int {
-	t := b.RoundTrips()
-	if t == 0 {
-		return 0
-	}
-	rank := uint64(max(math.Ceil(p*float64(t)), 1))
-	var seen uint64
-	for n, k := range b.Trips {
-		if seen += k; seen >= rank {
-			return n
-		}
-	}
-	return len(b.Trips) - 1
+	return b.nearestRank(p, func(_ int, k uint64) uint64 { return k })
 }
 
 // CallPercentile is the nearest-rank percentile p (0 < p <= 1) over the
@@ -183,14 +172,23 @@ func (b Batches) Percentile(p float64) int {
 // lone calls and a few large batches, Percentile(0.5) is 1 while
 // CallPercentile(0.5) is the batch most calls went in. 0 for none.
 func (b Batches) CallPercentile(p float64) int {
-	calls := b.Cmds()
-	if calls == 0 {
+	return b.nearestRank(p, func(n int, k uint64) uint64 { return uint64(n) * k })
+}
+
+// nearestRank is the nearest-rank percentile p of the round trip sizes n,
+// each counted weight(n, Trips[n]) times; 0 when they weigh nothing.
+func (b Batches) nearestRank(p float64, weight func(n int, k uint64) uint64) int {
+	var total uint64
+	for n, k := range b.Trips {
+		total += weight(n, k)
+	}
+	if total == 0 {
 		return 0
 	}
-	rank := uint64(max(math.Ceil(p*float64(calls)), 1))
+	rank := uint64(max(math.Ceil(p*float64(total)), 1))
 	var seen uint64
 	for n, k := range b.Trips {
-		if seen += uint64(n) * k; seen >= rank {
+		if seen += weight(n, k); seen >= rank {
 			return n
 		}
 	}

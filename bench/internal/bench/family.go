@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,50 +70,8 @@ func RunStriped(ctx context.Context, addr string, stats redis.UniversalClient, p
 // next(g)) returns, and measures them. A warm-up pair per goroutine runs
 // first.
 func runMutexes(ctx context.Context, cnt *Counter, stats redis.UniversalClient, goroutines int, d time.Duration, next func(g int) func() Mutex) (Throughput, error) {
-	nexts := make([]func() Mutex, goroutines)
-	for g := range nexts {
-		nexts[g] = next(g)
-		if err := pair(ctx, nexts[g]()); err != nil {
-			return Throughput{}, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	m, err := startMeter(ctx, stats, cnt)
-	if err != nil {
-		return Throughput{}, err
-	}
-	counts := make([]int, goroutines)
-	errs := make([]error, goroutines)
-	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(d)
-	for g := range goroutines {
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				if err := pair(ctx, nexts[g]()); err != nil {
-					errs[g] = err
-					return
-				}
-				counts[g]++
-			}
-		})
-	}
-	wg.Wait()
-	t := Throughput{Goroutines: goroutines, Elapsed: time.Since(start)}
-	for g := range counts {
-		if errs[g] != nil {
-			return t, errs[g]
-		}
-		t.Pairs += counts[g]
-	}
-	t.Cost, err = m.stop(ctx)
-	return t, err
+	return runPairs(ctx, cnt, stats, "", goroutines, d, 0, 1, next)
 }
-
-// multiMutex adapts a warden MultiLock (or any client.Mutex).
-type multiMutex struct{ m client.Mutex }
-
-func (m multiMutex) Lock(ctx context.Context) error   { return m.m.Lock(ctx) }
-func (m multiMutex) Unlock(ctx context.Context) error { return m.m.Unlock(ctx) }
 
 // GroupValues is how many values each lock+unlock of workload (h) takes.
 const GroupValues = 8
@@ -138,7 +95,7 @@ func RunGroup(ctx context.Context, addr string, stats redis.UniversalClient, pre
 	}
 	var p Paired
 	p.Kind, err = runMutexes(ctx, cnt, stats, goroutines, d, func(g int) func() Mutex {
-		m := multiMutex{c.GroupLock(prefix+":g"+strconv.Itoa(g), values...)}
+		m := wardenMutex{c.GroupLock(prefix+":g"+strconv.Itoa(g), values...)}
 		return func() Mutex { return m }
 	})
 	if err != nil {
@@ -149,7 +106,7 @@ func RunGroup(ctx context.Context, addr string, stats redis.UniversalClient, pre
 		for i, v := range values {
 			locks[i] = c.Lock(prefix + ":m" + strconv.Itoa(g) + ":" + v)
 		}
-		m := multiMutex{client.NewMultiLock(locks...)}
+		m := client.NewMultiLock(locks...) // its own Lock and Unlock
 		return func() Mutex { return m }
 	})
 	if err != nil {

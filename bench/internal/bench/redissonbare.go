@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/warden-go/warden/redisio"
 )
 
 // Redisson's RLock on the wire, without Redisson: the lock is a hash named
@@ -46,13 +48,6 @@ redis.call('publish', KEYS[2], ARGV[1])
 return 1`)
 )
 
-// redissonUnlockMessage is what Redisson publishes on a plain lock's
-// release.
-const redissonUnlockMessage = "0"
-
-// redissonChannel is the channel Redisson's waiters listen to for name.
-func redissonChannel(name string) string { return "redisson_lock__channel:{" + name + "}" }
-
 func newRedissonBareContender(addr string, retry time.Duration) (*Contender, error) {
 	rdb, cnt := newRedis(addr)
 	id := uuid.NewString()
@@ -63,7 +58,7 @@ func newRedissonBareContender(addr string, retry time.Duration) (*Contender, err
 			"EVALSHA, fixed lease %v, no watchdog; a refused acquire retried every %v", PeerLease, retry),
 		Redis: rdb, Counter: cnt,
 		newMutex: func(name string) Mutex {
-			return &redissonMutex{rdb: rdb, name: name, channel: redissonChannel(name), retry: retry,
+			return &redissonMutex{rdb: rdb, name: name, channel: redisio.LockChannel(name), retry: retry,
 				owner: id + ":" + strconv.FormatUint(threads.Add(1), 10)}
 		},
 	}, nil
@@ -98,7 +93,7 @@ func (m *redissonMutex) Lock(ctx context.Context) error {
 
 func (m *redissonMutex) Unlock(ctx context.Context) error {
 	n, err := redissonUnlock.Run(ctx, m.rdb, []string{m.name, m.channel},
-		redissonUnlockMessage, PeerLease.Milliseconds(), m.owner).Int64()
+		redisio.UnlockMessage, PeerLease.Milliseconds(), m.owner).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return errNotHeld

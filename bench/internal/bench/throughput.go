@@ -22,6 +22,12 @@ type Throughput struct {
 // PerSecond is the pairs completed per second, all goroutines together.
 func (t Throughput) PerSecond() float64 { return float64(t.Pairs) / t.Elapsed.Seconds() }
 
+// MicrosPerPair is the mean time of one pair as one goroutine sees it, in
+// µs: the goroutines' time together over the pairs.
+func (t Throughput) MicrosPerPair() float64 {
+	return float64(t.Goroutines) * t.Elapsed.Seconds() / float64(max(t.Pairs, 1)) * 1e6
+}
+
 // SentPerPair is the commands the contender's client sent per pair.
 func (t Throughput) SentPerPair() float64 { return perOp(t.Cost.Sent.Cmds, t.Pairs) }
 
@@ -67,16 +73,32 @@ func RunThroughput(ctx context.Context, c *Contender, stats redis.UniversalClien
 	if goroutines < 1 {
 		return Throughput{}, fmt.Errorf("bench: %d goroutines", goroutines)
 	}
-	mutexes := make([]Mutex, goroutines)
-	for i := range mutexes {
-		mutexes[i] = c.NewMutex(prefix + ":" + strconv.Itoa(i))
-		for range throughputWarmup {
-			if err := pair(ctx, mutexes[i]); err != nil {
-				return Throughput{}, fmt.Errorf("%s warm-up: %w", c.Name, err)
+	return runPairs(ctx, c.Counter, stats, c.Name, goroutines, d, pairs, throughputWarmup, func(i int) func() Mutex {
+		m := c.NewMutex(prefix + ":" + strconv.Itoa(i))
+		return func() Mutex { return m }
+	})
+}
+
+// runPairs runs goroutines goroutines for d, or for pairs pairs in all
+// when pairs > 0, each locking and unlocking in a loop the Mutex its next
+// function (made once per goroutine by next(g)) returns, and measures them
+// on cnt and stats. Each goroutine's warmup pairs run first, one goroutine
+// after the other. name, when set, leads the errors.
+func runPairs(ctx context.Context, cnt *Counter, stats redis.UniversalClient, name string, goroutines int, d time.Duration,
+	pairs, warmup int, next func(g int) func() Mutex) (Throughput, error) {
+	nexts := make([]func() Mutex, goroutines)
+	for g := range nexts {
+		nexts[g] = next(g)
+		for range warmup {
+			if err := pair(ctx, nexts[g]()); err != nil {
+				if name != "" {
+					return Throughput{}, fmt.Errorf("%s warm-up: %w", name, err)
+				}
+				return Throughput{}, fmt.Errorf("warm-up: %w", err)
 			}
 		}
 	}
-	m, err := startMeter(ctx, stats, c.Counter)
+	m, err := startMeter(ctx, stats, cnt)
 	if err != nil {
 		return Throughput{}, err
 	}
@@ -85,31 +107,34 @@ func RunThroughput(ctx context.Context, c *Contender, stats redis.UniversalClien
 	var wg sync.WaitGroup
 	start := time.Now()
 	end := start.Add(d)
-	for i := range goroutines {
+	for g := range goroutines {
 		quota := 0
 		if pairs > 0 {
-			quota = pairs/goroutines + btoi(i < pairs%goroutines)
+			quota = pairs/goroutines + btoi(g < pairs%goroutines)
 		}
 		wg.Go(func() {
 			for n := 0; ; n++ {
 				if quota > 0 && n == quota || quota == 0 && !time.Now().Before(end) {
 					return
 				}
-				if err := pair(ctx, mutexes[i]); err != nil {
-					errs[i] = fmt.Errorf("%s: %w", c.Name, err)
+				if err := pair(ctx, nexts[g]()); err != nil {
+					errs[g] = err
+					if name != "" {
+						errs[g] = fmt.Errorf("%s: %w", name, err)
+					}
 					return
 				}
-				counts[i]++
+				counts[g]++
 			}
 		})
 	}
 	wg.Wait()
 	t := Throughput{Goroutines: goroutines, Elapsed: time.Since(start)}
-	for i := range counts {
-		if errs[i] != nil {
-			return t, errs[i]
+	for g := range counts {
+		if errs[g] != nil {
+			return t, errs[g]
 		}
-		t.Pairs += counts[i]
+		t.Pairs += counts[g]
 	}
 	t.Cost, err = m.stop(ctx)
 	return t, err
