@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,7 +36,7 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(x, y client.ClientRecord) int {
-		return strings.Compare(x.Service+x.Host+x.ID, y.Service+y.Host+y.ID)
+		return cmp.Or(strings.Compare(x.Service, y.Service), strings.Compare(x.Host, y.Host), strings.Compare(x.ID, y.ID))
 	})
 	// The holders whose client has no entry, by client ID.
 	unreg := map[string][]string{}

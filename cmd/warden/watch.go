@@ -56,7 +56,7 @@ func (c *watchCmd) Run(ctx context.Context, a *app) error {
 			return nil // interrupted
 		}
 		if c.Count > 0 && w.frames >= c.Count {
-			return printedErr(err) // the frame showed it
+			return err // the frame showed it; stderr gets its line too
 		}
 		select {
 		case <-ctx.Done():
