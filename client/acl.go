@@ -1,6 +1,10 @@
 package client
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/warden-go/warden/redisio"
+)
 
 // aclCommands are the commands a Client sends: the scripts and the
 // commands they call, the reads outside scripts, pub/sub, replica sync,
@@ -37,6 +41,10 @@ var aclReadOnlyCommands = []string{
 	"scan", "type", "pttl", "get", "getrange", "hlen", "hgetall", "lrange", "zrange",
 }
 
+// aclRegistryKeys matches every key of the client registry
+// (redisio.ClientRegistryKey).
+const aclRegistryKeys = "warden_client:*"
+
 // ACLRules returns the Redis ACL rules (for ACL SETUSER, or a users.acl
 // line after "user <name> on >password") that give a Client exactly what
 // it needs to use the lock family on names matching the glob names: its
@@ -64,26 +72,26 @@ func ACLRules(names string) (string, error) {
 	}
 	for _, k := range append(keys,
 		tagged+":*", // permits {name}:timeout, read holds {name}:<owner>:rwlock_timeout:<k>
-		"redisson_lock_queue:"+tagged,
-		"redisson_lock_timeout:"+tagged,
-		"redisson_lock_token:"+tagged,
-		"redisson_unlock_latch:"+tagged+":*",
-		"warden_acquire_latch:"+tagged+":*",
-		"warden_gaveup:"+tagged+":*",
-		"warden_fair_places:"+tagged,
-		"warden_latch:"+tagged+":*",
-		"warden_client:*",
+		redisio.FairQueueKey(names),
+		redisio.FairTimeoutKey(names),
+		redisio.TokenKey(names),
+		redisio.UnlockLatchKey(names, "*"),
+		redisio.AcquireLatchKey(names, "*"),
+		redisio.GaveUpKey(names, "*"),
+		redisio.FairPlacesKey(names),
+		redisio.OpLatchKey(names, "*"),
+		aclRegistryKeys,
 	) {
 		rules = append(rules, "~"+k)
 	}
 	// The scripts take the channels they publish on among their keys, as
 	// Redisson's do: each is a key pattern too.
 	channels := []string{
-		"redisson_lock__channel:" + tagged,
-		"redisson_lock__channel:" + tagged + ":*", // a fair waiter's own
-		"redisson_rwlock:" + tagged,
-		"redisson_sc:" + tagged,
-		"redisson_countdownlatch__channel__{" + names + "}",
+		redisio.LockChannel(names),
+		redisio.FairChannel(names, "*"), // a fair waiter's own
+		redisio.RWChannel(names),
+		redisio.SemaphoreChannel(names),
+		redisio.LatchChannel(names),
 	}
 	for _, ch := range channels {
 		rules = append(rules, "~"+ch)
@@ -100,18 +108,18 @@ func ACLRules(names string) (string, error) {
 // no write, no channel. Such a user cannot force an unlock. names is as
 // in ACLRules.
 func ReadOnlyACLRules(names string) (string, error) {
-	tagged, rules, err := aclStart(names, aclReadOnlyCommands)
+	_, rules, err := aclStart(names, aclReadOnlyCommands)
 	if err != nil {
 		return "", err
 	}
 	for _, k := range []string{
 		names,
-		tagged + ":timeout",
-		"redisson_lock_queue:" + tagged,
-		"redisson_lock_timeout:" + tagged,
-		"redisson_lock_token:" + tagged,
-		"warden_fair_places:" + tagged,
-		"warden_client:*",
+		redisio.PermitTimeoutKey(names),
+		redisio.FairQueueKey(names),
+		redisio.FairTimeoutKey(names),
+		redisio.TokenKey(names),
+		redisio.FairPlacesKey(names),
+		aclRegistryKeys,
 	} {
 		rules = append(rules, "%R~"+k)
 	}

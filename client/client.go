@@ -372,17 +372,9 @@ func (c *Client) release(ctx context.Context, name string, kind messages.Kind, o
 		defer func() { endRelease(span, err) }()
 	}
 	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID(), Values: values}
-	ch := c.request(req.RequestID, req)
-	var reply any
-	select {
-	case reply = <-ch:
-		c.mailbox.recycle(ch)
-	case <-c.done:
-		c.mailbox.forget(req.RequestID)
-		return 0, 0, ErrClosed
-	case <-ctx.Done():
-		c.mailbox.forget(req.RequestID)
-		return 0, 0, fmt.Errorf("warden: unlock %s: outcome unknown: %w", name, ctxErr(ctx))
+	reply, err := c.ask(ctx, req.RequestID, req, func() string { return "unlock " + name })
+	if err != nil {
+		return 0, 0, err
 	}
 	switch r := reply.(type) {
 	case *messages.Released:
@@ -408,6 +400,25 @@ func (c *Client) errClosed() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// ask sends msg, whose request ID is requestID, to the engine and waits
+// for its one reply. It returns ErrClosed when the Client closes first,
+// and, when ctx ends first, an error with ctx's that says the outcome of
+// op (the call, "unlock <name>" say) is unknown.
+func (c *Client) ask(ctx context.Context, requestID string, msg any, op func() string) (any, error) {
+	ch := c.request(requestID, msg)
+	select {
+	case reply := <-ch:
+		c.mailbox.recycle(ch)
+		return reply, nil
+	case <-c.done:
+		c.mailbox.forget(requestID)
+		return nil, ErrClosed
+	case <-ctx.Done():
+		c.mailbox.forget(requestID)
+		return nil, fmt.Errorf("warden: %s: outcome unknown: %w", op(), ctxErr(ctx))
+	}
 }
 
 // request sends msg, whose request ID is requestID, to the engine with the

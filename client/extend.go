@@ -47,17 +47,9 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	}
 	req := &messages.Extend{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
 		Lease: wholeMillis(lease)}
-	ch := l.c.request(req.RequestID, req)
-	var reply any
-	select {
-	case reply = <-ch:
-		l.c.mailbox.recycle(ch)
-	case <-l.c.done:
-		l.c.mailbox.forget(req.RequestID)
-		return ErrClosed
-	case <-ctx.Done():
-		l.c.mailbox.forget(req.RequestID)
-		return fmt.Errorf("warden: extend %s %s: outcome unknown: %w", l.kind, l.name, ctxErr(ctx))
+	reply, err := l.c.ask(ctx, req.RequestID, req, func() string { return fmt.Sprintf("extend %s %s", l.kind, l.name) })
+	if err != nil {
+		return err
 	}
 	switch r := reply.(type) {
 	case *messages.Extended:

@@ -420,12 +420,13 @@ func (r *reader) read(ctx context.Context, names []string, aux bool) ([]readObje
 // clientRecord builds a registry entry from its hash's fields; a field
 // that does not parse is left zero.
 func clientRecord(id string, f map[string]string) ClientRecord {
-	rec := ClientRecord{ID: id, Service: f["service"], Host: f["host"], Version: f["version"]}
-	rec.PID, _ = strconv.Atoi(f["pid"])
-	if ms, err := strconv.ParseInt(f["started"], 10, 64); err == nil {
+	rec := ClientRecord{ID: id, Service: f[redisio.RegistryService], Host: f[redisio.RegistryHost],
+		Version: f[redisio.RegistryVersion]}
+	rec.PID, _ = strconv.Atoi(f[redisio.RegistryPID])
+	if ms, err := strconv.ParseInt(f[redisio.RegistryStarted], 10, 64); err == nil {
 		rec.Started = time.UnixMilli(ms)
 	}
-	if ms, err := strconv.ParseInt(f["seen"], 10, 64); err == nil {
+	if ms, err := strconv.ParseInt(f[redisio.RegistrySeen], 10, 64); err == nil {
 		rec.Seen = time.UnixMilli(ms)
 	}
 	return rec

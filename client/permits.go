@@ -322,64 +322,42 @@ func (p *PermitExpirableSemaphore) counts(ctx context.Context) (redisio.PermitCo
 // to whole milliseconds, at least 1ms). It reports whether the semaphore
 // exists.
 func (p *PermitExpirableSemaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
-	if err := messages.Join(p.check(), validateTTL(ttl)); err != nil {
-		return false, err
-	}
-	return redisio.Expire(ctx, p.c.rdb, redisio.PermitKeys(p.name), wholeMillis(ttl))
+	return p.keys().expire(ctx, ttl)
 }
 
 // ExpireAt makes the semaphore and its held permits expire at t (a time
 // already past deletes them). It reports whether the semaphore exists. t
 // must be after the Unix epoch, at most 2^53 ms after it.
 func (p *PermitExpirableSemaphore) ExpireAt(ctx context.Context, t time.Time) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
-	if err := messages.Join(p.check(), validateExpireAt(t)); err != nil {
-		return false, err
-	}
-	return redisio.ExpireAt(ctx, p.c.rdb, redisio.PermitKeys(p.name), t)
+	return p.keys().expireAt(ctx, t)
 }
 
 // ClearExpire removes the time to live of the semaphore and its held
 // permits. It reports whether either had one.
 func (p *PermitExpirableSemaphore) ClearExpire(ctx context.Context) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
-	if err := p.check(); err != nil {
-		return false, err
-	}
-	return redisio.ClearExpire(ctx, p.c.rdb, redisio.PermitKeys(p.name))
+	return p.keys().clearExpire(ctx)
 }
 
 // RemainTTL returns the semaphore's remaining time to live: -1 when it
 // has none, -2 when the semaphore does not exist (Redisson's
 // remainTimeToLive).
 func (p *PermitExpirableSemaphore) RemainTTL(ctx context.Context) (time.Duration, error) {
-	if err := checkCtx(ctx); err != nil {
-		return 0, err
-	}
-	if err := p.check(); err != nil {
-		return 0, err
-	}
-	return remainTTL(ctx, p.c, p.name)
+	return p.keys().remainTTL(ctx)
 }
 
 // Delete deletes the semaphore with its held permits; it reports whether
 // it existed. Releasing a permit of it afterwards fails as for an expired
 // permit.
 func (p *PermitExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
+	return p.keys().delete(ctx)
+}
+
+// keys are the semaphore's keys: its name and its held permits' ZSET.
+func (p *PermitExpirableSemaphore) keys() objectKeys {
 	if err := p.check(); err != nil {
-		return false, err
+		return objectKeys{err: err}
 	}
-	return redisio.Delete(ctx, p.c.rdb, redisio.PermitKeys(p.name)...)
+	return objectKeys{c: p.c, keys: redisio.PermitKeys(p.name)}
 }
 
 // validatePermitIDs checks a list of permit IDs: at least one, each valid,

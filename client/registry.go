@@ -147,7 +147,7 @@ func (c *Client) unregister(ctx context.Context) {
 		dctx, cancel = context.WithTimeout(dctx, 100*time.Millisecond)
 		defer cancel()
 	}
-	if err := c.rdb.Del(dctx, c.registry.Key).Err(); err != nil {
+	if _, err := redisio.Delete(dctx, c.rdb, c.registry.Key); err != nil {
 		c.opts.logger.Warn("warden: could not delete the client registry record; it expires by itself",
 			"key", c.registry.Key, "err", err)
 	}

@@ -201,63 +201,41 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 // milliseconds, at least 1ms); when it expires, its permits go with it. It
 // reports whether the semaphore exists.
 func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
-	if err := messages.Join(s.check(), validateTTL(ttl)); err != nil {
-		return false, err
-	}
-	return redisio.Expire(ctx, s.c.rdb, []string{s.name}, wholeMillis(ttl))
+	return s.keys().expire(ctx, ttl)
 }
 
 // ExpireAt makes the semaphore expire at t (a time already past deletes
 // it). It reports whether the semaphore exists. t must be after the Unix
 // epoch, at most 2^53 ms after it.
 func (s *Semaphore) ExpireAt(ctx context.Context, t time.Time) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
-	if err := messages.Join(s.check(), validateExpireAt(t)); err != nil {
-		return false, err
-	}
-	return redisio.ExpireAt(ctx, s.c.rdb, []string{s.name}, t)
+	return s.keys().expireAt(ctx, t)
 }
 
 // ClearExpire removes the semaphore's time to live. It reports whether it
 // had one.
 func (s *Semaphore) ClearExpire(ctx context.Context) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
-	if err := s.check(); err != nil {
-		return false, err
-	}
-	return redisio.ClearExpire(ctx, s.c.rdb, []string{s.name})
+	return s.keys().clearExpire(ctx)
 }
 
 // RemainTTL returns the semaphore's remaining time to live: -1 when it
 // has none, -2 when the semaphore does not exist (Redis's PTTL, Redisson's
 // remainTimeToLive).
 func (s *Semaphore) RemainTTL(ctx context.Context) (time.Duration, error) {
-	if err := checkCtx(ctx); err != nil {
-		return 0, err
-	}
-	if err := s.check(); err != nil {
-		return 0, err
-	}
-	return remainTTL(ctx, s.c, s.name)
+	return s.keys().remainTTL(ctx)
 }
 
 // Delete deletes the semaphore with its permits; it reports whether it
 // existed. A later acquire waits until permits are set or released again.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
-	if err := checkCtx(ctx); err != nil {
-		return false, err
-	}
+	return s.keys().delete(ctx)
+}
+
+// keys are the semaphore's one key.
+func (s *Semaphore) keys() objectKeys {
 	if err := s.check(); err != nil {
-		return false, err
+		return objectKeys{err: err}
 	}
-	return redisio.Delete(ctx, s.c.rdb, s.name)
+	return objectKeys{c: s.c, keys: []string{s.name}}
 }
 
 // maxCount bounds permits and counts: the scripts compute in doubles.
@@ -295,10 +273,55 @@ func validateExpireAt(t time.Time) error {
 	return nil
 }
 
-// remainTTL is the PTTL of key: -1 when it has none, -2 when it does not
-// exist.
-func remainTTL(ctx context.Context, c *Client, key string) (time.Duration, error) {
-	ttl, exists, err := redisio.RemainTTL(ctx, c.rdb, key)
+// objectKeys are the keys of one object, which live and die together,
+// for the calls on its time to live and its deletion; err is its
+// handle's check, which every call returns first (after checkCtx's).
+type objectKeys struct {
+	c    *Client
+	keys []string // the object's name first
+	err  error
+}
+
+func (o objectKeys) expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := messages.Join(o.err, validateTTL(ttl)); err != nil {
+		return false, err
+	}
+	return redisio.Expire(ctx, o.c.rdb, o.keys, wholeMillis(ttl))
+}
+
+func (o objectKeys) expireAt(ctx context.Context, t time.Time) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if err := messages.Join(o.err, validateExpireAt(t)); err != nil {
+		return false, err
+	}
+	return redisio.ExpireAt(ctx, o.c.rdb, o.keys, t)
+}
+
+func (o objectKeys) clearExpire(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if o.err != nil {
+		return false, o.err
+	}
+	return redisio.ClearExpire(ctx, o.c.rdb, o.keys)
+}
+
+// remainTTL is the PTTL of the object's name: -1 when it has none, -2
+// when it does not exist.
+func (o objectKeys) remainTTL(ctx context.Context) (time.Duration, error) {
+	if err := checkCtx(ctx); err != nil {
+		return 0, err
+	}
+	if o.err != nil {
+		return 0, o.err
+	}
+	ttl, exists, err := redisio.RemainTTL(ctx, o.c.rdb, o.keys[0])
 	switch {
 	case err != nil:
 		return 0, err
@@ -306,4 +329,14 @@ func remainTTL(ctx context.Context, c *Client, key string) (time.Duration, error
 		return -2, nil
 	}
 	return ttl, nil
+}
+
+func (o objectKeys) delete(ctx context.Context) (bool, error) {
+	if err := checkCtx(ctx); err != nil {
+		return false, err
+	}
+	if o.err != nil {
+		return false, o.err
+	}
+	return redisio.Delete(ctx, o.c.rdb, o.keys...)
 }

@@ -49,6 +49,15 @@ func kindLabel(k messages.Kind) string {
 	return strings.NewReplacer(" ", "_", "-", "_").Replace(k.String())
 }
 
+// kindAttrs are the warden.kind attribute of every meterKind (kindName's
+// value), made once: a span takes its kind from here.
+var kindAttrs = func() (a [256]attribute.KeyValue) {
+	for k := range a {
+		a[k] = attribute.String(attrKind, kindName(meterKind(k)))
+	}
+	return a
+}()
+
 // outcome is how an acquire call ended.
 type outcome uint8
 
@@ -77,7 +86,6 @@ var holdEndNames = [holdEnds]string{"released", "lost", "closed"}
 // kindOptions are one kind's measurement options, made once so that a
 // measurement allocates nothing.
 type kindOptions struct {
-	label    string
 	kind     attribute.KeyValue
 	record   []metric.RecordOption
 	add      []metric.AddOption
@@ -159,15 +167,15 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 		return t, nil
 	}
 	t.metrics = true
-	unknown := newKindOptions("unknown") // never a request's kind: the client validates them
-	for k := 0; k < int(meterMultiLock); k++ {
+	// "unknown" is never a request's kind (the client validates them): its
+	// kinds share one set of options.
+	unknown := newKindOptions(attribute.String(attrKind, "unknown"))
+	for k := range t.kinds {
 		t.kinds[k] = unknown
-		if messages.Kind(k).String() != "unknown" {
-			t.kinds[k] = newKindOptions(kindLabel(messages.Kind(k)))
+		if kindAttrs[k] != unknown.kind {
+			t.kinds[k] = newKindOptions(kindAttrs[k])
 		}
 	}
-	t.kinds[meterMultiLock] = newKindOptions("multi_lock")
-	t.kinds[meterRedLock] = newKindOptions("red_lock")
 
 	m := mp.Meter(instrumentationName)
 	var errs []error
@@ -214,9 +222,8 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 	return t, nil
 }
 
-func newKindOptions(label string) *kindOptions {
-	kind := attribute.String(attrKind, label)
-	o := &kindOptions{label: label, kind: kind}
+func newKindOptions(kind attribute.KeyValue) *kindOptions {
+	o := &kindOptions{kind: kind}
 	set := attribute.NewSet(kind)
 	o.record = []metric.RecordOption{metric.WithAttributeSet(set)}
 	o.add = []metric.AddOption{metric.WithAttributeSet(set)}
@@ -283,7 +290,7 @@ func (t *telemetry) begin(ctx context.Context, kind meterKind, name string) (con
 func (c call) end(ctx context.Context, acquired bool, err error) {
 	o := outcomeOf(acquired, err)
 	if c.span != nil {
-		endSpan(c.span, attribute.String(attrOutcome, outcomeNames[o]), o == outError, err)
+		endSpan(c.span, outcomeAttrs[o:o+1], o == outError, err)
 	}
 	if !c.t.metrics {
 		return
@@ -328,16 +335,16 @@ func outcomeOf(acquired bool, err error) outcome {
 func (t *telemetry) startSpan(ctx context.Context, op string, kind meterKind, name string) (context.Context, trace.Span) {
 	ctx, s := t.tracer.Start(ctx, op, t.spanStart...)
 	if s.IsRecording() {
-		s.SetAttributes(attribute.String(attrName, name), attribute.String(attrKind, kindName(kind)))
+		s.SetAttributes(attribute.String(attrName, name), kindAttrs[kind])
 	}
 	return ctx, s
 }
 
-// endSpan ends s with the attribute result, and the error status when
+// endSpan ends s with the attributes result, and the error status when
 // failed.
-func endSpan(s trace.Span, result attribute.KeyValue, failed bool, err error) {
+func endSpan(s trace.Span, result []attribute.KeyValue, failed bool, err error) {
 	if s.IsRecording() {
-		s.SetAttributes(result)
+		s.SetAttributes(result...)
 		if failed && err != nil {
 			s.SetStatus(codes.Error, err.Error())
 		}
@@ -371,15 +378,38 @@ func endRelease(s trace.Span, err error) {
 	if s == nil {
 		return
 	}
-	result := "released"
+	result := releaseReleased
 	switch {
 	case errors.Is(err, ErrNotHeld):
-		result = "not_held"
+		result = releaseNotHeld
 	case err != nil:
-		result = "error"
+		result = releaseError
 	}
-	endSpan(s, attribute.String(attrOutcome, result), result == "error", err)
+	endSpan(s, releaseAttrs[result:result+1], result == releaseError, err)
 }
+
+// How a release ended, as its span's warden.outcome says.
+const (
+	releaseReleased = iota
+	releaseNotHeld
+	releaseError
+)
+
+// The warden.outcome attributes of the spans, made once: endSpan takes
+// one as a slice of one, which costs no allocation.
+var (
+	outcomeAttrs = func() (a [outcomes]attribute.KeyValue) {
+		for i, name := range outcomeNames {
+			a[i] = attribute.String(attrOutcome, name)
+		}
+		return a
+	}()
+	releaseAttrs = [...]attribute.KeyValue{
+		releaseReleased: attribute.String(attrOutcome, "released"),
+		releaseNotHeld:  attribute.String(attrOutcome, "not_held"),
+		releaseError:    attribute.String(attrOutcome, "error"),
+	}
+)
 
 // holdStarted counts the holding k, which an acquire just began.
 func (t *telemetry) holdStarted(k holdingKey) {
