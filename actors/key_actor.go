@@ -214,7 +214,8 @@ type keyActor struct {
 	fault error
 
 	// groups, for a group lock, are each owner's values (sorted), from its
-	// acquire or release until it holds, waits for and asks nothing.
+	// acquire or release until it holds, waits for and asks nothing; nil
+	// for every other kind.
 	groups map[string][]string
 
 	timer clockTimer
@@ -234,12 +235,14 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			subscriber: subscriber,
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
-			groups:     map[string][]string{},
 			registered: map[string]bool{},
 			paused:     map[string]bool{},
 			subs:       map[string]bool{},
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
+		}
+		if k.Kind == messages.KindGroupLock {
+			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
 		}
 		if cfg.keyActorMade != nil {
 			cfg.keyActorMade(a)
