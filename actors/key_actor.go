@@ -116,10 +116,8 @@ type waiter struct {
 	cancelled bool
 	// gone marks a waiter that left the queue (for the deadlines heap).
 	gone bool
-	// permitID is the permit a permit-expirable semaphore waiter asks for.
-	permitID string
-	// permitIDs, when a permit-expirable semaphore waiter asks for more
-	// than one permit, are all their IDs, permitID first.
+	// permitIDs are the permits a permit-expirable semaphore waiter asks
+	// for, one or more.
 	permitIDs []string
 	// channel is what a refused waiter listens on (set with refused).
 	channel string
