@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -375,15 +374,16 @@ func (a *keyActor) forgetGroups() {
 	}
 }
 
-// held names owner's holding for the renewer: a group lock's with its
-// values.
-func (a *keyActor) held(owner string) redisio.Held {
-	h := a.rio.held(owner)
-	if a.key.Kind == messages.KindGroupLock {
-		h.Values = strings.Join(a.groups[owner], redisio.GroupValueSep)
-	}
-	return h
+// rioFor is the key's lockIO for a call of owner's: a group lock's with
+// owner's values.
+func (a *keyActor) rioFor(owner string) lockIO {
+	rio := a.rio
+	rio.values = a.groups[owner]
+	return rio
 }
+
+// held names owner's holding for the renewer.
+func (a *keyActor) held(owner string) redisio.Held { return a.rioFor(owner).held(owner) }
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	i := a.waiters.find(m.Owner, m.RequestID)
@@ -527,8 +527,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	o.closing = (o.kind == opGiveUp || o.kind == opUndo) && a.cfg.IO.Err() != nil
 	// The call below reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
-	cfg, rio, sys, self := a.cfg, a.rio, ctx.ActorSystem(), ctx.Self()
-	rio.values = a.groups[o.owner]
+	cfg, rio, sys, self := a.cfg, a.rioFor(o.owner), ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -1304,9 +1303,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 		if owner != "" {
 			c, cancel := a.cfg.ioContext()
-			rio := a.rio
-			rio.values = a.groups[owner]
-			if _, err := rio.undo(c, owner, reqID); err != nil {
+			if _, err := a.rioFor(owner).undo(c, owner, reqID); err != nil {
 				a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
 					slog.String("name", a.key.Name), slog.Any("err", err))
 			}
