@@ -77,6 +77,7 @@ func TestFailStreakLogsEachStreakOnce(t *testing.T) {
 	cancel()
 	f.note(cfg, nil, "failed", "recovered")
 	f.note(cfg, boom, "failed", "recovered")
-	assert.Equal(t, []string{"WARN failed", "DEBUG failed", "INFO recovered", "WARN failed", "INFO recovered", "DEBUG failed"}, h.got)
+	assert.Equal(t, []string{"WARN failed", "DEBUG failed", "INFO recovered", "WARN failed", "INFO recovered",
+		"DEBUG failed"}, h.got)
 	assert.True(t, bool(f), "a streak is on")
 }
