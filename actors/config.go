@@ -182,6 +182,29 @@ func (c *Config) retryLevel() slog.Level {
 	return slog.LevelWarn
 }
 
+// failStreak logs the outcomes of a Redis call an actor makes again every
+// period whatever happens: set while the calls fail, it logs the first
+// failure of a streak at retryLevel, the others at Debug, and the first
+// success after it at Info.
+type failStreak bool
+
+// note logs the outcome err of one call: failed names the failure,
+// recovered the success that ends a streak.
+func (f *failStreak) note(cfg *Config, err error, failed, recovered string) {
+	switch {
+	case err != nil:
+		level := cfg.retryLevel()
+		if *f {
+			level = slog.LevelDebug
+		}
+		*f = true
+		cfg.Logger.Log(context.Background(), level, failed, slog.Any("err", err))
+	case bool(*f):
+		*f = false
+		cfg.Logger.Info(recovered)
+	}
+}
+
 // closedOr is err, marked ErrClosed once the engine is closing.
 func (c *Config) closedOr(err error) error {
 	if c.IO.Err() != nil && !errors.Is(err, messages.ErrClosed) {

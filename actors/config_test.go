@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -47,4 +49,35 @@ func TestSharedCallDeadlines(t *testing.T) {
 	defer ca()
 	defer cb()
 	assert.NotSame(t, a, b)
+}
+
+// levels records the level and message of every log record.
+type levels struct{ got []string }
+
+func (l *levels) Enabled(context.Context, slog.Level) bool { return true }
+func (l *levels) Handle(_ context.Context, r slog.Record) error {
+	l.got = append(l.got, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (l *levels) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *levels) WithGroup(string) slog.Handler      { return l }
+
+// A streak of failures of a call retried every period is logged once at
+// Warn, then at Debug, and its end once at Info; once the engine closes,
+// its first failure is at Debug too.
+func TestFailStreakLogsEachStreakOnce(t *testing.T) {
+	h := &levels{}
+	io, cancel := context.WithCancel(context.Background())
+	cfg := &Config{Logger: slog.New(h), IO: io}
+	var f failStreak
+	boom := errors.New("boom")
+	for _, err := range []error{nil, boom, boom, nil, nil, boom} {
+		f.note(cfg, err, "failed", "recovered")
+	}
+	cancel()
+	f.note(cfg, nil, "failed", "recovered")
+	f.note(cfg, boom, "failed", "recovered")
+	assert.Equal(t, []string{"WARN failed", "DEBUG failed", "INFO recovered", "WARN failed", "INFO recovered",
+		"DEBUG failed"}, h.got)
+	assert.True(t, bool(f), "a streak is on")
 }

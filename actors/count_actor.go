@@ -98,13 +98,9 @@ func (a *countActor) Receive(ctx actor.Context) {
 		a.seen++
 		w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
 		if m.Kind == messages.KindPermitSemaphore {
-			w.permitID = a.cfg.newPermitID()
-			if m.Permits > 1 {
-				w.permitIDs = make([]string, m.Permits)
-				w.permitIDs[0] = w.permitID
-				for i := 1; i < len(w.permitIDs); i++ {
-					w.permitIDs[i] = a.cfg.newPermitID()
-				}
+			w.permitIDs = make([]string, max(1, m.Permits))
+			for i := range w.permitIDs {
+				w.permitIDs[i] = a.cfg.newPermitID()
 			}
 		}
 	case *messages.Cancel:
@@ -246,7 +242,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 		o.w.inflight = true
 	}
 	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
-	req, permitIDs := o.w.req, o.w.ids()
+	req, permitIDs := o.w.req, o.w.permitIDs
 	sys, self := ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
@@ -277,14 +273,6 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	})
 }
 
-// ids are the permit IDs a permit-expirable semaphore waiter asks for.
-func (w *waiter) ids() []string {
-	if w.permitIDs != nil {
-		return w.permitIDs
-	}
-	return []string{w.permitID}
-}
-
 // closingUndoTimeout bounds a give-back run while the engine stops.
 const closingUndoTimeout = time.Second
 
@@ -298,7 +286,7 @@ func (a *countActor) undo(c context.Context, w *waiter) error {
 		_, err := cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, w.req.RequestID)
 		return err
 	case messages.KindPermitSemaphore:
-		_, err := cfg.Scripts.PermitUndoAcquireMany(c, cfg.Redis, name, w.ids(), cfg.Clock.Now())
+		_, err := cfg.Scripts.PermitUndoAcquireMany(c, cfg.Redis, name, w.permitIDs, cfg.Clock.Now())
 		return err
 	}
 	return nil // a latch await takes nothing
@@ -364,8 +352,14 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 			}
 			break
 		}
-		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner,
-			RequestID: w.req.RequestID, PermitID: w.permitID, PermitIDs: w.permitIDs})
+		ok := &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: w.req.Owner, RequestID: w.req.RequestID}
+		if len(w.permitIDs) > 0 {
+			ok.PermitID = w.permitIDs[0]
+		}
+		if len(w.permitIDs) > 1 {
+			ok.PermitIDs = w.permitIDs
+		}
+		sendIf(ctx, w.sender, ok)
 		a.waiters.wakeHead() // there may be more to take
 	case w.cancelled:
 		a.waiters.remove(w)

@@ -24,8 +24,9 @@ func (a *keyActor) refuseExtend(ctx actor.Context, o *op) bool {
 	case h == nil:
 		a.respondExtend(ctx, o, fmt.Errorf("%w: %s %s, owner %s", messages.ErrNotHeld, a.key.Kind, a.key.Name, o.owner))
 	case h.lease == 0:
-		a.respondExtendHolding(ctx, o, messages.Invalid("lease", "%s %s is held by %s in watchdog mode: the watchdog "+
-			"renews its lease, which has no end to extend", a.key.Kind, a.key.Name, o.owner), h.id)
+		o.holding = h.id
+		a.respondExtend(ctx, o, messages.Invalid("lease", "%s %s is held by %s in watchdog mode: the watchdog "+
+			"renews its lease, which has no end to extend", a.key.Kind, a.key.Name, o.owner))
 	default:
 		return false
 	}
@@ -65,20 +66,19 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 			// in flight; Redis may have run it first.
 			a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
 		}
-		a.respondExtendHolding(ctx, o, a.cfg.closedOr(d.err), o.holding)
+		a.respondExtend(ctx, o, a.cfg.closedOr(d.err))
 	case !d.held:
 		if current {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at extend", messages.ErrLockLost, a.key.Name, o.owner))
 		}
-		a.respondExtendHolding(ctx, o, fmt.Errorf("%w: %s %s, owner %s", messages.ErrNotHeld, a.key.Kind, a.key.Name, o.owner),
-			o.holding)
+		a.respondExtend(ctx, o, fmt.Errorf("%w: %s %s, owner %s", messages.ErrNotHeld, a.key.Kind, a.key.Name, o.owner))
 	case !current:
 		// The holding's lease ran out while the extend was on its way, and
 		// its owner was told; Redis ran the extend before the lease ended,
 		// so the holds are there again with the new lease: give them back.
 		a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
-		a.respondExtendHolding(ctx, o, fmt.Errorf("%w: the lease of %s held by %s ran out while an extend was in flight",
-			messages.ErrLockLost, a.key.Name, o.owner), o.holding)
+		a.respondExtend(ctx, o, fmt.Errorf("%w: the lease of %s held by %s ran out while an extend was in flight",
+			messages.ErrLockLost, a.key.Name, o.owner))
 	default:
 		end := o.started.Add(o.ext.Lease - ttlGrain)
 		h.lease, h.uncertain = o.ext.Lease, false
@@ -95,12 +95,9 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 	}
 }
 
-// respondExtend answers an Extend with ExtendFailed carrying err.
+// respondExtend answers an Extend with ExtendFailed carrying err, for the
+// holding o was for (o.holding).
 func (a *keyActor) respondExtend(ctx actor.Context, o *op, err error) {
-	a.respondExtendHolding(ctx, o, err, o.holding)
-}
-
-func (a *keyActor) respondExtendHolding(ctx actor.Context, o *op, err error, holding uint64) {
 	sendIf(ctx, o.sender, &messages.ExtendFailed{Name: o.ext.Name, Kind: o.ext.Kind, Owner: o.owner, RequestID: o.reqID,
-		Err: err, Holding: holding})
+		Err: err, Holding: o.holding})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -116,10 +115,8 @@ type waiter struct {
 	cancelled bool
 	// gone marks a waiter that left the queue (for the deadlines heap).
 	gone bool
-	// permitID is the permit a permit-expirable semaphore waiter asks for.
-	permitID string
-	// permitIDs, when a permit-expirable semaphore waiter asks for more
-	// than one permit, are all their IDs, permitID first.
+	// permitIDs are the permits a permit-expirable semaphore waiter asks
+	// for, one or more.
 	permitIDs []string
 	// channel is what a refused waiter listens on (set with refused).
 	channel string
@@ -214,7 +211,8 @@ type keyActor struct {
 	fault error
 
 	// groups, for a group lock, are each owner's values (sorted), from its
-	// acquire or release until it holds, waits for and asks nothing.
+	// acquire or release until it holds, waits for and asks nothing; nil
+	// for every other kind.
 	groups map[string][]string
 
 	timer clockTimer
@@ -234,12 +232,14 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			subscriber: subscriber,
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
-			groups:     map[string][]string{},
 			registered: map[string]bool{},
 			paused:     map[string]bool{},
 			subs:       map[string]bool{},
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
+		}
+		if k.Kind == messages.KindGroupLock {
+			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
 		}
 		if cfg.keyActorMade != nil {
 			cfg.keyActorMade(a)
@@ -374,15 +374,16 @@ func (a *keyActor) forgetGroups() {
 	}
 }
 
-// held names owner's holding for the renewer: a group lock's with its
-// values.
-func (a *keyActor) held(owner string) redisio.Held {
-	h := a.rio.held(owner)
-	if a.key.Kind == messages.KindGroupLock {
-		h.Values = strings.Join(a.groups[owner], redisio.GroupValueSep)
-	}
-	return h
+// rioFor is the key's lockIO for a call of owner's: a group lock's with
+// owner's values.
+func (a *keyActor) rioFor(owner string) lockIO {
+	rio := a.rio
+	rio.values = a.groups[owner]
+	return rio
 }
+
+// held names owner's holding for the renewer.
+func (a *keyActor) held(owner string) redisio.Held { return a.rioFor(owner).held(owner) }
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	i := a.waiters.find(m.Owner, m.RequestID)
@@ -526,8 +527,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	o.closing = (o.kind == opGiveUp || o.kind == opUndo) && a.cfg.IO.Err() != nil
 	// The call below reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
-	cfg, rio, sys, self := a.cfg, a.rio, ctx.ActorSystem(), ctx.Self()
-	rio.values = a.groups[o.owner]
+	cfg, rio, sys, self := a.cfg, a.rioFor(o.owner), ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -1303,9 +1303,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 		if owner != "" {
 			c, cancel := a.cfg.ioContext()
-			rio := a.rio
-			rio.values = a.groups[owner]
-			if _, err := rio.undo(c, owner, reqID); err != nil {
+			if _, err := a.rioFor(owner).undo(c, owner, reqID); err != nil {
 				a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
 					slog.String("name", a.key.Name), slog.Any("err", err))
 			}

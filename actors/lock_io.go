@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/warden-go/warden/messages"
@@ -162,9 +163,12 @@ func minTime(a, b time.Time) time.Time {
 // the surviving read holds instead).
 func (l lockIO) unlockRefreshesLease() bool { return l.kind != messages.KindReadLock }
 
-// held names owner's holding for the renewer.
+// held names owner's holding for the renewer: a group lock's with the
+// values of the call (values).
 func (l lockIO) held(owner string) redisio.Held {
 	switch l.kind {
+	case messages.KindGroupLock:
+		return redisio.Held{Name: l.name, Field: owner, Values: strings.Join(l.values, redisio.GroupValueSep)}
 	case messages.KindWriteLock:
 		// The write holder may also read: its renewal must not cut a read
 		// hold's longer lease.

@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -33,9 +31,8 @@ type registryActor struct {
 	cfg      *Config
 	timer    clockTimer
 	inflight bool
-	// failing is set while writes fail: the first failure of a streak is
-	// logged at Warn, the others at Debug, the recovery at Info.
-	failing bool
+	// failing is set while writes fail.
+	failing failStreak
 	io      sync.WaitGroup
 }
 
@@ -65,18 +62,8 @@ func (a *registryActor) Receive(ctx actor.Context) {
 		}
 	case *registryDone:
 		a.inflight = false
-		switch {
-		case m.Err != nil:
-			level := a.cfg.retryLevel()
-			if a.failing {
-				level = slog.LevelDebug
-			}
-			a.failing = true
-			a.cfg.Logger.Log(context.Background(), level, "warden: client registry write failed; retrying every period", slog.Any("err", m.Err))
-		case a.failing:
-			a.failing = false
-			a.cfg.Logger.Info("warden: client registry writes succeed again")
-		}
+		a.failing.note(a.cfg, m.Err, "warden: client registry write failed; retrying every period",
+			"warden: client registry writes succeed again")
 	case *actor.Stopping:
 		a.timer.stop()
 		a.io.Wait()

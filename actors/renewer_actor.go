@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -69,9 +68,8 @@ type renewerActor struct {
 	// up to a renewal period later.
 	expiry   clockTimer
 	inflight bool
-	// failing is set while renewal calls fail: the first failure of a
-	// streak is logged at Warn, the others at Debug, the recovery at Info.
-	failing bool
+	// failing is set while renewal calls fail.
+	failing failStreak
 	io      sync.WaitGroup
 }
 
@@ -231,19 +229,8 @@ func (a *renewerActor) renew(ctx actor.Context) {
 }
 
 func (a *renewerActor) onRenewDone(ctx actor.Context, d *renewDone) {
-	switch {
-	case d.Err != nil:
-		// Renewal errors never stop renewal: the next tick tries again.
-		level := a.cfg.retryLevel()
-		if a.failing {
-			level = slog.LevelDebug
-		}
-		a.failing = true
-		a.cfg.Logger.Log(context.Background(), level, "warden: renewal failed; retrying every tick", slog.Any("err", d.Err))
-	case a.failing:
-		a.failing = false
-		a.cfg.Logger.Info("warden: renewal succeeds again")
-	}
+	// Renewal errors never stop renewal: the next tick tries again.
+	a.failing.note(a.cfg, d.Err, "warden: renewal failed; retrying every tick", "warden: renewal succeeds again")
 	for i, outcome := range d.Outcomes {
 		reg := d.Batch[i]
 		if reg.ended {

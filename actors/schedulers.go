@@ -17,9 +17,10 @@ type scheduler struct{ schedule func(fn func()) }
 func (*scheduler) ExtensionID() extensions.ExtensionID { return schedulerExtension }
 
 // RunEnginesOn makes every engine started in sys from now on, until the
-// returned function is called (which puts back the scheduler before it), run all its work (its actors' mailbox turns
-// and its Redis calls) through schedule, as NewWorkersOn does; schedule
-// must run fn soon, on a goroutine of its own choosing. Package wardentest
+// returned function is called (which puts back the scheduler before it),
+// run all its work (its actors' mailbox turns and its Redis calls) through
+// schedule, as NewWorkersOn does; schedule must run fn soon, on a
+// goroutine of its own choosing. Package wardentest
 // uses it to know when an engine has nothing left to do: every piece of
 // work it runs passes through schedule. The engine's Close does not wait
 // for the work handed to schedule: the caller owns it. RunEnginesOn and
