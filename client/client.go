@@ -270,10 +270,16 @@ func (c *Client) CloseAndRelease(ctx context.Context) error {
 	return c.close(ctx, true)
 }
 
+// errZeroClient is what a Client made without New answers.
+var errZeroClient = invalid("client", "a zero Client: make one with New")
+
 // close is Close, and CloseAndRelease when release is set.
 func (c *Client) close(ctx context.Context, release bool) error {
 	if c == nil {
 		return invalid("client", "nil handle")
+	}
+	if c.rdb == nil {
+		return errZeroClient
 	}
 	first := false
 	c.closeOnce.Do(func() { first = true })
@@ -396,6 +402,9 @@ func (c *Client) nextRequestID() string {
 
 // errClosed reports ErrClosed once Close has begun.
 func (c *Client) errClosed() error {
+	if c.rdb == nil {
+		return errZeroClient
+	}
 	if c.closed.Load() {
 		return ErrClosed
 	}

@@ -87,11 +87,12 @@ func TestBadOptionsAreRejected(t *testing.T) {
 }
 
 // TestNilHandlesAreRejected calls every exported method of every handle
-// that is nil or was made by a nil *Client: each one that returns an error
+// that is nil, a zero value, or was made by a nil or zero *Client: each one that returns an error
 // returns ErrInvalidArgument, none panics, and the handles a nil Client
 // makes are checked the same way.
 func TestNilHandlesAreRejected(t *testing.T) {
 	var nilClient *client.Client
+	zeroClient := &client.Client{}
 	rw := nilClient.ReadWriteLock("x")
 	handles := map[string]any{
 		"nil *Client":                      nilClient,
@@ -122,6 +123,26 @@ func TestNilHandlesAreRejected(t *testing.T) {
 		"nil client's stripe":              nilClient.StripedLock("x", 16).For("x"),
 		"nil client's stripes":             nilClient.StripedLock("x", 16).ForKeys("x", "y"),
 		"nil StripedLock's stripe":         (*client.StripedLock)(nil).For("x"),
+		// Zero values, made without their constructors.
+		"zero Client":                    zeroClient,
+		"zero Client's Lock":             zeroClient.Lock("x"),
+		"zero Client's GroupLock":        zeroClient.GroupLock("x", "a"),
+		"zero Client's Semaphore":        zeroClient.Semaphore("x"),
+		"zero Client's permit semaphore": zeroClient.PermitExpirableSemaphore("x"),
+		"zero Client's CountDownLatch":   zeroClient.CountDownLatch("x"),
+		"zero Client's FencedLock":       zeroClient.FencedLock("x"),
+		"zero Client's StripedLock":      zeroClient.StripedLock("x", 4),
+		"zero Lock":                      &client.Lock{},
+		"zero FencedLock":                &client.FencedLock{},
+		"zero Semaphore":                 &client.Semaphore{},
+		"zero PermitExpirableSemaphore":  &client.PermitExpirableSemaphore{},
+		"zero CountDownLatch":            &client.CountDownLatch{},
+		"zero ReadWriteLock":             &client.ReadWriteLock{},
+		"zero MultiLock":                 &client.MultiLock{},
+		"zero RedLock":                   &client.RedLock{},
+		"zero StripedLock":               &client.StripedLock{},
+		"zero StripedLock's stripe":      (&client.StripedLock{}).For("x"),
+		"zero StripedLock's stripes":     (&client.StripedLock{}).ForKeys("x", "y"),
 	}
 	calls := 0
 	for what, h := range handles {

@@ -130,6 +130,9 @@ func (m *MultiLock) check() error {
 	if m == nil {
 		return invalid("lock", "nil handle")
 	}
+	if m.err == nil && len(m.locks) == 0 {
+		return invalid("lock", "a zero MultiLock: make one with NewMultiLock")
+	}
 	return m.err
 }
 

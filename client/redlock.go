@@ -72,6 +72,9 @@ func (r *RedLock) check() error {
 	if r == nil {
 		return invalid("lock", "nil handle")
 	}
+	if r.err == nil && len(r.locks) == 0 {
+		return invalid("lock", "a zero RedLock: make one with NewRedLock")
+	}
 	return r.err
 }
 

@@ -57,6 +57,8 @@ func (c *Client) StripedLock(prefix string, stripes int) *StripedLock {
 	switch {
 	case c == nil:
 		s.err = invalid("client", "nil *Client")
+	case c.rdb == nil:
+		s.err = errZeroClient
 	case stripes < 1 || stripes > MaxStripes:
 		s.err = invalid("stripes", "%d, not 1 to %d", stripes, MaxStripes)
 	case prefix == "":
@@ -103,6 +105,9 @@ func (s *StripedLock) Err() error {
 	if s == nil {
 		return invalid("striped lock", "nil handle")
 	}
+	if s.err == nil && s.stripes == 0 {
+		return invalid("striped lock", "a zero StripedLock: make one with Client.StripedLock")
+	}
 	return s.err
 }
 
@@ -117,7 +122,7 @@ func (s *StripedLock) Stripes() int {
 // Stripe returns the index of key's stripe: FNV-1a-32(key) mod Stripes
 // (see StripedLock). It returns 0 when the StripedLock is invalid.
 func (s *StripedLock) Stripe(key string) int {
-	if s == nil || s.err != nil {
+	if s.Err() != nil {
 		return 0
 	}
 	return int(fnv1a32(key) % uint32(s.stripes))
@@ -126,7 +131,7 @@ func (s *StripedLock) Stripe(key string) int {
 // Name returns the lock name of key's stripe, "<prefix>:<n>"; "" when the
 // StripedLock is invalid.
 func (s *StripedLock) Name(key string) string {
-	if s == nil || s.err != nil {
+	if s.Err() != nil {
 		return ""
 	}
 	return stripeName(s.prefix, s.Stripe(key))
@@ -137,7 +142,7 @@ func (s *StripedLock) Name(key string) string {
 // keys on one stripe share the lock. On an invalid StripedLock, every
 // call on the handle returns its error.
 func (s *StripedLock) For(key string) *Lock {
-	if s == nil || s.err != nil {
+	if s.Err() != nil {
 		l := &Lock{kind: messages.KindLock, err: s.Err()}
 		if s != nil {
 			l.c = s.c
