@@ -128,6 +128,25 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 		{"an empty name", func(t *testing.T) error {
 			return c.Lock("").Lock(ctx)
 		}, []string{"invalid argument", "name"}, []error{client.ErrInvalidArgument}},
+
+		{"MultiLock.Unlock of members not held", func(t *testing.T) error {
+			return client.NewMultiLock(c.Lock("err:m1"), c.Lock("err:m2")).Unlock(ctx)
+		}, []string{"err:m1", "member err:m2", "lock not held"}, []error{client.ErrNotHeld}},
+
+		{"MultiLock.Extend of members not held", func(t *testing.T) error {
+			return client.NewMultiLock(c.Lock("err:e1"), c.Lock("err:e2")).Extend(ctx, time.Minute)
+		}, []string{"extend", "member err:e1", "lock not held"}, []error{client.ErrNotHeld}},
+
+		{"MultiLock over a non-reentrant member it holds", func(t *testing.T) error {
+			m := client.NewMultiLock(c.NonReentrantLock("err:nr"))
+			require.NoError(t, m.Lock(ctx))
+			t.Cleanup(func() { _ = m.Unlock(ctx) })
+			return m.Lock(ctx)
+		}, []string{"member err:nr", "already held"}, []error{client.ErrAlreadyHeld}},
+
+		{"MultiLock with an invalid member", func(t *testing.T) error {
+			return client.NewMultiLock(c.Lock("ok"), c.Lock("")).Lock(ctx)
+		}, []string{"member 1", "invalid argument", "name"}, []error{client.ErrInvalidArgument}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -137,6 +156,7 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 			t.Log(msg)
 			assert.NotContains(t, msg, "\n", "one line")
 			assert.True(t, strings.HasPrefix(msg, "warden: "), "prefixed: %q", msg)
+			assert.Equal(t, 1, strings.Count(msg, "warden: "), "one prefix: %q", msg)
 			for _, s := range tt.text {
 				assert.Contains(t, msg, s)
 			}

@@ -77,7 +77,7 @@ func (m *MultiLock) Extend(ctx context.Context, lease time.Duration) error {
 	var errs []error
 	for i, err := range extendAll(ctx, m.locks, lease, 0) {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("member %s: %w", m.locks[i].name, err))
+			errs = append(errs, messages.Within("member "+m.locks[i].name, err))
 		}
 	}
 	if len(errs) > 0 {

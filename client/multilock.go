@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,7 +111,7 @@ func validateMembers(locks []*Lock) error {
 			return invalid("locks", "member %d is a nil handle", i)
 		}
 		if l.err != nil {
-			return fmt.Errorf("member %d: %w", i, l.err)
+			return fmt.Errorf("warden: %w", messages.Within("locks: member "+strconv.Itoa(i), l.err))
 		}
 		// Two members on one lock would exclude each other (different
 		// owners) or count twice (the same owner).
@@ -214,7 +215,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	ended := true
 	for i, err := range unlockAll(ctx, m.locks) {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("member %s: %w", m.locks[i].name, err))
+			errs = append(errs, messages.Within("member "+m.locks[i].name, err))
 			ended = ended && errors.Is(err, ErrNotHeld)
 		}
 	}
@@ -411,7 +412,7 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 		}
 		if err != nil {
 			releaseTaken(ctx, m.locks[:i])
-			return multi.Attempt{}, fmt.Errorf("warden: multilock member %s: %w", l.name, err)
+			return multi.Attempt{}, fmt.Errorf("warden: %w", messages.Within("multilock member "+l.name, err))
 		}
 		if r == nil {
 			return a, nil

@@ -76,6 +76,26 @@ func (j joined) Error() string {
 
 func (j joined) Unwrap() []error { return j }
 
+// Within returns err, kept for errors.Is and errors.As, with its text
+// preceded by what and without its own leading "warden: ": for a part of
+// a message that already starts with "warden: ", so that the message has
+// one prefix ("warden: multilock a, b: unlock: member b: lock not held").
+func Within(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return within{what: what, err: err}
+}
+
+type within struct {
+	what string
+	err  error
+}
+
+func (w within) Error() string { return w.what + ": " + strings.TrimPrefix(w.err.Error(), "warden: ") }
+
+func (w within) Unwrap() error { return w.err }
+
 // oneLine replaces the line breaks of s (an error made by errors.Join
 // elsewhere) by "; ".
 func oneLine(s string) string {

@@ -3,6 +3,7 @@ package messages
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,4 +21,14 @@ func TestJoinIsOneLine(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, multi)
+}
+
+// Within keeps the error for errors.Is and drops its own "warden: ", so
+// the message it goes into keeps one prefix.
+func TestWithinDropsTheInnerPrefix(t *testing.T) {
+	err := Within("member b", fmt.Errorf("%w: lock b", ErrNotHeld))
+	assert.Equal(t, "member b: lock not held: lock b", err.Error())
+	assert.ErrorIs(t, err, ErrNotHeld)
+	assert.NoError(t, Within("member b", nil))
+	assert.Equal(t, "x: plain", Within("x", errors.New("plain")).Error())
 }
