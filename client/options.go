@@ -308,8 +308,10 @@ func WithMetricLockNames() Option {
 // of the span in the call's context. "warden.acquire" covers an acquire
 // with its wait (Lock, TryLockWait, Semaphore.Acquire,
 // CountDownLatch.Await, and those of MultiLock and RedLock, whose members'
-// acquires are its children); "warden.release" an Unlock, a Semaphore's
-// Release, a permit's Release or TryRelease. Each has the
+// acquires are its children); "warden.release" an Unlock (a MultiLock's
+// or RedLock's: one per member), a Semaphore's Release or ReleaseIfExists,
+// a permit's Release, TryRelease, ReleasePermits or TryReleasePermits
+// (not_held when the semaphore or a permit is gone). Each has the
 // attributes warden.name, warden.kind and warden.outcome (acquired,
 // timeout, cancelled or error; released, not_held or error). A no-op
 // provider (go.opentelemetry.io/otel/trace/noop) turns tracing off at no

@@ -201,7 +201,14 @@ func (p *PermitExpirableSemaphore) TryReleasePermits(ctx context.Context, permit
 	if err := messages.Join(p.check(), validatePermitIDs(permitIDs)); err != nil {
 		return 0, err
 	}
-	return p.c.scripts.PermitReleaseMany(ctx, p.c.rdb, p.name, p.c.nextRequestID(), permitIDs, p.c.opts.clock.Now())
+	span := p.c.tel.releaseSpan(ctx, meterKind(messages.KindPermitSemaphore), p.name)
+	n, err := p.c.scripts.PermitReleaseMany(ctx, p.c.rdb, p.name, p.c.nextRequestID(), permitIDs, p.c.opts.clock.Now())
+	if err == nil && n == 0 {
+		endRelease(span, ErrNotHeld)
+	} else {
+		endRelease(span, err)
+	}
+	return n, err
 }
 
 // RemainLease returns what is left of a held permit's lease, -1 when the

@@ -153,7 +153,13 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, permits int64) (bool, e
 	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
 		return false, err
 	}
+	span := s.c.tel.releaseSpan(ctx, meterKind(messages.KindSemaphore), s.name)
 	ok, _, err := s.c.scripts.SemaphoreReleaseIfExists(ctx, s.c.rdb, s.name, s.c.nextRequestID(), permits)
+	if err == nil && !ok {
+		endRelease(span, ErrNotHeld) // no semaphore to give them back to
+	} else {
+		endRelease(span, err)
+	}
 	return ok, err
 }
 

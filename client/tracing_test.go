@@ -106,8 +106,17 @@ func TestTracingSpanPerBlockingCall(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Release(pctx, id))
 	require.ErrorIs(t, p.Release(pctx, id), client.ErrNotHeld)
+	ids, err := p.AcquirePermits(pctx, 1, 0)
+	require.NoError(t, err)
+	require.NoError(t, p.ReleasePermits(pctx, ids...))
 	s := c.Semaphore("traced-sem")
 	require.NoError(t, s.Release(pctx, 1))
+	released, err := s.ReleaseIfExists(pctx, 1)
+	require.NoError(t, err)
+	require.True(t, released)
+	released, err = c.Semaphore("traced-none").ReleaseIfExists(pctx, 1)
+	require.NoError(t, err)
+	require.False(t, released)
 	got = nil
 	for _, s := range exp.GetSpans() {
 		a := spanAttrs(s)
@@ -118,6 +127,10 @@ func TestTracingSpanPerBlockingCall(t *testing.T) {
 		{"warden.acquire", "traced-permits", "permit_semaphore", "acquired"},
 		{"warden.release", "traced-permits", "permit_semaphore", "released"},
 		{"warden.release", "traced-permits", "permit_semaphore", "not_held"},
+		{"warden.acquire", "traced-permits", "permit_semaphore", "acquired"},
+		{"warden.release", "traced-permits", "permit_semaphore", "released"},
 		{"warden.release", "traced-sem", "semaphore", "released"},
+		{"warden.release", "traced-sem", "semaphore", "released"},
+		{"warden.release", "traced-none", "semaphore", "not_held"},
 	}, got)
 }
