@@ -307,3 +307,13 @@ func TestClusterGroupLock(t *testing.T) {
 			"a prefix whose stripes' keys would span slots")
 	})
 }
+
+// Two group locks of one group in a MultiLock are refused with a message
+// that says what to do instead: one GroupLock over their values.
+func TestMultiLockOfOneGroupSaysToUseOneGroupLock(t *testing.T) {
+	e := realEnv(t)
+	c := e.newClient(t)
+	err := client.NewMultiLock(c.GroupLock("grp", "a"), c.GroupLock("grp", "b")).Lock(testCtx(t))
+	require.ErrorIs(t, err, client.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "put their values in one GroupLock")
+}

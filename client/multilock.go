@@ -120,6 +120,9 @@ func validateMembers(locks []*Lock) error {
 			m.server = l.c.id // no stable address: at least one client
 		}
 		if j, dup := seen[m]; dup {
+			if l.kind == messages.KindGroupLock {
+				return invalid("locks", "members %d and %d are group locks of one group %s: put their values in one GroupLock", j, i, l.name)
+			}
 			return invalid("locks", "members %d and %d are the same lock %s on one server", j, i, l.name)
 		}
 		seen[m] = i

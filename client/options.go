@@ -255,7 +255,8 @@ func WithConstantBackOff(d time.Duration) LockOption {
 // spin_lock, non_reentrant_lock, non_reentrant_fair_lock, group_lock (a
 // StripedLock's stripe is a lock, several stripes at once a multi_lock).
 // The members of a MultiLock or RedLock are counted under their own kind
-// as well.
+// as well, so a sum over every warden.kind counts such a holding once as
+// the group and once per member: sum the kinds you mean.
 //
 //   - warden.lock.acquire.duration (histogram, s): from an acquire call
 //     (Lock, TryLockWait, Semaphore.Acquire, CountDownLatch.Await, ...) to

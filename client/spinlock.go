@@ -14,9 +14,15 @@ import "github.com/warden-go/warden/messages"
 // (WithClock); the waiters of one name in one Client share one poll: the
 // first in line polls, on its own handle's back-off but never pausing
 // longer than the longest pause of any waiter's back-off, and a release
-// within the process lets the next try at once. A waiter is not woken by another process's unlock: it
-// learns of it at its next poll, up to the back-off's longest pause
-// later.
+// within the process lets the next try at once. A waiter is not woken by
+// another process's unlock: it learns of it at its next poll, up to the
+// back-off's longest pause later.
+//
+// Since its unlock publishes nothing, a waiter of another kind on the same
+// name (a Lock, FencedLock or NonReentrantLock here, an RLock in Redisson)
+// is not woken when a spin lock holder lets go: it gets the lock when its
+// own wait for the lease's end comes, up to the watchdog timeout later.
+// Give one name one kind.
 func (c *Client) SpinLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindSpinLock, opts)
 }
