@@ -84,6 +84,26 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 		}, []string{"2 permits of semaphore err:sem not obtained", "context deadline exceeded"},
 			[]error{client.ErrNotObtained, context.DeadlineExceeded}},
 
+		{"Semaphore.Acquire of one permit until ctx's deadline", func(t *testing.T) error {
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			return c.Semaphore("err:sem1").Acquire(cctx, 1)
+		}, []string{"1 permit of semaphore err:sem1 not obtained"}, []error{client.ErrNotObtained}},
+
+		{"PermitExpirableSemaphore.AcquirePermits until ctx's deadline", func(t *testing.T) error {
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			_, err := c.PermitExpirableSemaphore("err:ps").AcquirePermits(cctx, 3, 0)
+			return err
+		}, []string{"3 permits of permit-expirable semaphore err:ps not obtained"}, []error{client.ErrNotObtained}},
+
+		{"PermitExpirableSemaphore.Acquire until ctx's deadline", func(t *testing.T) error {
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			_, err := c.PermitExpirableSemaphore("err:ps1").Acquire(cctx, 0)
+			return err
+		}, []string{"1 permit of permit-expirable semaphore err:ps1 not obtained"}, []error{client.ErrNotObtained}},
+
 		{"CountDownLatch.Await until ctx's deadline", func(t *testing.T) error {
 			d := c.CountDownLatch("err:latch")
 			set(t, d.TrySetCount, 1)

@@ -117,10 +117,12 @@ func ctxWaitError(ctx context.Context, what string, sentinels ...error) error {
 // notObtained says that req's wait ended without what it waited for.
 func notObtained(req *messages.Acquire) string {
 	switch req.Kind {
-	case messages.KindSemaphore:
-		return fmt.Sprintf("warden: %d permits of semaphore %s not obtained", req.Permits, req.Name)
-	case messages.KindPermitSemaphore:
-		return fmt.Sprintf("warden: permit of %s %s not obtained", req.Kind, req.Name)
+	case messages.KindSemaphore, messages.KindPermitSemaphore:
+		n := max(req.Permits, 1) // a permit semaphore's acquire of one sends 0
+		if n == 1 {
+			return fmt.Sprintf("warden: 1 permit of %s %s not obtained", req.Kind, req.Name)
+		}
+		return fmt.Sprintf("warden: %d permits of %s %s not obtained", n, req.Kind, req.Name)
 	case messages.KindCountDownLatch:
 		return fmt.Sprintf("warden: %s %s not obtained (it did not reach zero)", req.Kind, req.Name)
 	}
