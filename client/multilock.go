@@ -46,6 +46,7 @@ import (
 // set, the pause), through the engine's messages.
 type MultiLock struct {
 	locks []*Lock
+	names string // the members' names, joined with ", ", in order
 	err   error
 
 	mu       sync.Mutex
@@ -67,7 +68,17 @@ func NewMultiLock(locks ...*Lock) *MultiLock {
 	ordered := multi.Sorted(locks, func(l *Lock) multi.Member {
 		return multi.Member{Name: l.name, Server: serverOf(l)}
 	})
-	return &MultiLock{locks: ordered}
+	return newMultiLock(ordered)
+}
+
+// newMultiLock returns a MultiLock over locks, valid and distinct, taken
+// in the order given.
+func newMultiLock(locks []*Lock) *MultiLock {
+	names := make([]string, len(locks))
+	for i, l := range locks {
+		names[i] = l.name
+	}
+	return &MultiLock{locks: locks, names: strings.Join(names, ", ")}
 }
 
 // newMultiLockInOrder returns a MultiLock over locks, valid and distinct,
@@ -77,7 +88,7 @@ func newMultiLockInOrder(locks []*Lock) *MultiLock {
 	if err := validateMembers(locks); err != nil {
 		return &MultiLock{err: err}
 	}
-	return &MultiLock{locks: locks}
+	return newMultiLock(locks)
 }
 
 // serverOf names the Redis server a lock's client talks to, for the
@@ -263,11 +274,7 @@ func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) 
 
 // describe names the MultiLock in errors.
 func (m *MultiLock) describe() string {
-	names := make([]string, len(m.locks))
-	for i, l := range m.locks {
-		names[i] = l.name
-	}
-	return "multilock " + strings.Join(names, ", ")
+	return "multilock " + m.names
 }
 
 // memberClosed reports whether a member's Client was closed.
@@ -374,7 +381,7 @@ func (m *MultiLock) meterName() string {
 	if !m.tel().withName && !m.tel().tracing {
 		return ""
 	}
-	return strings.TrimPrefix(m.describe(), "multilock ")
+	return m.names
 }
 
 // acquire takes every member, or none, before deadline (zero: no limit but
