@@ -73,26 +73,6 @@ type PermitEntry struct {
 // expires.
 const PermitNoExpiry = permitNoExpiry
 
-// ClientRecordKey is a client's registry entry, a HASH with the fields
-// service, host, pid, version, started and seen:
-// warden_client:{<clientID>}.
-func ClientRecordKey(clientID string) string {
-	return clientRecordPrefix + "{" + clientID + "}"
-}
-
-// clientRecordPrefix starts every registry key.
-const clientRecordPrefix = "warden_client:"
-
-// ClientRecordID returns the client ID of registry key key, and whether
-// key is one.
-func ClientRecordID(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, clientRecordPrefix+"{")
-	if !ok || !strings.HasSuffix(rest, "}") {
-		return "", false
-	}
-	return rest[:len(rest)-1], true
-}
-
 // auxPrefixes start the family's auxiliary keys: queues, deadlines,
 // latches, token counters, places and the registry. None of them is a
 // name of the family.
