@@ -134,7 +134,7 @@ func (s *Scripts) PermitAcquireMany(ctx context.Context, r Redis, rs ReplicaSync
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
-	args := append([]any{members[0], leaseArg, unixMillis(now), s.publish}, members[1:]...)
+	args := append([]any{members[0], leaseArg, UnixMillis(now), s.publish}, members[1:]...)
 	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript, keys, args...)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
@@ -189,7 +189,7 @@ func (s *Scripts) PermitUndoAcquireMany(ctx context.Context, r Redis, name strin
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
-	args := append([]any{members[0], unixMillis(now), s.publish, Millis(LatchTTL)}, members[1:]...)
+	args := append([]any{members[0], UnixMillis(now), s.publish, Millis(LatchTTL)}, members[1:]...)
 	n, err := permitUndoAcquireScript.Run(ctx, r, keys, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
@@ -208,7 +208,7 @@ func (s *Scripts) PermitRelease(ctx context.Context, r Redis, name, reqID, permi
 	}
 	n, err := permitReleaseScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID), PermitSpentKey(name, permitID)},
-		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
+		member, UnixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: permit release %s: %w", name, err)
 	}
@@ -228,7 +228,7 @@ func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID
 		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
 	}
 	n, err := permitUpdateLeaseScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		member, leaseArg, unixMillis(now), s.publish).Int64()
+		member, leaseArg, UnixMillis(now), s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
 	}
@@ -240,7 +240,7 @@ func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID
 // whether it set it.
 func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (bool, error) {
 	n, err := permitTrySetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
+		strconv.FormatInt(permits, 10), UnixMillis(now), s.publish).Int64()
 	if err != nil {
 		return false, fmt.Errorf("warden: permit try set permits %s: %w", name, err)
 	}
@@ -253,7 +253,7 @@ func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string,
 func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64, now time.Time) (int64, error) {
 	n, err := permitAddPermitsScript.Run(ctx, r,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID)},
-		strconv.FormatInt(delta, 10), unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
+		strconv.FormatInt(delta, 10), UnixMillis(now), s.publish, Millis(LatchTTL)).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("warden: permit add permits %s: %w", name, err)
 	}
@@ -264,7 +264,7 @@ func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID str
 // not exist) after reclaiming expired ones, which makes it a write.
 func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now time.Time) (int64, error) {
 	n, err := permitAvailableScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		unixMillis(now), s.publish).Int64()
+		UnixMillis(now), s.publish).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("warden: permit available %s: %w", name, err)
 	}
@@ -280,7 +280,7 @@ func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now
 // number.
 func (s *Scripts) PermitSetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (int64, error) {
 	n, err := permitSetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
+		strconv.FormatInt(permits, 10), UnixMillis(now), s.publish).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("warden: permit set permits %s: %w", name, err)
 	}
@@ -301,7 +301,7 @@ type PermitCounts struct {
 // permits, which makes it a write.
 func (s *Scripts) PermitCounts(ctx context.Context, r Redis, name string, now time.Time) (PermitCounts, error) {
 	c := permitCountsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		unixMillis(now), s.publish)
+		UnixMillis(now), s.publish)
 	v, err := semInts(c, 3)
 	if err != nil {
 		return PermitCounts{}, fmt.Errorf("warden: permit counts %s: %w", name, err)
@@ -319,7 +319,7 @@ func (s *Scripts) PermitLeaseTime(ctx context.Context, r Redis, name, permitID s
 		return 0, false, fmt.Errorf("warden: permit lease time %s: %w", name, err)
 	}
 	n, err := permitLeaseTimeScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		member, unixMillis(now), s.publish).Int64()
+		member, UnixMillis(now), s.publish).Int64()
 	switch {
 	case err != nil:
 		return 0, false, fmt.Errorf("warden: permit lease time %s: %w", name, err)
@@ -344,7 +344,7 @@ func (s *Scripts) PermitReleaseMany(ctx context.Context, r Redis, name, reqID st
 	keys := make([]string, 0, 4+len(permitIDs))
 	keys = append(keys, name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID))
 	args := make([]any, 0, 3+len(permitIDs))
-	args = append(args, unixMillis(now), s.publish, Millis(LatchTTL))
+	args = append(args, UnixMillis(now), s.publish, Millis(LatchTTL))
 	for _, id := range permitIDs {
 		member, err := permitMember(id)
 		if err != nil {

@@ -46,7 +46,9 @@ func ClientRecordID(key string) (string, bool) {
 	return rest[:len(rest)-1], true
 }
 
-// UnixMillis renders t as Unix milliseconds, as the registry stores times.
+// UnixMillis renders t as Unix milliseconds, as the registry stores times
+// and the scripts take "now". A time before 1970 renders negative, which
+// the scripts refuse.
 func UnixMillis(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
