@@ -130,22 +130,14 @@ func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 // scripts/fair_undo.lua).
 func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string, now time.Time) (bool, error) {
 	keys := append(fairKeys(name), AcquireLatchKey(name, owner), FairPlacesKey(name))
-	n, err := fairUndoScript.Run(ctx, r, keys, owner, reqID, UnixMillis(now), s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: fair undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, fairUndoScript, "fair undo acquire", name, keys, owner, reqID, UnixMillis(now), s.publish)
 }
 
 // FairForceUnlock deletes the fair lock whoever holds it, wakes the head
 // waiter if it existed, and reports whether it existed. Stale places are
 // dropped first.
 func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now time.Time) (bool, error) {
-	n, err := fairForceUnlockScript.Run(ctx, r, append(fairKeys(name), FairPlacesKey(name)), UnixMillis(now), s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: fair force unlock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, fairForceUnlockScript, "fair force unlock", name, append(fairKeys(name), FairPlacesKey(name)), UnixMillis(now), s.publish)
 }
 
 // FairCancelWait removes owner, a waiter that gives up, from the queue and

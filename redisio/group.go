@@ -90,22 +90,14 @@ func (s *Scripts) GroupUndoAcquire(ctx context.Context, r Redis, group, owner, r
 		return false, nil
 	}
 	args := withValues([]any{owner, reqID, s.publish, UnlockMessage}, values)
-	n, err := groupUndoScript.Run(ctx, r, []string{group, LockChannel(group), AcquireLatchKey(group, owner)}, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group undo acquire %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupUndoScript, "group undo acquire", group, []string{group, LockChannel(group), AcquireLatchKey(group, owner)}, args...)
 }
 
 // GroupRenew extends owner's hold of every value to ttl from now; it
 // reports false when owner no longer holds them all.
 func (s *Scripts) GroupRenew(ctx context.Context, r Redis, group, owner string, values []string, ttl time.Duration) (bool, error) {
 	args := withValues([]any{Millis(ttl), owner}, values)
-	n, err := groupRenewScript.Run(ctx, r, []string{group}, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group renew %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupRenewScript, "group renew", group, []string{group}, args...)
 }
 
 // GroupExtend sets owner's fixed-lease hold of every value to end lease
@@ -113,11 +105,7 @@ func (s *Scripts) GroupRenew(ctx context.Context, r Redis, group, owner string, 
 // longer holds them all.
 func (s *Scripts) GroupExtend(ctx context.Context, r Redis, group, owner string, values []string, lease time.Duration) (bool, error) {
 	args := withValues([]any{Millis(lease), owner}, values)
-	n, err := groupExtendScript.Run(ctx, r, []string{group}, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group extend %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupExtendScript, "group extend", group, []string{group}, args...)
 }
 
 // GroupHoldCount returns owner's hold count of the values (the smallest
@@ -126,32 +114,22 @@ func GroupHoldCount(ctx context.Context, r Redis, group, owner string, values []
 	if len(values) == 0 {
 		return 0, nil
 	}
-	n, err := groupQueryScript.Run(ctx, r, []string{group}, withValues([]any{owner}, values)...).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: group hold count %s: %w", group, err)
-	}
-	return int(n), nil
+	n, err := runInt(ctx, r, groupQueryScript, "group hold count", group, []string{group}, withValues([]any{owner}, values)...)
+	return int(n), err
 }
 
 // GroupIsLocked reports whether anyone holds any of the values (Redisson's
 // isLocked of a faster multi-lock).
 func GroupIsLocked(ctx context.Context, r Redis, group string, values []string) (bool, error) {
-	n, err := groupQueryScript.Run(ctx, r, []string{group}, withValues([]any{""}, values)...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group is locked %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupQueryScript, "group is locked", group, []string{group}, withValues([]any{""}, values)...)
 }
 
 // GroupForceUnlock releases the values whoever holds them, wakes the
 // group's waiters if any was held, and reports whether any was.
 func (s *Scripts) GroupForceUnlock(ctx context.Context, r Redis, group string, values []string) (bool, error) {
-	n, err := groupForceUnlockScript.Run(ctx, r, []string{group, LockChannel(group)},
-		withValues([]any{UnlockMessage, s.publish}, values)...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group force unlock %s: %w", group, err)
-	}
-	return n > 0, nil
+	n, err := runInt(ctx, r, groupForceUnlockScript, "group force unlock", group, []string{group, LockChannel(group)},
+		withValues([]any{UnlockMessage, s.publish}, values)...)
+	return n > 0, err
 }
 
 // renewWithGroups is Renew of a batch with group lock holdings: those

@@ -128,12 +128,8 @@ func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID strin
 // UndoAcquire reverses the acquire with request ID reqID if, and only if,
 // Redis applied it. It reports whether it undid anything.
 func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := undoAcquireScript.Run(ctx, r, []string{name, LockChannel(name)},
-		owner, reqID, s.publish, UnlockMessage, AcquireRecordField(owner)).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, undoAcquireScript, "undo acquire", name, []string{name, LockChannel(name)},
+		owner, reqID, s.publish, UnlockMessage, AcquireRecordField(owner))
 }
 
 // Unlock releases one hold of owner's. It returns the remaining hold count
@@ -149,11 +145,7 @@ func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string
 // ForceUnlock deletes the lock whoever holds it; it reports whether it
 // existed.
 func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: force unlock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, forceUnlockScript, "force unlock", name, []string{name, LockChannel(name)}, UnlockMessage, s.publish)
 }
 
 // Held names one watchdog-mode holding to renew: the lock hash Name and
@@ -445,4 +437,20 @@ func (s *Scripts) Load(ctx context.Context, r redis.Scripter) error {
 		}
 	}
 	return nil
+}
+
+// runInt runs sc and returns its integer reply; an error, Redis's or the
+// script's, reads "warden: <op> <name>: ...".
+func runInt(ctx context.Context, r Redis, sc *redis.Script, op, name string, keys []string, args ...any) (int64, error) {
+	n, err := sc.Run(ctx, r, keys, args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
+	}
+	return n, nil
+}
+
+// runFlag is runInt for a script that replies 1 (done) or 0 (not).
+func runFlag(ctx context.Context, r Redis, sc *redis.Script, op, name string, keys []string, args ...any) (bool, error) {
+	n, err := runInt(ctx, r, sc, op, name, keys, args...)
+	return n == 1, err
 }

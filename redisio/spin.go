@@ -32,20 +32,12 @@ func (s *Scripts) SpinUnlockSynced(ctx context.Context, r Redis, rs ReplicaSync,
 
 // SpinUndoAcquire is UndoAcquire for a spin lock: it publishes nothing.
 func (s *Scripts) SpinUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := undoAcquireScript.Run(ctx, r, []string{name, LockChannel(name)},
-		owner, reqID, noPublish, UnlockMessage, AcquireRecordField(owner)).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: undo acquire of spin lock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, undoAcquireScript, "undo acquire of spin lock", name, []string{name, LockChannel(name)},
+		owner, reqID, noPublish, UnlockMessage, AcquireRecordField(owner))
 }
 
 // SpinForceUnlock deletes a spin lock whoever holds it, publishing
 // nothing; it reports whether it existed.
 func (s *Scripts) SpinForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, noPublish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: force unlock spin lock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, forceUnlockScript, "force unlock spin lock", name, []string{name, LockChannel(name)}, UnlockMessage, noPublish)
 }
