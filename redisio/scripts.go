@@ -372,22 +372,30 @@ func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fe
 	return c
 }
 
-// unlockCall is the unlock script's call.
-func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) scriptCall {
+// unlockCall is the unlock script's call, publishing with pub (the
+// Scripts' publish command, or noPublish).
+func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration, pub any) scriptCall {
 	c := newScriptCall(unlockScript, 3, 8)
 	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
-		UnlockMessage, s.args.leaseArg(lease), owner, s.publishArg, latchTTLArg)
+		UnlockMessage, s.args.leaseArg(lease), owner, pub, latchTTLArg)
 	return c
 }
 
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease))
+	return s.unlockSynced(ctx, r, rs, "unlock lock", name, owner, reqID, lease, s.publishArg)
+}
+
+// unlockSynced is UnlockSynced publishing with pub; its errors read
+// "warden: <op> <name>: ...".
+func (s *Scripts) unlockSynced(ctx context.Context, r Redis, rs ReplicaSync, op, name, owner, reqID string, lease time.Duration,
+	pub any) (remaining int, held bool, acks int, err error) {
+	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease, pub))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("warden: unlock lock %s: %w", name, err)
+		return 0, false, 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
 	}
-	remaining, held, err = unlockReply("unlock", name, c)
+	remaining, held, err = unlockReply(op, name, c)
 	return remaining, held, int(n), err
 }
 

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -19,15 +18,7 @@ const noPublish = "none"
 // UnlockSynced does a reentrant lock's, but publishes nothing when the
 // lock is freed.
 func (s *Scripts) SpinUnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	c := newScriptCall(unlockScript, 3, 8)
-	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
-		UnlockMessage, s.args.leaseArg(lease), owner, noPublish, latchTTLArg)
-	cmd, n, err := runCallSynced(ctx, r, rs, c)
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("warden: unlock spin lock %s: %w", name, err)
-	}
-	remaining, held, err = unlockReply("unlock spin lock", name, cmd)
-	return remaining, held, int(n), err
+	return s.unlockSynced(ctx, r, rs, "unlock spin lock", name, owner, reqID, lease, noPublish)
 }
 
 // SpinUndoAcquire is UndoAcquire for a spin lock: it publishes nothing.
