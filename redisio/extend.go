@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-var extendScript = newScript("extend")
+var extendScript = newScript("rw_lib", "extend")
 
 // Extend sets the lease of the holding h anew, if h.Field still holds the
 // lock h.Name: a lock held by one owner alone gets lease as its TTL, even
