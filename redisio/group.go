@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The group lock (Redisson's RedissonFasterMultiLock): many values of one
@@ -132,26 +134,46 @@ func (s *Scripts) GroupForceUnlock(ctx context.Context, r Redis, group string, v
 	return n > 0, err
 }
 
-// renewWithGroups is Renew of a batch with group lock holdings: those
-// are renewed one script call each (GroupRenew), the others in one call.
+// renewWithGroups is Renew of a batch with group lock holdings: each of
+// those is a group renewal script call (as GroupRenew's), the others one
+// renewal script call, all sent as one pipeline (one round trip). Each
+// renewal may run twice (pipelineScripts), which renews to the same end.
 func (s *Scripts) renewWithGroups(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
-	out := make([]bool, len(batch))
 	var rest []Held
 	var at []int
-	var errs []error
 	for i, h := range batch {
 		if h.Values == "" {
 			rest, at = append(rest, h), append(at, i)
+		}
+	}
+	groups := make([]*redis.Cmd, len(batch))
+	var restCmd *redis.Cmd
+	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
+		for i, h := range batch {
+			if h.Values != "" {
+				groups[i] = eval(groupRenewScript, ctx, pipe, []string{h.Name},
+					withValues([]any{Millis(ttl), h.Field}, GroupValues(h.Values))...)
+			}
+		}
+		if len(rest) > 0 {
+			keys, args := renewArgs(rest, ttl)
+			restCmd = eval(renewScript, ctx, pipe, keys, args...)
+		}
+	})
+	out := make([]bool, len(batch))
+	var errs []error
+	for i, c := range groups {
+		if c == nil {
 			continue
 		}
-		ok, err := s.GroupRenew(ctx, r, h.Name, h.Field, GroupValues(h.Values), ttl)
+		n, err := c.Int64()
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("warden: group renew %s: %w", batch[i].Name, err))
 		}
-		out[i] = ok
+		out[i] = n == 1
 	}
-	if len(rest) > 0 {
-		ok, err := s.Renew(ctx, r, rest, ttl)
+	if restCmd != nil {
+		ok, err := renewReply(restCmd, len(rest))
 		if err != nil {
 			errs = append(errs, err)
 		}

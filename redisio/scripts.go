@@ -178,6 +178,13 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 	if slices.ContainsFunc(batch, func(h Held) bool { return h.Values != "" }) {
 		return s.renewWithGroups(ctx, r, batch, ttl)
 	}
+	keys, args := renewArgs(batch, ttl)
+	return renewReply(renewScript.Run(ctx, r, keys, args...), len(batch))
+}
+
+// renewArgs are the renewal script's keys and arguments for batch, none of
+// them a group lock's holding.
+func renewArgs(batch []Held, ttl time.Duration) ([]string, []any) {
 	keys := make([]string, len(batch))
 	args := make([]any, 0, 2*len(batch)+1)
 	args = append(args, Millis(ttl))
@@ -189,12 +196,17 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 		}
 		args = append(args, h.Field, prefix)
 	}
-	v, err := renewScript.Run(ctx, r, keys, args...).Int64Slice()
+	return keys, args
+}
+
+// renewReply reads the renewal script's reply for a batch of n holdings.
+func renewReply(c *redis.Cmd, n int) ([]bool, error) {
+	v, err := c.Int64Slice()
 	if err != nil {
-		return nil, fmt.Errorf("warden: renew %d locks: %w", len(batch), err)
+		return nil, fmt.Errorf("warden: renew %d locks: %w", n, err)
 	}
-	if len(v) != len(batch) {
-		return nil, fmt.Errorf("warden: renew: %d replies for %d locks", len(v), len(batch))
+	if len(v) != n {
+		return nil, fmt.Errorf("warden: renew: %d replies for %d locks", len(v), n)
 	}
 	out := make([]bool, len(v))
 	for i, x := range v {
