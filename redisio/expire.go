@@ -39,12 +39,11 @@ func ClearExpire(ctx context.Context, r Redis, keys []string) (bool, error) {
 	return runExpire(ctx, r, keys, "persist")
 }
 
-func runExpire(ctx context.Context, r Redis, keys []string, args ...any) (bool, error) {
-	n, err := expireScript.Run(ctx, r, keys, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: %s %s: %w", args[0], keys[0], err)
-	}
-	return n == 1, nil
+// runExpire runs the expiry script with op ("pexpire", "pexpireat" or
+// "persist") and its argument, if any, on keys.
+func runExpire(ctx context.Context, r Redis, keys []string, op string, arg ...any) (bool, error) {
+	args := append([]any{op}, arg...)
+	return runFlag(ctx, r, expireScript, op, keys[0], keys, args...)
 }
 
 // Delete deletes the keys of one object and reports whether any existed.

@@ -2,11 +2,10 @@ package redisio
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
-var extendScript = newScript("extend")
+var extendScript = newScript("rw_lib", "extend")
 
 // Extend sets the lease of the holding h anew, if h.Field still holds the
 // lock h.Name: a lock held by one owner alone gets lease as its TTL, even
@@ -24,9 +23,5 @@ func (s *Scripts) Extend(ctx context.Context, r Redis, h Held, lease time.Durati
 		}
 		keyPrefix = rwKeyPrefix(h.Name)
 	}
-	n, err := extendScript.Run(ctx, r, []string{h.Name}, h.Field, Millis(lease), prefix, keyPrefix).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: extend %s: %w", h.Name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, extendScript, "extend", h.Name, []string{h.Name}, h.Field, Millis(lease), prefix, keyPrefix)
 }

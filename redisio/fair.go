@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -44,12 +43,6 @@ func FairPlacesKey(name string) string {
 // redisson_lock__channel:{name}:<owner>.
 func FairChannel(name, owner string) string {
 	return LockChannel(name) + ":" + owner
-}
-
-// unixMillis renders t as unix milliseconds for a script argument. A time
-// before 1970 renders negative, which the scripts refuse.
-func unixMillis(t time.Time) string {
-	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
 // fairKeys are the keys every fair script starts with: the lock, its queue,
@@ -93,7 +86,7 @@ func (s *Scripts) fairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 	if place > 0 {
 		placeArg = Millis(place)
 	}
-	args := []any{owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), unixMillis(now), flag, placeArg}
+	args := []any{owner, Millis(lease), reqID, Millis(LatchTTL), Millis(allowance), UnixMillis(now), flag, placeArg}
 	if nonReentrant {
 		args = append(args, nonReentrantArg)
 	}
@@ -119,7 +112,7 @@ func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 	lease time.Duration, now time.Time) (remaining int, held bool, acks int, err error) {
 	keys := append(fairKeys(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner), FairPlacesKey(name))
 	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
-		owner, Millis(lease), unixMillis(now), s.publish, Millis(LatchTTL))
+		owner, Millis(lease), UnixMillis(now), s.publish, Millis(LatchTTL))
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: fair unlock %s: %w", name, err)
 	}
@@ -137,22 +130,14 @@ func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 // scripts/fair_undo.lua).
 func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string, now time.Time) (bool, error) {
 	keys := append(fairKeys(name), AcquireLatchKey(name, owner), FairPlacesKey(name))
-	n, err := fairUndoScript.Run(ctx, r, keys, owner, reqID, unixMillis(now), s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: fair undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, fairUndoScript, "fair undo acquire", name, keys, owner, reqID, UnixMillis(now), s.publish)
 }
 
 // FairForceUnlock deletes the fair lock whoever holds it, wakes the head
 // waiter if it existed, and reports whether it existed. Stale places are
 // dropped first.
 func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now time.Time) (bool, error) {
-	n, err := fairForceUnlockScript.Run(ctx, r, append(fairKeys(name), FairPlacesKey(name)), unixMillis(now), s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: fair force unlock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, fairForceUnlockScript, "fair force unlock", name, append(fairKeys(name), FairPlacesKey(name)), UnixMillis(now), s.publish)
 }
 
 // FairCancelWait removes owner, a waiter that gives up, from the queue and
@@ -162,7 +147,7 @@ func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now
 // own channel.
 func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner, reqID string, allowance time.Duration, now time.Time) error {
 	err := fairCancelScript.Run(ctx, r, append(fairKeys(name), GaveUpKey(name, owner), FairPlacesKey(name)), owner, Millis(allowance),
-		unixMillis(now), s.publish, reqID, Millis(LatchTTL)).Err()
+		UnixMillis(now), s.publish, reqID, Millis(LatchTTL)).Err()
 	if err != nil {
 		return fmt.Errorf("warden: fair cancel wait %s: %w", name, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The group lock (Redisson's RedissonFasterMultiLock): many values of one
@@ -90,22 +92,14 @@ func (s *Scripts) GroupUndoAcquire(ctx context.Context, r Redis, group, owner, r
 		return false, nil
 	}
 	args := withValues([]any{owner, reqID, s.publish, UnlockMessage}, values)
-	n, err := groupUndoScript.Run(ctx, r, []string{group, LockChannel(group), AcquireLatchKey(group, owner)}, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group undo acquire %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupUndoScript, "group undo acquire", group, []string{group, LockChannel(group), AcquireLatchKey(group, owner)}, args...)
 }
 
 // GroupRenew extends owner's hold of every value to ttl from now; it
 // reports false when owner no longer holds them all.
 func (s *Scripts) GroupRenew(ctx context.Context, r Redis, group, owner string, values []string, ttl time.Duration) (bool, error) {
 	args := withValues([]any{Millis(ttl), owner}, values)
-	n, err := groupRenewScript.Run(ctx, r, []string{group}, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group renew %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupRenewScript, "group renew", group, []string{group}, args...)
 }
 
 // GroupExtend sets owner's fixed-lease hold of every value to end lease
@@ -113,11 +107,7 @@ func (s *Scripts) GroupRenew(ctx context.Context, r Redis, group, owner string, 
 // longer holds them all.
 func (s *Scripts) GroupExtend(ctx context.Context, r Redis, group, owner string, values []string, lease time.Duration) (bool, error) {
 	args := withValues([]any{Millis(lease), owner}, values)
-	n, err := groupExtendScript.Run(ctx, r, []string{group}, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group extend %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupExtendScript, "group extend", group, []string{group}, args...)
 }
 
 // GroupHoldCount returns owner's hold count of the values (the smallest
@@ -126,54 +116,64 @@ func GroupHoldCount(ctx context.Context, r Redis, group, owner string, values []
 	if len(values) == 0 {
 		return 0, nil
 	}
-	n, err := groupQueryScript.Run(ctx, r, []string{group}, withValues([]any{owner}, values)...).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: group hold count %s: %w", group, err)
-	}
-	return int(n), nil
+	n, err := runInt(ctx, r, groupQueryScript, "group hold count", group, []string{group}, withValues([]any{owner}, values)...)
+	return int(n), err
 }
 
 // GroupIsLocked reports whether anyone holds any of the values (Redisson's
 // isLocked of a faster multi-lock).
 func GroupIsLocked(ctx context.Context, r Redis, group string, values []string) (bool, error) {
-	n, err := groupQueryScript.Run(ctx, r, []string{group}, withValues([]any{""}, values)...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group is locked %s: %w", group, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, groupQueryScript, "group is locked", group, []string{group}, withValues([]any{""}, values)...)
 }
 
 // GroupForceUnlock releases the values whoever holds them, wakes the
 // group's waiters if any was held, and reports whether any was.
 func (s *Scripts) GroupForceUnlock(ctx context.Context, r Redis, group string, values []string) (bool, error) {
-	n, err := groupForceUnlockScript.Run(ctx, r, []string{group, LockChannel(group)},
-		withValues([]any{UnlockMessage, s.publish}, values)...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: group force unlock %s: %w", group, err)
-	}
-	return n > 0, nil
+	n, err := runInt(ctx, r, groupForceUnlockScript, "group force unlock", group, []string{group, LockChannel(group)},
+		withValues([]any{UnlockMessage, s.publish}, values)...)
+	return n > 0, err
 }
 
-// renewWithGroups is Renew of a batch with group lock holdings: those
-// are renewed one script call each (GroupRenew), the others in one call.
+// renewWithGroups is Renew of a batch with group lock holdings: each of
+// those is a group renewal script call (as GroupRenew's), the others one
+// renewal script call, all sent as one pipeline (one round trip). Each
+// renewal may run twice (pipelineScripts), which renews to the same end.
 func (s *Scripts) renewWithGroups(ctx context.Context, r Redis, batch []Held, ttl time.Duration) ([]bool, error) {
-	out := make([]bool, len(batch))
 	var rest []Held
 	var at []int
-	var errs []error
 	for i, h := range batch {
 		if h.Values == "" {
 			rest, at = append(rest, h), append(at, i)
+		}
+	}
+	groups := make([]*redis.Cmd, len(batch))
+	var restCmd *redis.Cmd
+	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
+		for i, h := range batch {
+			if h.Values != "" {
+				groups[i] = eval(groupRenewScript, ctx, pipe, []string{h.Name},
+					withValues([]any{Millis(ttl), h.Field}, GroupValues(h.Values))...)
+			}
+		}
+		if len(rest) > 0 {
+			keys, args := renewArgs(rest, ttl)
+			restCmd = eval(renewScript, ctx, pipe, keys, args...)
+		}
+	})
+	out := make([]bool, len(batch))
+	var errs []error
+	for i, c := range groups {
+		if c == nil {
 			continue
 		}
-		ok, err := s.GroupRenew(ctx, r, h.Name, h.Field, GroupValues(h.Values), ttl)
+		n, err := c.Int64()
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("warden: group renew %s: %w", batch[i].Name, err))
 		}
-		out[i] = ok
+		out[i] = n == 1
 	}
-	if len(rest) > 0 {
-		ok, err := s.Renew(ctx, r, rest, ttl)
+	if restCmd != nil {
+		ok, err := renewReply(restCmd, len(rest))
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -138,3 +138,74 @@ func TestGroupExtend(t *testing.T) {
 	ttl = rdb.PTTL(ctx, "g").Val()
 	assert.Greater(t, ttl, 2*time.Second, "o:2's longer hold keeps the hash")
 }
+
+// roundTrips counts the commands and pipelines a client sends that run a
+// script (not a new connection's handshake).
+type roundTrips struct{ n int }
+
+func (h *roundTrips) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if c.Name() == "evalsha" || c.Name() == "eval" {
+			h.n++
+			return
+		}
+	}
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.count(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// A renewal batch with group lock holdings renews each (a group whose
+// owner lost it reads false) and the other locks in one round trip, even
+// when the server has the scripts to load again (one more).
+func TestRenewWithGroupsIsOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := newScripts(t)
+	require.NoError(t, s.Load(ctx, rdb))
+	for _, g := range []string{"g1", "g2"} {
+		_, _, err := s.GroupAcquire(ctx, rdb, ReplicaSync{}, g, "o:1", "r-"+g, time.Second, []string{"a", "b"})
+		require.NoError(t, err)
+	}
+	_, err := s.Acquire(ctx, rdb, "plain", "o:1", "r-plain", time.Second)
+	require.NoError(t, err)
+	batch := []Held{
+		{Name: "g1", Field: "o:1", Values: "a" + GroupValueSep + "b"},
+		{Name: "plain", Field: "o:1"},
+		{Name: "g2", Field: "o:2", Values: "a"}, // another owner's
+		{Name: "g2", Field: "o:1", Values: "b"},
+		{Name: "gone", Field: "o:1"},
+	}
+	for _, flush := range []bool{false, true} {
+		if flush {
+			require.NoError(t, rdb.ScriptFlush(ctx).Err())
+		}
+		h := &roundTrips{}
+		rdb.AddHook(h)
+		ok, err := s.Renew(ctx, rdb, batch, time.Hour)
+		n := h.n
+		h.n = -1 << 30 // the hook stays on the client: count no more
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true, true, false, true, false}, ok)
+		want := 1
+		if flush {
+			want = 2 // EVALSHA answers NOSCRIPT, EVAL follows
+		}
+		assert.Equal(t, want, n, "round trips (flushed scripts: %v)", flush)
+	}
+	assert.Greater(t, rdb.PTTL(ctx, "g1").Val(), 59*time.Minute)
+	assert.Greater(t, rdb.PTTL(ctx, "plain").Val(), 59*time.Minute)
+}

@@ -40,7 +40,7 @@ type HandoffResult struct {
 
 // Handoff runs h (see Handoff).
 func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult {
-	u := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease)
+	u := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease, s.publishArg)
 	a := s.acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced, false)
 	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
 	// connection for both, in order.

@@ -73,26 +73,6 @@ type PermitEntry struct {
 // expires.
 const PermitNoExpiry = permitNoExpiry
 
-// ClientRecordKey is a client's registry entry, a HASH with the fields
-// service, host, pid, version, started and seen:
-// warden_client:{<clientID>}.
-func ClientRecordKey(clientID string) string {
-	return clientRecordPrefix + "{" + clientID + "}"
-}
-
-// clientRecordPrefix starts every registry key.
-const clientRecordPrefix = "warden_client:"
-
-// ClientRecordID returns the client ID of registry key key, and whether
-// key is one.
-func ClientRecordID(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, clientRecordPrefix+"{")
-	if !ok || !strings.HasSuffix(rest, "}") {
-		return "", false
-	}
-	return rest[:len(rest)-1], true
-}
-
 // auxPrefixes start the family's auxiliary keys: queues, deadlines,
 // latches, token counters, places and the registry. None of them is a
 // name of the family.
@@ -133,9 +113,10 @@ func IsAuxiliaryKey(key string) bool {
 }
 
 // ReadSnapshots reads every name's snapshot in two pipelined round trips
-// (TYPE and PTTL first, then what the type calls for). A Redis error that
-// concerns one name (a permission, say) is put in that snapshot's Err; an
-// error of the whole call (Redis unreachable) is returned.
+// (TYPE, PTTL and HLEN first, then what the type calls for, a hash's
+// fields when HLEN said it is small enough to be a lock's). A Redis error
+// that concerns one name (a permission, say) is put in that snapshot's
+// Err; an error of the whole call (Redis unreachable) is returned.
 func ReadSnapshots(ctx context.Context, r redis.Cmdable, names []string) ([]Snapshot, error) {
 	snaps := make([]Snapshot, len(names))
 	if len(names) == 0 {
@@ -143,10 +124,15 @@ func ReadSnapshots(ctx context.Context, r redis.Cmdable, names []string) ([]Snap
 	}
 	types := make([]*redis.StatusCmd, len(names))
 	pttls := make([]*redis.Cmd, len(names))
+	hlens := make([]*redis.IntCmd, len(names))
 	_, err := r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, n := range names {
 			types[i] = p.Type(ctx, n)
 			pttls[i] = p.Do(ctx, "pttl", n)
+			// Asked of every name, so that a hash's fields come in the
+			// next round trip; a name of another type answers an error
+			// that is not looked at.
+			hlens[i] = p.HLen(ctx, n)
 		}
 		return nil
 	})
@@ -162,6 +148,10 @@ func ReadSnapshots(ctx context.Context, r redis.Cmdable, names []string) ([]Snap
 		}
 		if s.PTTL, err = pttls[i].Int64(); err != nil {
 			s.Err = err
+			continue
+		}
+		if s.Type == "hash" {
+			s.HashLen, s.Err = hlens[i].Result()
 		}
 	}
 
@@ -171,33 +161,6 @@ func ReadSnapshots(ctx context.Context, r redis.Cmdable, names []string) ([]Snap
 			if s := &snaps[i]; s.Err == nil {
 				reads = append(reads, queueReads(ctx, p, s)...)
 			}
-		}
-		return nil
-	})
-	if err != nil && !anyNameErr(err) {
-		return nil, err
-	}
-	for _, read := range reads {
-		_ = read()
-	}
-
-	// The hashes' fields, once their lengths said they are small enough
-	// to be a lock's.
-	reads = reads[:0]
-	_, err = r.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range snaps {
-			s := &snaps[i]
-			if s.Err != nil || s.Type != "hash" || s.HashLen > MaxLockFields {
-				continue
-			}
-			h := p.HGetAll(ctx, s.Name)
-			reads = append(reads, func() error {
-				var err error
-				if s.Fields, err = h.Result(); err != nil && s.Err == nil {
-					s.Err = err
-				}
-				return err
-			})
 		}
 		return nil
 	})
@@ -301,14 +264,15 @@ func queueReads(ctx context.Context, p redis.Pipeliner, s *Snapshot) []func() er
 	}
 	switch s.Type {
 	case "hash":
-		// Its length first: HGETALL follows for a hash no larger than a
-		// lock's.
-		h := p.HLen(ctx, s.Name)
-		reads = append(reads, func() error {
-			var err error
-			s.HashLen, err = h.Result()
-			return set(err)
-		})
+		// Its fields, when it is no larger than a lock's (HashLen).
+		if s.HashLen <= MaxLockFields {
+			h := p.HGetAll(ctx, s.Name)
+			reads = append(reads, func() error {
+				var err error
+				s.Fields, err = h.Result()
+				return set(err)
+			})
+		}
 		fairReads()
 		tokenRead()
 	case "string":

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 )
 
@@ -32,12 +31,8 @@ func LatchChannel(name string) string {
 // not exist, and then publishes LatchNewCountMessage. It reports whether it
 // set it.
 func (s *Scripts) LatchTrySetCount(ctx context.Context, r Redis, name string, count int64) (bool, error) {
-	n, err := latchTrySetCountScript.Run(ctx, r, []string{name, LatchChannel(name)},
-		strconv.FormatInt(count, 10), LatchNewCountMessage, s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: latch try set count %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, latchTrySetCountScript, "latch try set count", name, []string{name, LatchChannel(name)},
+		strconv.FormatInt(count, 10), LatchNewCountMessage, s.publish)
 }
 
 // LatchCountDown decrements the latch and returns the count after, never
@@ -62,9 +57,5 @@ func LatchCount(ctx context.Context, r Redis, name string) (int64, error) {
 // waiter may go. (Redisson's delete publishes LatchNewCountMessage, which
 // leaves Redisson's own waiters blocked until they look again.)
 func (s *Scripts) LatchDelete(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := latchDeleteScript.Run(ctx, r, []string{name, LatchChannel(name)}, LatchZeroMessage, s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: latch delete %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, latchDeleteScript, "latch delete", name, []string{name, LatchChannel(name)}, LatchZeroMessage, s.publish)
 }

@@ -102,7 +102,7 @@ func BenchmarkLockPairRedisCost(b *testing.B) {
 						for _, name := range names {
 							var c scriptCall
 							if unlock {
-								c = s.unlockCall(name, "o:1", "u"+id, time.Minute)
+								c = s.unlockCall(name, "o:1", "u"+id, time.Minute, s.publishArg)
 							} else {
 								c = s.acquireCall(name, "o:1", "a"+id, time.Minute, false, false)
 							}

@@ -134,7 +134,7 @@ func (s *Scripts) PermitAcquireMany(ctx context.Context, r Redis, rs ReplicaSync
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
 	}
-	args := append([]any{members[0], leaseArg, unixMillis(now), s.publish}, members[1:]...)
+	args := append([]any{members[0], leaseArg, UnixMillis(now), s.publish}, members[1:]...)
 	c, acks, err := runSynced(ctx, r, rs, permitAcquireScript, keys, args...)
 	if err != nil {
 		return PermitResult{}, 0, fmt.Errorf("warden: permit acquire %s: %w", name, err)
@@ -189,12 +189,8 @@ func (s *Scripts) PermitUndoAcquireMany(ctx context.Context, r Redis, name strin
 	if err != nil {
 		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
 	}
-	args := append([]any{members[0], unixMillis(now), s.publish, Millis(LatchTTL)}, members[1:]...)
-	n, err := permitUndoAcquireScript.Run(ctx, r, keys, args...).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: permit undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+	args := append([]any{members[0], UnixMillis(now), s.publish, Millis(LatchTTL)}, members[1:]...)
+	return runFlag(ctx, r, permitUndoAcquireScript, "permit undo acquire", name, keys, args...)
 }
 
 // PermitRelease releases permitID's permit and publishes the new count. It
@@ -206,13 +202,9 @@ func (s *Scripts) PermitRelease(ctx context.Context, r Redis, name, reqID, permi
 	if err != nil {
 		return false, fmt.Errorf("warden: permit release %s: %w", name, err)
 	}
-	n, err := permitReleaseScript.Run(ctx, r,
+	return runFlag(ctx, r, permitReleaseScript, "permit release", name,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID), PermitSpentKey(name, permitID)},
-		member, unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: permit release %s: %w", name, err)
-	}
-	return n == 1, nil
+		member, UnixMillis(now), s.publish, Millis(LatchTTL))
 }
 
 // PermitUpdateLease sets permitID's lease to lease from now (0: never
@@ -227,48 +219,32 @@ func (s *Scripts) PermitUpdateLease(ctx context.Context, r Redis, name, permitID
 	if err != nil {
 		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
 	}
-	n, err := permitUpdateLeaseScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		member, leaseArg, unixMillis(now), s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: permit update lease %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, permitUpdateLeaseScript, "permit update lease", name, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		member, leaseArg, UnixMillis(now), s.publish)
 }
 
 // PermitTrySetPermits sets the permit-expirable semaphore to permits (at
 // least 0) if it does not exist, and then publishes the count. It reports
 // whether it set it.
 func (s *Scripts) PermitTrySetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (bool, error) {
-	n, err := permitTrySetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: permit try set permits %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, permitTrySetPermitsScript, "permit try set permits", name, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), UnixMillis(now), s.publish)
 }
 
 // PermitAddPermits adds delta permits (negative removes them; the count may
 // go negative) and returns the new count, published when it is above 0. It
 // is applied once per reqID: a repeat returns the first result.
 func (s *Scripts) PermitAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64, now time.Time) (int64, error) {
-	n, err := permitAddPermitsScript.Run(ctx, r,
+	return runInt(ctx, r, permitAddPermitsScript, "permit add permits", name,
 		[]string{name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID)},
-		strconv.FormatInt(delta, 10), unixMillis(now), s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: permit add permits %s: %w", name, err)
-	}
-	return n, nil
+		strconv.FormatInt(delta, 10), UnixMillis(now), s.publish, Millis(LatchTTL))
 }
 
 // PermitAvailable returns the available permits (0 when the semaphore does
 // not exist) after reclaiming expired ones, which makes it a write.
 func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now time.Time) (int64, error) {
-	n, err := permitAvailableScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		unixMillis(now), s.publish).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: permit available %s: %w", name, err)
-	}
-	return n, nil
+	return runInt(ctx, r, permitAvailableScript, "permit available", name, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		UnixMillis(now), s.publish)
 }
 
 // PermitSetPermits sets the permit-expirable semaphore's number of permits,
@@ -279,12 +255,8 @@ func (s *Scripts) PermitAvailable(ctx context.Context, r Redis, name string, now
 // it changed and is above 0. Setting is idempotent: a retry sets the same
 // number.
 func (s *Scripts) PermitSetPermits(ctx context.Context, r Redis, name string, permits int64, now time.Time) (int64, error) {
-	n, err := permitSetPermitsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), unixMillis(now), s.publish).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: permit set permits %s: %w", name, err)
-	}
-	return n, nil
+	return runInt(ctx, r, permitSetPermitsScript, "permit set permits", name, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), UnixMillis(now), s.publish)
 }
 
 // PermitCounts are a permit-expirable semaphore's counts.
@@ -301,7 +273,7 @@ type PermitCounts struct {
 // permits, which makes it a write.
 func (s *Scripts) PermitCounts(ctx context.Context, r Redis, name string, now time.Time) (PermitCounts, error) {
 	c := permitCountsScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		unixMillis(now), s.publish)
+		UnixMillis(now), s.publish)
 	v, err := semInts(c, 3)
 	if err != nil {
 		return PermitCounts{}, fmt.Errorf("warden: permit counts %s: %w", name, err)
@@ -319,7 +291,7 @@ func (s *Scripts) PermitLeaseTime(ctx context.Context, r Redis, name, permitID s
 		return 0, false, fmt.Errorf("warden: permit lease time %s: %w", name, err)
 	}
 	n, err := permitLeaseTimeScript.Run(ctx, r, []string{name, PermitTimeoutKey(name), SemaphoreChannel(name)},
-		member, unixMillis(now), s.publish).Int64()
+		member, UnixMillis(now), s.publish).Int64()
 	switch {
 	case err != nil:
 		return 0, false, fmt.Errorf("warden: permit lease time %s: %w", name, err)
@@ -344,7 +316,7 @@ func (s *Scripts) PermitReleaseMany(ctx context.Context, r Redis, name, reqID st
 	keys := make([]string, 0, 4+len(permitIDs))
 	keys = append(keys, name, PermitTimeoutKey(name), SemaphoreChannel(name), OpLatchKey(name, reqID))
 	args := make([]any, 0, 3+len(permitIDs))
-	args = append(args, unixMillis(now), s.publish, Millis(LatchTTL))
+	args = append(args, UnixMillis(now), s.publish, Millis(LatchTTL))
 	for _, id := range permitIDs {
 		member, err := permitMember(id)
 		if err != nil {
@@ -353,11 +325,8 @@ func (s *Scripts) PermitReleaseMany(ctx context.Context, r Redis, name, reqID st
 		keys = append(keys, PermitSpentKey(name, id))
 		args = append(args, member)
 	}
-	n, err := permitReleaseManyScript.Run(ctx, r, keys, args...).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: permit release %s: %w", name, err)
-	}
-	return int(n), nil
+	n, err := runInt(ctx, r, permitReleaseManyScript, "permit release", name, keys, args...)
+	return int(n), err
 }
 
 // PermitKeys are the keys of a permit-expirable semaphore, for Expire,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,10 +25,30 @@ const (
 // The braces give every client's record a cluster slot of its own, apart
 // from any lock's keys.
 func ClientRegistryKey(clientID string) string {
-	return "warden_client:{" + clientID + "}"
+	return clientRecordPrefix + "{" + clientID + "}"
 }
 
-// UnixMillis renders t as Unix milliseconds, as the registry stores times.
+// ClientRecordKey is ClientRegistryKey, under the name inspection uses.
+func ClientRecordKey(clientID string) string {
+	return ClientRegistryKey(clientID)
+}
+
+// clientRecordPrefix starts every registry key.
+const clientRecordPrefix = "warden_client:"
+
+// ClientRecordID returns the client ID of registry key key (from
+// ClientRegistryKey), and whether key is one.
+func ClientRecordID(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, clientRecordPrefix+"{")
+	if !ok || !strings.HasSuffix(rest, "}") {
+		return "", false
+	}
+	return rest[:len(rest)-1], true
+}
+
+// UnixMillis renders t as Unix milliseconds, as the registry stores times
+// and the scripts take "now". A time before 1970 renders negative, which
+// the scripts refuse.
 func UnixMillis(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }

@@ -153,13 +153,9 @@ func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name
 // frees it and publishes) as ReadUnlock would. It reports whether it undid
 // anything.
 func (s *Scripts) ReadUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := rwReadUndoScript.Run(ctx, r,
+	return runFlag(ctx, r, rwReadUndoScript, "read undo acquire", name,
 		[]string{name, AcquireLatchKey(name, owner), RWChannel(name), ReadTimeoutPrefix(name, owner), rwKeyPrefix(name)},
-		owner, reqID, s.publish, RWUnlockMessage).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: read undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+		owner, reqID, s.publish, RWUnlockMessage)
 }
 
 // WriteUndoAcquire reverses the write acquire with request ID reqID if, and
@@ -169,13 +165,9 @@ func (s *Scripts) ReadUndoAcquire(ctx context.Context, r Redis, name, owner, req
 // anything.
 func (s *Scripts) WriteUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
 	field := WriteField(owner)
-	n, err := rwWriteUndoScript.Run(ctx, r,
+	return runFlag(ctx, r, rwWriteUndoScript, "write undo acquire", name,
 		[]string{name, AcquireLatchKey(name, field), RWChannel(name)},
-		field, reqID, s.publish, RWReadUnlockMessage).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: write undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+		field, reqID, s.publish, RWReadUnlockMessage)
 }
 
 // ReadForceUnlock deletes the lock whoever holds it, but only when it is in
@@ -192,21 +184,13 @@ func (s *Scripts) WriteForceUnlock(ctx context.Context, r Redis, name string) (b
 }
 
 func (s *Scripts) rwForceUnlock(ctx context.Context, r Redis, name, mode, msg string) (bool, error) {
-	n, err := rwForceUnlockScript.Run(ctx, r, []string{name, RWChannel(name)}, mode, msg, s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: %s force unlock %s: %w", mode, name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, rwForceUnlockScript, mode+" force unlock", name, []string{name, RWChannel(name)}, mode, msg, s.publish)
 }
 
 // ReadIsLocked reports whether the read side is held: the lock is in read
 // mode, or in write mode and the write holder also holds reads.
 func ReadIsLocked(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := rwReadLockedScript.Run(ctx, r, []string{name}).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: read is locked %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, rwReadLockedScript, "read is locked", name, []string{name})
 }
 
 // WriteIsLocked reports whether the lock is in write mode.

@@ -128,12 +128,8 @@ func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID strin
 // UndoAcquire reverses the acquire with request ID reqID if, and only if,
 // Redis applied it. It reports whether it undid anything.
 func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := undoAcquireScript.Run(ctx, r, []string{name, LockChannel(name)},
-		owner, reqID, s.publish, UnlockMessage, AcquireRecordField(owner)).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, undoAcquireScript, "undo acquire", name, []string{name, LockChannel(name)},
+		owner, reqID, s.publish, UnlockMessage, AcquireRecordField(owner))
 }
 
 // Unlock releases one hold of owner's. It returns the remaining hold count
@@ -149,11 +145,7 @@ func (s *Scripts) Unlock(ctx context.Context, r Redis, name, owner, reqID string
 // ForceUnlock deletes the lock whoever holds it; it reports whether it
 // existed.
 func (s *Scripts) ForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, s.publish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: force unlock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, forceUnlockScript, "force unlock", name, []string{name, LockChannel(name)}, UnlockMessage, s.publish)
 }
 
 // Held names one watchdog-mode holding to renew: the lock hash Name and
@@ -186,6 +178,13 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 	if slices.ContainsFunc(batch, func(h Held) bool { return h.Values != "" }) {
 		return s.renewWithGroups(ctx, r, batch, ttl)
 	}
+	keys, args := renewArgs(batch, ttl)
+	return renewReply(renewScript.Run(ctx, r, keys, args...), len(batch))
+}
+
+// renewArgs are the renewal script's keys and arguments for batch, none of
+// them a group lock's holding.
+func renewArgs(batch []Held, ttl time.Duration) ([]string, []any) {
 	keys := make([]string, len(batch))
 	args := make([]any, 0, 2*len(batch)+1)
 	args = append(args, Millis(ttl))
@@ -197,12 +196,17 @@ func (s *Scripts) Renew(ctx context.Context, r Redis, batch []Held, ttl time.Dur
 		}
 		args = append(args, h.Field, prefix)
 	}
-	v, err := renewScript.Run(ctx, r, keys, args...).Int64Slice()
+	return keys, args
+}
+
+// renewReply reads the renewal script's reply for a batch of n holdings.
+func renewReply(c *redis.Cmd, n int) ([]bool, error) {
+	v, err := c.Int64Slice()
 	if err != nil {
-		return nil, fmt.Errorf("warden: renew %d locks: %w", len(batch), err)
+		return nil, fmt.Errorf("warden: renew %d locks: %w", n, err)
 	}
-	if len(v) != len(batch) {
-		return nil, fmt.Errorf("warden: renew: %d replies for %d locks", len(v), len(batch))
+	if len(v) != n {
+		return nil, fmt.Errorf("warden: renew: %d replies for %d locks", len(v), n)
 	}
 	out := make([]bool, len(v))
 	for i, x := range v {
@@ -380,22 +384,30 @@ func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fe
 	return c
 }
 
-// unlockCall is the unlock script's call.
-func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration) scriptCall {
+// unlockCall is the unlock script's call, publishing with pub (the
+// Scripts' publish command, or noPublish).
+func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration, pub any) scriptCall {
 	c := newScriptCall(unlockScript, 3, 8)
 	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
-		UnlockMessage, s.args.leaseArg(lease), owner, s.publishArg, latchTTLArg)
+		UnlockMessage, s.args.leaseArg(lease), owner, pub, latchTTLArg)
 	return c
 }
 
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease))
+	return s.unlockSynced(ctx, r, rs, "unlock lock", name, owner, reqID, lease, s.publishArg)
+}
+
+// unlockSynced is UnlockSynced publishing with pub; its errors read
+// "warden: <op> <name>: ...".
+func (s *Scripts) unlockSynced(ctx context.Context, r Redis, rs ReplicaSync, op, name, owner, reqID string, lease time.Duration,
+	pub any) (remaining int, held bool, acks int, err error) {
+	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease, pub))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("warden: unlock lock %s: %w", name, err)
+		return 0, false, 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
 	}
-	remaining, held, err = unlockReply("unlock", name, c)
+	remaining, held, err = unlockReply(op, name, c)
 	return remaining, held, int(n), err
 }
 
@@ -445,4 +457,20 @@ func (s *Scripts) Load(ctx context.Context, r redis.Scripter) error {
 		}
 	}
 	return nil
+}
+
+// runInt runs sc and returns its integer reply; an error, Redis's or the
+// script's, reads "warden: <op> <name>: ...".
+func runInt(ctx context.Context, r Redis, sc *redis.Script, op, name string, keys []string, args ...any) (int64, error) {
+	n, err := sc.Run(ctx, r, keys, args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
+	}
+	return n, nil
+}
+
+// runFlag is runInt for a script that replies 1 (done) or 0 (not).
+func runFlag(ctx context.Context, r Redis, sc *redis.Script, op, name string, keys []string, args ...any) (bool, error) {
+	n, err := runInt(ctx, r, sc, op, name, keys, args...)
+	return n == 1, err
 }

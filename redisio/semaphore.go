@@ -72,12 +72,8 @@ func (s *Scripts) SemaphoreAcquire(ctx context.Context, r Redis, rs ReplicaSync,
 // acquire with it (say a late retry) takes nothing, so a new attempt needs a
 // new request ID.
 func (s *Scripts) SemaphoreUndoAcquire(ctx context.Context, r Redis, name, reqID string) (bool, error) {
-	n, err := semUndoAcquireScript.Run(ctx, r, []string{name, OpLatchKey(name, reqID), SemaphoreChannel(name)},
-		s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: semaphore undo acquire %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, semUndoAcquireScript, "semaphore undo acquire", name, []string{name, OpLatchKey(name, reqID), SemaphoreChannel(name)},
+		s.publish, Millis(LatchTTL))
 }
 
 // SemaphoreRelease adds permits (at least 1) and publishes the new count,
@@ -106,12 +102,8 @@ func (s *Scripts) SemaphoreTrySetPermitsTTL(ctx context.Context, r Redis, name s
 		}
 		ttlArg = Millis(ttl)
 	}
-	n, err := semTrySetPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), s.publish, ttlArg).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: semaphore try set permits %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, semTrySetPermitsScript, "semaphore try set permits", name, []string{name, SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), s.publish, ttlArg)
 }
 
 // SemaphoreSetPermits sets the semaphore's available permits to permits
@@ -120,12 +112,8 @@ func (s *Scripts) SemaphoreTrySetPermitsTTL(ctx context.Context, r Redis, name s
 // there was (0 when absent). Setting is idempotent: a retry sets the same
 // count.
 func (s *Scripts) SemaphoreSetPermits(ctx context.Context, r Redis, name string, permits int64) (int64, error) {
-	n, err := semSetPermitsScript.Run(ctx, r, []string{name, SemaphoreChannel(name)},
-		strconv.FormatInt(permits, 10), s.publish).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: semaphore set permits %s: %w", name, err)
-	}
-	return n, nil
+	return runInt(ctx, r, semSetPermitsScript, "semaphore set permits", name, []string{name, SemaphoreChannel(name)},
+		strconv.FormatInt(permits, 10), s.publish)
 }
 
 // SemaphoreReleaseIfExists adds permits (at least 1) only if the semaphore
@@ -160,11 +148,7 @@ func SemaphoreAvailable(ctx context.Context, r Redis, name string) (int64, error
 // name, channel, the op latch; ARGV: arg, publish command, latch TTL),
 // and returns its integer reply.
 func (s *Scripts) countingWrite(ctx context.Context, r Redis, sc *redis.Script, op, name, channel, reqID, arg string) (int64, error) {
-	n, err := sc.Run(ctx, r, []string{name, channel, OpLatchKey(name, reqID)}, arg, s.publish, Millis(LatchTTL)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
-	}
-	return n, nil
+	return runInt(ctx, r, sc, op, name, []string{name, channel, OpLatchKey(name, reqID)}, arg, s.publish, Millis(LatchTTL))
 }
 
 // readCount reads the integer at name: a semaphore's permits or a latch's
@@ -186,9 +170,5 @@ func readCount(ctx context.Context, r Redis, op, name string) (int64, error) {
 // Nothing is published. A retried drain whose first reply was lost returns
 // 0: the permits were taken by the first run.
 func (s *Scripts) SemaphoreDrain(ctx context.Context, r Redis, name string) (int64, error) {
-	n, err := semDrainScript.Run(ctx, r, []string{name}).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("warden: semaphore drain %s: %w", name, err)
-	}
-	return n, nil
+	return runInt(ctx, r, semDrainScript, "semaphore drain", name, []string{name})
 }

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -19,33 +18,17 @@ const noPublish = "none"
 // UnlockSynced does a reentrant lock's, but publishes nothing when the
 // lock is freed.
 func (s *Scripts) SpinUnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	c := newScriptCall(unlockScript, 3, 8)
-	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
-		UnlockMessage, s.args.leaseArg(lease), owner, noPublish, latchTTLArg)
-	cmd, n, err := runCallSynced(ctx, r, rs, c)
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("warden: unlock spin lock %s: %w", name, err)
-	}
-	remaining, held, err = unlockReply("unlock spin lock", name, cmd)
-	return remaining, held, int(n), err
+	return s.unlockSynced(ctx, r, rs, "unlock spin lock", name, owner, reqID, lease, noPublish)
 }
 
 // SpinUndoAcquire is UndoAcquire for a spin lock: it publishes nothing.
 func (s *Scripts) SpinUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
-	n, err := undoAcquireScript.Run(ctx, r, []string{name, LockChannel(name)},
-		owner, reqID, noPublish, UnlockMessage, AcquireRecordField(owner)).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: undo acquire of spin lock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, undoAcquireScript, "undo acquire of spin lock", name, []string{name, LockChannel(name)},
+		owner, reqID, noPublish, UnlockMessage, AcquireRecordField(owner))
 }
 
 // SpinForceUnlock deletes a spin lock whoever holds it, publishing
 // nothing; it reports whether it existed.
 func (s *Scripts) SpinForceUnlock(ctx context.Context, r Redis, name string) (bool, error) {
-	n, err := forceUnlockScript.Run(ctx, r, []string{name, LockChannel(name)}, UnlockMessage, noPublish).Int64()
-	if err != nil {
-		return false, fmt.Errorf("warden: force unlock spin lock %s: %w", name, err)
-	}
-	return n == 1, nil
+	return runFlag(ctx, r, forceUnlockScript, "force unlock spin lock", name, []string{name, LockChannel(name)}, UnlockMessage, noPublish)
 }

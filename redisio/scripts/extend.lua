@@ -38,23 +38,8 @@ if ARGV[3] == '' then
   return 1
 end
 
--- longest is the longest PTTL among the read holds' timeout keys (-3
--- when there is none).
-local function longest()
-  local best = -3
-  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-    local count = tonumber(redis.call('hget', KEYS[1], field))
-    if count then
-      for k = count, 1, -1 do
-        best = math.max(best, redis.call('pttl', ARGV[4] .. ':' .. field .. ':rwlock_timeout:' .. k))
-      end
-    end
-  end
-  return best
-end
-
 if ARGV[3] == '+' then
-  redis.call('pexpire', KEYS[1], string.format('%.0f', math.max(lease, longest())))
+  redis.call('pexpire', KEYS[1], string.format('%.0f', math.max(lease, rw_longest(KEYS[1], ARGV[4]))))
   return 1
 end
 for k = 1, n do
@@ -63,6 +48,6 @@ end
 if redis.call('hget', KEYS[1], 'mode') == 'write' then
   if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], ARGV[2]) end
 else
-  redis.call('pexpire', KEYS[1], string.format('%.0f', math.max(lease, longest())))
+  redis.call('pexpire', KEYS[1], string.format('%.0f', math.max(lease, rw_longest(KEYS[1], ARGV[4]))))
 end
 return 1

@@ -46,11 +46,8 @@ end
 -- those holds ends.
 local last = -1
 for i = 5, #ARGV do
-  local holder = redis.call('hget', key, ARGV[i])
-  if holder and holder ~= owner then
-    local ends = tonumber(redis.call('hget', key, ARGV[i] .. ':' .. holder .. ':expire_time'))
-    if ends and ends > now and ends > last then last = ends end
-  end
+  local holder, ends = group_holder(key, ARGV[i])
+  if holder and holder ~= owner and ends and ends > now and ends > last then last = ends end
 end
 if last >= 0 then return {0, last - now} end
 

@@ -14,9 +14,8 @@ local bad = group_values(3)
 if bad then return bad end
 local key, now, n = KEYS[1], group_now(), 0
 for i = 3, #ARGV do
-  local holder = redis.call('hget', key, ARGV[i])
+  local holder, ends = group_holder(key, ARGV[i])
   if holder then
-    local ends = tonumber(redis.call('hget', key, ARGV[i] .. ':' .. holder .. ':expire_time'))
     if ends and ends >= now then n = n + 1 end
     group_drop(key, ARGV[i], holder)
   end

@@ -40,6 +40,15 @@ local function group_holds(key, v, owner, now)
   return tonumber(got[2]) or 0
 end
 
+-- group_holder is v's holder and when its hold ends (unix ms; nil when
+-- the holder has no expire_time that is a number), or false when v has
+-- no holder.
+local function group_holder(key, v)
+  local holder = redis.call('hget', key, v)
+  if not holder then return false end
+  return holder, tonumber(redis.call('hget', key, v .. ':' .. holder .. ':expire_time'))
+end
+
 -- group_drop deletes v's holder field and holder's two fields of v.
 local function group_drop(key, v, holder)
   redis.call('hdel', key, v, v .. ':' .. holder .. ':expire_time', v .. ':' .. holder .. ':lock_count')

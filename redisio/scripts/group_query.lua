@@ -13,11 +13,8 @@ if bad then return bad end
 local key, owner, now = KEYS[1], ARGV[1], group_now()
 if owner == '' then
   for i = 2, #ARGV do
-    local holder = redis.call('hget', key, ARGV[i])
-    if holder then
-      local ends = tonumber(redis.call('hget', key, ARGV[i] .. ':' .. holder .. ':expire_time'))
-      if ends and ends >= now then return 1 end
-    end
+    local holder, ends = group_holder(key, ARGV[i])
+    if holder and ends and ends >= now then return 1 end
   end
   return 0
 end

@@ -25,6 +25,11 @@ local function int(v)
   return ms(digits)
 end
 
+-- whole: v is a whole number, 0 .. 2^53, compared as text (a count).
+local function whole(v)
+  return v == '0' or ms(v)
+end
+
 -- text: v is a non-empty string.
 local function text(v)
   return type(v) == 'string' and v ~= ''

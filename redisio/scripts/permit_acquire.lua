@@ -22,15 +22,8 @@
 if not leasems(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
 if not ms(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
-local ids = {ARGV[1]}
-for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
-if #KEYS ~= #ids + 3 then return redis.error_reply('ERR warden: one spent marker per permit id') end
-local seen = {}
-for _, id in ipairs(ids) do
-  if not permitid(id) then return redis.error_reply('ERR warden: invalid permit id') end
-  if seen[id] then return redis.error_reply('ERR warden: duplicate permit id') end
-  seen[id] = true
-end
+local ids, bad = permit_ids(true)
+if not ids then return bad end
 if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end
 for i = 4, #KEYS do
   if redis.call('exists', KEYS[i]) == 1 then return redis.error_reply('ERR warden: permit id already spent') end

@@ -17,6 +17,23 @@ local function permitid(v)
   return type(v) == 'string' and string.len(v) == 16
 end
 
+-- permit_ids gathers the permit IDs of a script that takes one in ARGV[1]
+-- and more in ARGV[5..], each with its spent marker in KEYS[4..], in
+-- order. It checks each is a permit ID and, when distinct, that none
+-- comes twice. It returns the IDs, or nil and an error reply.
+local function permit_ids(distinct)
+  local ids = {ARGV[1]}
+  for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+  if #KEYS ~= #ids + 3 then return nil, redis.error_reply('ERR warden: one spent marker per permit id') end
+  local seen = {}
+  for _, id in ipairs(ids) do
+    if not permitid(id) then return nil, redis.error_reply('ERR warden: invalid permit id') end
+    if distinct and seen[id] then return nil, redis.error_reply('ERR warden: duplicate permit id') end
+    seen[id] = true
+  end
+  return ids
+end
+
 -- leasems: v is a lease in whole ms (1 .. 2^53), or '0' for never expires.
 local function leasems(v)
   return v == '0' or ms(v)

@@ -14,9 +14,7 @@
 -- publishes the total, which wakes waiters the available count may not
 -- serve). Errors before any write when an argument is malformed or the
 -- value is not an integer.
-if not int(ARGV[1]) or string.sub(ARGV[1], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid permits')
-end
+if not whole(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end

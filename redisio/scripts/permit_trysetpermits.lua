@@ -10,9 +10,7 @@
 --
 -- Reclaims expired permits first. Reply: 1 set (the count published); 0 it
 -- already existed.
-if not int(ARGV[1]) or string.sub(ARGV[1], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid permits')
-end
+if not whole(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end

@@ -18,12 +18,8 @@
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[3]) then return redis.error_reply('ERR warden: invalid publish command') end
 if not ms(ARGV[4]) then return redis.error_reply('ERR warden: invalid latch ttl') end
-local ids = {ARGV[1]}
-for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
-if #KEYS ~= #ids + 3 then return redis.error_reply('ERR warden: one spent marker per permit id') end
-for _, id in ipairs(ids) do
-  if not permitid(id) then return redis.error_reply('ERR warden: invalid permit id') end
-end
+local ids, bad = permit_ids(false)
+if not ids then return bad end
 if not counted(KEYS[1]) then return redis.error_reply('ERR warden: semaphore value is not an integer') end
 
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])

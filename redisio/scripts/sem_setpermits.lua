@@ -9,9 +9,7 @@
 -- Reply: the count there was (0 when absent). The new count is published
 -- when it is above 0 (waiters may take it). Errors before any write when an
 -- argument is malformed or the value is not an integer.
-if not int(ARGV[1]) or string.sub(ARGV[1], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid permits')
-end
+if not whole(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') end
 if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 
 local v = redis.call('get', KEYS[1])

@@ -10,9 +10,7 @@
 -- Reply: 1 set, with the TTL when one is given (the count published on the
 -- channel, as Redisson's trySetPermits does); 0 it already existed
 -- (nothing changed).
-if not int(ARGV[1]) or string.sub(ARGV[1], 1, 1) == '-' then
-  return redis.error_reply('ERR warden: invalid permits')
-end
+if not whole(ARGV[1]) then return redis.error_reply('ERR warden: invalid permits') end
 if not pubcmd(ARGV[2]) then return redis.error_reply('ERR warden: invalid publish command') end
 local ttl = ARGV[3] or '0'
 if ttl ~= '0' and not ms(ttl) then return redis.error_reply('ERR warden: invalid ttl') end
