@@ -273,7 +273,7 @@ func Clients(ctx context.Context, rdb redis.UniversalClient) iter.Seq2[ClientRec
 			return
 		}
 		stop := errors.New("stopped")
-		err := redisio.ScanKeys(ctx, rdb, redisio.ClientRecordKey("*"), func(keys []string) error {
+		err := redisio.ScanKeys(ctx, rdb, redisio.ClientRegistryKey("*"), func(keys []string) error {
 			ids := make([]string, 0, len(keys))
 			for _, k := range keys {
 				if id, ok := redisio.ClientRecordID(k); ok {

@@ -292,7 +292,7 @@ func queueReads(ctx context.Context, p redis.Pipeliner, s *Snapshot) []func() er
 }
 
 // ReadClientRecords reads the registry entries of ids (HGETALL of each
-// ClientRecordKey, pipelined): by ID, the entry's fields; an ID without an
+// ClientRegistryKey, pipelined): by ID, the entry's fields; an ID without an
 // entry is left out.
 func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[string]map[string]string, error) {
 	out := make(map[string]map[string]string, len(ids))
@@ -302,7 +302,7 @@ func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, ClientRecordKey(id))
+			cmds[i] = p.HGetAll(ctx, ClientRegistryKey(id))
 		}
 		return nil
 	})

@@ -28,11 +28,6 @@ func ClientRegistryKey(clientID string) string {
 	return clientRecordPrefix + "{" + clientID + "}"
 }
 
-// ClientRecordKey is ClientRegistryKey, under the name inspection uses.
-func ClientRecordKey(clientID string) string {
-	return ClientRegistryKey(clientID)
-}
-
 // clientRecordPrefix starts every registry key.
 const clientRecordPrefix = "warden_client:"
 
