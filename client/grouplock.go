@@ -33,7 +33,10 @@ import (
 // unlock that leaves a value held sets its hold to end a lease from now
 // (as the reentrant lock sets its TTL), an unlock of values the owner does
 // not all hold changes nothing, and a value taken over from a holder whose
-// hold ended loses that holder's fields.
+// hold ended loses that holder's fields. So when one value of a holding is
+// lost (force-unlocked, or its hold ended), Unlock and Extend answer
+// ErrNotHeld, Lost closes, and the values still held stay until their
+// hold ends: the watchdog timeout in watchdog mode, the lease otherwise.
 //
 // group must be a valid lock name, and values at least one, distinct,
 // each 1 byte to 64 KiB without ':' (Redisson's fields have none); bad
