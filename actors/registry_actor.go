@@ -31,6 +31,9 @@ type registryActor struct {
 	cfg      *Config
 	timer    clockTimer
 	inflight bool
+	// checked is set once the first write looked for another Client's
+	// record under the same client ID.
+	checked bool
 	// failing is set while writes fail.
 	failing failStreak
 	io      sync.WaitGroup
@@ -41,6 +44,9 @@ var _ actor.Actor = (*registryActor)(nil)
 // registryDone reports one write of the record.
 type registryDone struct {
 	Err error
+	// Other names another live Client that wrote a record under the same
+	// client ID ("host h pid p"), found before the first write.
+	Other string
 }
 
 func registryProps(cfg *Config) *actor.Props {
@@ -62,6 +68,12 @@ func (a *registryActor) Receive(ctx actor.Context) {
 		}
 	case *registryDone:
 		a.inflight = false
+		if m.Other != "" {
+			a.cfg.Logger.Warn("warden: another Client, running or stopped within the last three renewal periods, "+
+				"used this client ID; Clients that share one share their owners and so each other's locks: "+
+				"give each its own WithClientID",
+				"key", a.cfg.Registry.Key, "other", m.Other)
+		}
 		a.failing.note(a.cfg, m.Err, "warden: client registry write failed; retrying every period",
 			"warden: client registry writes succeed again")
 	case *actor.Stopping:
@@ -80,6 +92,8 @@ func (a *registryActor) write(ctx actor.Context) {
 		return
 	}
 	a.inflight = true
+	check := !a.checked
+	a.checked = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	reg := cfg.Registry
 	fields := make([]string, 0, len(reg.Fields)+2)
@@ -89,8 +103,13 @@ func (a *registryActor) write(ctx actor.Context) {
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
 		c, cancel := cfg.ioContext()
+		var other string
+		if check {
+			// A failed look is no reason not to write: the write reports.
+			other, _ = redisio.OtherClient(c, reg.Redis, reg.Key, reg.Fields)
+		}
 		err := redisio.RegisterClient(c, reg.Redis, reg.Key, fields, 3*period)
 		cancel()
-		sys.Root.Send(self, &registryDone{Err: err})
+		sys.Root.Send(self, &registryDone{Err: err, Other: other})
 	})
 }

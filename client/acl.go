@@ -26,8 +26,9 @@ var aclCommands = []string{
 	"lindex", "llen", "lrange", "lrem", "rpush",
 	"zadd", "zincrby", "zrange", "zrangebyscore", "zrem", "zscore", "zcard",
 	"persist", "pexpireat", "time",
-	// The client registry's writes (MULTI/EXEC).
-	"multi", "exec", "discard",
+	// The client registry's writes (MULTI/EXEC), and its delete on Close
+	// (WATCH: only its own record).
+	"multi", "exec", "discard", "watch", "unwatch",
 	// Inspect, Scan and Clients (the warden command's ls, inspect, watch
 	// and clients).
 	"scan", "type", "getrange",

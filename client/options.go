@@ -109,8 +109,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithClientID sets the client's identity, the first part of every owner
-// ("<clientID>:<n>"). Two live clients must never share one. The default
-// is a random UUID.
+// ("<clientID>:<n>"). Two live clients must never share one: their
+// owners would be the same, so each would hold the other's locks. With
+// the client registry on, a Client that finds another's record under its
+// ID as it starts logs a warning (WithLogger), and Close deletes only its
+// own record. The default is a random UUID.
 func WithClientID(id string) Option {
 	return func(o *options) error {
 		if id == "" || len(id) > 1024 {

@@ -147,7 +147,9 @@ func (c *Client) unregister(ctx context.Context) {
 		dctx, cancel = context.WithTimeout(dctx, 100*time.Millisecond)
 		defer cancel()
 	}
-	if _, err := redisio.Delete(dctx, c.rdb, c.registry.Key); err != nil {
+	// Only its own record: another Client given the same ID (a mistake the
+	// registry actor warns of) keeps its record.
+	if _, err := redisio.UnregisterClient(dctx, c.rdb, c.registry.Key, c.registry.Fields); err != nil {
 		c.opts.logger.Warn("warden: could not delete the client registry record; it expires by itself",
 			"key", c.registry.Key, "err", err)
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -203,4 +204,40 @@ func TestRegistryOnCluster(t *testing.T) {
 	assert.ElementsMatch(t, []string{l.Owner(), redisio.AcquireRecordField(l.Owner())}, fields,
 		"the lock's hash holds what it holds without the registry")
 	require.NoError(t, l.Unlock(ctx))
+}
+
+// Two Clients given one client ID share their owners, and so each other's
+// locks: the second warns as it starts, and the first one's Close leaves
+// the second's record alone (it deletes only its own).
+func TestRegistrySharedClientIDWarnsAndCloseKeepsTheOthersRecord(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	first, err := client.New(e.rdb, client.WithClientID("shared-id"), client.WithService("one"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = first.Close(context.Background()) })
+	registryRecord(t, e.rdb, first, anyRecord)
+	// A record of its own: started, in Unix ms, differs.
+	begun := time.Now().UnixMilli()
+	require.Eventually(t, func() bool { return time.Now().UnixMilli() > begun }, time.Second, time.Millisecond)
+
+	rec := newRecorder()
+	second, err := client.New(e.rdb, client.WithClientID("shared-id"), client.WithService("two"),
+		client.WithLogger(slog.New(rec)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = second.Close(context.Background()) })
+	registryRecord(t, e.rdb, second, func(r map[string]string) bool { return r["service"] == "two" })
+	require.Eventually(t, func() bool {
+		for _, r := range rec.all() {
+			if r.level == slog.LevelWarn && strings.Contains(r.msg, "used this client ID") {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "the second Client warns of the first")
+
+	require.NoError(t, first.Close(ctx))
+	got := e.rdb.HGet(ctx, redisio.ClientRegistryKey("shared-id"), "service").Val()
+	assert.Equal(t, "two", got, "the first Client's Close left the second's record")
+	require.NoError(t, second.Close(ctx))
+	assert.Zero(t, e.rdb.Exists(ctx, redisio.ClientRegistryKey("shared-id")).Val(), "the second deleted its own")
 }

@@ -48,10 +48,78 @@ func UnixMillis(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
-// TxRedis is what writing the registry needs of a Redis client: a
-// MULTI/EXEC transaction. redis.UniversalClient has it.
+// TxRedis is what keeping the registry needs of a Redis client: a
+// MULTI/EXEC transaction, HMGET and WATCH. redis.UniversalClient has them.
 type TxRedis interface {
 	TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
+	Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error
+}
+
+// recordIdentity are the fields that tell one Client's record from
+// another's under the same client ID.
+var recordIdentity = []string{RegistryHost, RegistryPID, RegistryStarted}
+
+// fieldOf is the value of field in fields (field, value pairs); "" when
+// it has none.
+func fieldOf(fields []string, field string) string {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i] == field {
+			return fields[i+1]
+		}
+	}
+	return ""
+}
+
+// sameRecord reports whether got (the recordIdentity fields read back)
+// are those of fields.
+func sameRecord(got []any, fields []string) bool {
+	for i, f := range recordIdentity {
+		if v, _ := got[i].(string); v != fieldOf(fields, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// OtherClient reads the record at key and returns "host pid <pid>" of the
+// Client that wrote it when that is not the one whose record fields are
+// (another Client using the same client ID, whose record lives while it
+// runs); "" when there is no record or it is this one's.
+func OtherClient(ctx context.Context, r TxRedis, key string, fields []string) (string, error) {
+	got, err := r.HMGet(ctx, key, recordIdentity...).Result()
+	if err != nil {
+		return "", fmt.Errorf("warden: client registry %s: %w", key, err)
+	}
+	if got[0] == nil || sameRecord(got, fields) {
+		return "", nil
+	}
+	host, _ := got[0].(string)
+	pid, _ := got[1].(string)
+	return "host " + host + " pid " + pid, nil
+}
+
+// UnregisterClient deletes the record at key if it is still the one
+// written with fields: another Client using the same client ID may have
+// written its own since, which stays. It reports whether it deleted it.
+func UnregisterClient(ctx context.Context, r TxRedis, key string, fields []string) (bool, error) {
+	deleted := false
+	err := r.Watch(ctx, func(tx *redis.Tx) error {
+		got, err := tx.HMGet(ctx, key, recordIdentity...).Result()
+		if err != nil || got[0] == nil || !sameRecord(got, fields) {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, key)
+			return nil
+		})
+		deleted = err == nil
+		return err
+	}, key)
+	if err != nil {
+		return false, fmt.Errorf("warden: client registry %s: %w", key, err)
+	}
+	return deleted, nil
 }
 
 // RegisterClient writes a client's registry record at key: fields (field,
