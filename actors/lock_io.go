@@ -48,14 +48,14 @@ func (l lockIO) channel(owner string) string {
 // lock's queue): each attempts on arrival and listens on its own channel,
 // instead of only the local queue's head waiting on Redis.
 func (l lockIO) perWaiter() bool {
-	return l.kind == messages.KindFairLock || l.kind == messages.KindNonReentrantFairLock
+	return l.kind.Fair()
 }
 
 // nonReentrant tells that the owner that holds the lock cannot enter it
 // again: its acquire is refused (ErrAlreadyHeld) and leaves the holding's
 // count and lease as they are.
 func (l lockIO) nonReentrant() bool {
-	return l.kind == messages.KindNonReentrantLock || l.kind == messages.KindNonReentrantFairLock
+	return l.kind.NonReentrant()
 }
 
 // polls tells that the lock's waiters poll with back-off instead of

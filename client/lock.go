@@ -205,7 +205,7 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	}
 	req := &messages.Acquire{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(),
 		Lease: wholeMillis(lease), Deadline: deadline, Watch: true}
-	if l.kind == messages.KindFairLock || l.kind == messages.KindNonReentrantFairLock {
+	if l.kind.Fair() {
 		req.Wait = wait
 	}
 	if l.kind == messages.KindSpinLock {

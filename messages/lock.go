@@ -70,6 +70,14 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
+// Fair reports whether the kind keeps a FIFO queue of waiters in Redis
+// (the fair lock and the non-reentrant fair lock).
+func (k Kind) Fair() bool { return k == KindFairLock || k == KindNonReentrantFairLock }
+
+// NonReentrant reports whether the kind refuses its holder's second
+// acquire (ErrAlreadyHeld).
+func (k Kind) NonReentrant() bool { return k == KindNonReentrantLock || k == KindNonReentrantFairLock }
+
 // Held reports whether the kind is held by an owner (a lock of some kind):
 // it then takes Release, Watch and LockLost; the other kinds count.
 func (k Kind) Held() bool {

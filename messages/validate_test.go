@@ -141,3 +141,10 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestKindFairAndNonReentrant(t *testing.T) {
+	for k := KindLock; k < kindEnd; k++ {
+		assert.Equal(t, k == KindFairLock || k == KindNonReentrantFairLock, k.Fair(), "%s", k)
+		assert.Equal(t, k == KindNonReentrantLock || k == KindNonReentrantFairLock, k.NonReentrant(), "%s", k)
+	}
+}

@@ -375,7 +375,7 @@ func busySpans(h *History, o *Options, name string, kind messages.Kind, owner st
 		}
 		busy = append(busy, span{hd.From, to, hd.Permits})
 	}
-	if kind == messages.KindFairLock || kind == messages.KindNonReentrantFairLock {
+	if kind.Fair() {
 		for i := range h.Ops {
 			x := &h.Ops[i]
 			if x.Name == name && x.Owner != owner && x.Action == ActAcquire && ahead(x) {

@@ -559,8 +559,8 @@ func linOperations(h *History) []porcupine.Operation {
 		}
 		key, vals := linTarget(op.Name, op.Kind, op.Values)
 		in := linInput{key: key, owner: op.Owner, read: op.Kind == messages.KindReadLock,
-			freeRelease:  op.Kind == messages.KindFairLock || op.Kind == messages.KindNonReentrantFairLock,
-			nonReentrant: op.Kind == messages.KindNonReentrantLock || op.Kind == messages.KindNonReentrantFairLock,
+			freeRelease:  op.Kind.Fair(),
+			nonReentrant: op.Kind.NonReentrant(),
 			values:       vals}
 		switch op.Action {
 		case ActAcquire, ActTry:
