@@ -155,8 +155,16 @@ func withElector(ctx context.Context, clients []*client.Client) error {
 				_ = in.sched.Shutdown()
 			}
 		}
-		for _, el := range electors { // one whose scheduler did not start too
-			_ = el.Close(context.Background())
+		// Those that do not lead first: closing the leader first would free
+		// the lock while the others still campaign, and one of them could
+		// take it as it closes, to be left to its lease when its Client
+		// closes. Ones whose scheduler did not start are closed too.
+		for _, leading := range []bool{false, true} {
+			for _, el := range electors {
+				if (el.IsLeader(context.Background()) == nil) == leading {
+					_ = el.Close(context.Background())
+				}
+			}
 		}
 	}()
 	for i, c := range clients {
