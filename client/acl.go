@@ -77,6 +77,7 @@ func ACLRules(names string) (string, error) {
 		redisio.FairTimeoutKey(names),
 		redisio.TokenKey(names),
 		redisio.UnlockLatchKey(names, "*"),
+		redisio.UnlockRecordKey(names, "*"),
 		redisio.AcquireLatchKey(names, "*"),
 		redisio.GaveUpKey(names, "*"),
 		redisio.FairPlacesKey(names),

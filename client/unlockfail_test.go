@@ -16,9 +16,9 @@ import (
 )
 
 // unlocks tells whether a script call is the unlock of a reentrant lock
-// (three keys, the third the unlock latch).
+// (three keys, the third the unlock record).
 func unlocks(c redistest.ScriptCall) bool {
-	return len(c.Keys) == 3 && strings.HasPrefix(c.Keys[2], "redisson_unlock_latch:")
+	return len(c.Keys) == 3 && strings.HasPrefix(c.Keys[2], "warden_unlock:")
 }
 
 // closed tells whether ch is closed now.

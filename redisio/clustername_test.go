@@ -27,6 +27,7 @@ func keysOf(name string, kind messages.Kind, owner, reqID string) []string {
 		return []string{name, LatchChannel(name), OpLatchKey(name, reqID)}
 	}
 	return []string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), unlockLatchKey(name, owner, reqID),
+		UnlockRecordKey(name, "0123456789abcdef"),
 		AcquireLatchKey(name, owner), AcquireLatchKey(name, WriteField(owner)), GaveUpKey(name, owner),
 		FairQueueKey(name), FairTimeoutKey(name), FairChannel(name, owner), TokenKey(name), RWChannel(name),
 		rwKeyPrefix(name), ReadTimeoutPrefix(name, owner) + ":1"}

@@ -80,6 +80,7 @@ var auxPrefixes = []string{
 	"redisson_lock_queue:",
 	"redisson_lock_timeout:",
 	"redisson_unlock_latch:",
+	"warden_unlock:",
 	"redisson_lock_token:",
 	"warden_acquire_latch:",
 	"warden_gaveup:",

@@ -45,6 +45,16 @@ func unlockLatchKey(name, owner, requestID string) string {
 	return "redisson_unlock_latch:" + lb + name + rb + ":" + owner + ":" + requestID
 }
 
+// UnlockRecordKey is the key that remembers, for the retry window, the
+// last unlock of the reentrant lock (plain, fenced, spin, non-reentrant)
+// name that the Scripts with token applied: warden_unlock:{name}:<token>.
+// Each applied unlock overwrites it, so a busy lock keeps one record per
+// Client rather than one key per unlock.
+func UnlockRecordKey(name, token string) string {
+	lb, rb := hashTag(name)
+	return "warden_unlock:" + lb + name + rb + ":" + token
+}
+
 // AcquireRecordField is the field of a reentrant or fenced lock's hash
 // that remembers its holder's last applied acquire request, so a retried
 // acquire is applied once: "<owner>:warden_acq". It exists only while

@@ -2,12 +2,15 @@ package redisio
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -83,15 +86,35 @@ type Scripts struct {
 	publish    string
 	publishArg any // publish as a script argument
 	args       argCache
+	// token names this Scripts' unlock records (UnlockRecordKey), and seq
+	// numbers the unlocks sent under it, in the order they are sent.
+	token string
+	seq   atomic.Uint64
 }
 
 // NewScripts wraps the embedded scripts. publish is the command unlock
 // messages go out with: "publish", or "spublish" on a Redis 7 cluster.
+// Its unlock records carry a random token (see UnlockRecordKey).
 func NewScripts(publish string) (*Scripts, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("warden: unlock record token: %w", err)
+	}
+	return NewScriptsWithToken(publish, hex.EncodeToString(b[:]))
+}
+
+// NewScriptsWithToken is NewScripts with the given unlock record token,
+// for a simulation that must replay the same keys. Two Scripts that run
+// at once must never share a token: the record's sequence numbers are
+// each Scripts' own.
+func NewScriptsWithToken(publish, token string) (*Scripts, error) {
 	if publish != "publish" && publish != "spublish" {
 		return nil, fmt.Errorf("warden: publish command %q: want publish or spublish", publish)
 	}
-	return &Scripts{publish: publish, publishArg: publish}, nil
+	if token == "" {
+		return nil, errors.New("warden: empty unlock record token")
+	}
+	return &Scripts{publish: publish, publishArg: publish, token: token}, nil
 }
 
 // AcquireResult is the outcome of one acquire attempt.
@@ -325,11 +348,23 @@ func int64s(c *redis.Cmd, dst []int64) ([]int64, error) {
 	return dst, nil
 }
 
-// unlockReply reads an unlock script's count / -1 reply.
+// unlockSuperseded is the unlock script's reply to a copy of an older
+// request that arrived after a later one was applied.
+const unlockSuperseded = -2
+
+// ErrSuperseded is the error of an unlock whose request reached Redis
+// only after a later unlock of the same lock from the same Scripts had
+// been applied: a late copy, which changed nothing.
+var ErrSuperseded = errors.New("superseded by a later unlock")
+
+// unlockReply reads an unlock script's count / -1 / -2 reply.
 func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err error) {
 	v, err := c.Int64()
 	if err != nil {
 		return 0, false, fmt.Errorf("warden: %s %s: %w", op, name, err)
+	}
+	if v == unlockSuperseded {
+		return 0, false, fmt.Errorf("warden: %s %s: %w", op, name, ErrSuperseded)
 	}
 	if v < 0 {
 		return 0, false, nil
@@ -387,9 +422,9 @@ func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fe
 // unlockCall is the unlock script's call, publishing with pub (the
 // Scripts' publish command, or noPublish).
 func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration, pub any) scriptCall {
-	c := newScriptCall(unlockScript, 3, 8)
-	c.add(name, LockChannel(name), unlockLatchKey(name, owner, reqID),
-		UnlockMessage, s.args.leaseArg(lease), owner, pub, latchTTLArg)
+	c := newScriptCall(unlockScript, 3, 10)
+	c.add(name, LockChannel(name), UnlockRecordKey(name, s.token),
+		UnlockMessage, s.args.leaseArg(lease), owner, pub, latchTTLArg, strconv.FormatUint(s.seq.Add(1), 10), reqID)
 	return c
 }
 

@@ -53,12 +53,13 @@ func TestScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		require.Error(t, err, "lease %q", lease)
 		err = acquireScript.Run(ctx, rdb, []string{"k", TokenKey("k")}, "o", lease, "r1", rec).Err()
 		require.Error(t, err, "fenced lease %q", lease)
-		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r")},
-			"0", lease, "o", "publish", "1000").Err()
+		unlockKeys := []string{"k", LockChannel("k"), UnlockRecordKey("k", "t")}
+		err = unlockScript.Run(ctx, rdb, unlockKeys, "0", lease, "o", "publish", "1000", "1", "u").Err()
 		require.Error(t, err, "unlock lease %q", lease)
-		err = unlockScript.Run(ctx, rdb, []string{"k", LockChannel("k"), UnlockLatchKey("k", "r")},
-			"0", "1000", "o", "publish", lease).Err()
-		require.Error(t, err, "unlock latch ttl %q", lease)
+		err = unlockScript.Run(ctx, rdb, unlockKeys, "0", "1000", "o", "publish", lease, "1", "u").Err()
+		require.Error(t, err, "unlock record ttl %q", lease)
+		err = unlockScript.Run(ctx, rdb, unlockKeys, "0", "1000", "o", "publish", "1000", lease, "u").Err()
+		require.Error(t, err, "unlock sequence number %q", lease)
 		err = renewScript.Run(ctx, rdb, []string{"k"}, lease, "o", "").Err()
 		require.Error(t, err, "renew ttl %q", lease)
 	}
@@ -69,8 +70,9 @@ func TestScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		require.Error(t, undoAcquireScript.Run(ctx, rdb, []string{"k", "c"}, "o", "r1", "publish", "0", bad).Err(),
 			"undo record field %q", bad)
 	}
-	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "o", "flushall", "1000").Err())
-	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "", "publish", "1000").Err(), "empty owner")
+	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "o", "flushall", "1000", "1", "u").Err())
+	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "", "publish", "1000", "1", "u").Err(), "empty owner")
+	require.Error(t, unlockScript.Run(ctx, rdb, []string{"k", "c", "l"}, "0", "1000", "o", "publish", "1000", "1", "").Err(), "empty request id")
 	require.Error(t, undoAcquireScript.Run(ctx, rdb, []string{"k", "c"}, "o", "r1", "del", "0", rec).Err())
 	require.Error(t, undoAcquireScript.Run(ctx, rdb, []string{"k", "c"}, "o", "", "publish", "0", rec).Err(), "empty request id")
 	require.Error(t, forceUnlockScript.Run(ctx, rdb, []string{"k", "c"}, "0", "del").Err())
@@ -160,7 +162,7 @@ func TestAcquireAndUnlockAreIdempotentPerRequest(t *testing.T) {
 	_, held, err = s.Unlock(ctx, rdb, "lk", "o1", "u-3", time.Minute)
 	require.NoError(t, err)
 	assert.False(t, held, "a new unlock of a free lock is refused")
-	ttl := rdb.PTTL(ctx, UnlockLatchKey("lk", "o1:u-2")).Val()
+	ttl := rdb.PTTL(ctx, UnlockRecordKey("lk", s.token)).Val()
 	assert.Greater(t, ttl, time.Duration(0))
 	assert.LessOrEqual(t, ttl, LatchTTL)
 }

@@ -24,7 +24,7 @@ func TestSlot(t *testing.T) {
 		assert.Equal(t, tt.slot, Slot(tt.key), tt.key)
 	}
 	name := "order:42"
-	for _, k := range []string{LockChannel(name), UnlockLatchKey(name, "r"), AcquireLatchKey(name, "o")} {
+	for _, k := range []string{LockChannel(name), UnlockLatchKey(name, "r"), UnlockRecordKey(name, "t"), AcquireLatchKey(name, "o")} {
 		assert.Equal(t, Slot(name), Slot(k), "%s shares the lock's slot", k)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -43,7 +44,8 @@ type client struct {
 func (cl *client) start(w *world, r *redisSim, o *Options) error {
 	cl.rdb = r.newClient(cl)
 	cl.ps = newPubSub(r, cl)
-	scripts, err := redisio.NewScripts("publish")
+	// A token of the client's own, the same in every run of a seed.
+	scripts, err := redisio.NewScriptsWithToken("publish", "sim"+strconv.Itoa(cl.id))
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func newRedisSim(w *world, o *Options) (*redisSim, error) {
 		return nil, fmt.Errorf("sim: start miniredis: %w", err)
 	}
 	m.SetTime(epoch)
-	scripts, err := redisio.NewScripts("publish")
+	scripts, err := redisio.NewScriptsWithToken("publish", "simredis")
 	if err != nil {
 		m.Close()
 		return nil, err

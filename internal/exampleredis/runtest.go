@@ -12,7 +12,7 @@ import (
 // retryLatches are the prefixes of the keys warden keeps for a retry
 // window after a call (each with a TTL of seconds): all an example may
 // leave behind.
-var retryLatches = []string{"redisson_unlock_latch:", "warden_acquire_latch:", "warden_latch:", "warden_gaveup:"}
+var retryLatches = []string{"redisson_unlock_latch:", "warden_unlock:", "warden_acquire_latch:", "warden_latch:", "warden_gaveup:"}
 
 // TestRun runs an example's run twice: on the embedded Redis and on a real
 // redis-server started for the test (REDIS_ADDR). On the redis-server it
