@@ -76,7 +76,7 @@ func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Pro
 			timer:      clockTimer{clock: cfg.Clock},
 			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
 		}
-	}, actor.WithDispatcher(cfg.Workers))
+	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
 // Receive handles one message; every state change of the count actor

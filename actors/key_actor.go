@@ -245,7 +245,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			cfg.keyActorMade(a)
 		}
 		return a
-	}, actor.WithDispatcher(cfg.Workers))
+	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
 // Receive handles one message; every state change of the key actor happens

@@ -52,7 +52,7 @@ type registryDone struct {
 func registryProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &registryActor{cfg: cfg, timer: clockTimer{clock: cfg.Clock}}
-	}, actor.WithDispatcher(cfg.Workers))
+	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
 // Receive handles one message; every state change of the actor happens

@@ -79,7 +79,7 @@ func renewerProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*registration{}, timer: clockTimer{clock: cfg.Clock},
 			expiry: clockTimer{clock: cfg.Clock}}
-	}, actor.WithDispatcher(cfg.Workers))
+	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
 // Receive handles one message; every state change of the renewer happens

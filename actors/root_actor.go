@@ -40,7 +40,7 @@ func RootProps(cfg Config) (*actor.Props, error) {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
-	}, actor.WithDispatcher(cfg.Workers)), nil
+	}, actor.WithDispatcher(cfg.Workers), withMailbox), nil
 }
 
 // Receive handles one message; every state change of root happens here.

@@ -63,7 +63,7 @@ func subscriberProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{}, reconnect: clockTimer{clock: cfg.Clock},
 			pause: reconnectPause}
-	}, actor.WithDispatcher(cfg.Workers))
+	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
 // Receive handles one message; every state change of the subscriber

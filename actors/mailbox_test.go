@@ -1,0 +1,159 @@
+package actors
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recordingInvoker records what a mailbox hands it, in order.
+type recordingInvoker struct {
+	mu        sync.Mutex
+	got       []any
+	escalated []any
+	active    int // passes running now, to catch two at once
+	overlap   bool
+	panicOn   any
+}
+
+func (r *recordingInvoker) record(msg any) {
+	r.mu.Lock()
+	r.active++
+	if r.active > 1 {
+		r.overlap = true
+	}
+	r.got = append(r.got, msg)
+	r.mu.Unlock()
+	if msg == r.panicOn && msg != nil {
+		r.mu.Lock()
+		r.active--
+		r.mu.Unlock()
+		panic("boom")
+	}
+	r.mu.Lock()
+	r.active--
+	r.mu.Unlock()
+}
+
+func (r *recordingInvoker) InvokeSystemMessage(msg any) { r.record(msg) }
+func (r *recordingInvoker) InvokeUserMessage(msg any)   { r.record(msg) }
+func (r *recordingInvoker) EscalateFailure(reason, msg any) {
+	r.mu.Lock()
+	r.escalated = append(r.escalated, msg)
+	r.mu.Unlock()
+}
+
+func (r *recordingInvoker) snapshot() []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]any(nil), r.got...)
+}
+
+// heldDispatcher runs passes only when told, so a test sees the order a
+// pass takes queued messages in.
+type heldDispatcher struct{ passes []func() }
+
+func (d *heldDispatcher) Schedule(fn func()) { d.passes = append(d.passes, fn) }
+func (d *heldDispatcher) Throughput() int    { return 300 }
+
+func (d *heldDispatcher) runAll() {
+	for len(d.passes) > 0 {
+		fn := d.passes[0]
+		d.passes = d.passes[1:]
+		fn()
+	}
+}
+
+func TestQueueMailboxOrderAndSuspension(t *testing.T) {
+	inv, d := &recordingInvoker{}, &heldDispatcher{}
+	m := newQueueMailbox()
+	m.RegisterHandlers(inv, d)
+	m.PostUserMessage("u1")
+	m.PostUserMessage("u2")
+	m.PostSystemMessage("s1")
+	assert.Len(t, d.passes, 1, "one pass scheduled for three posts")
+	assert.Equal(t, 2, m.UserMessageCount())
+	d.runAll()
+	assert.Equal(t, []any{"s1", "u1", "u2"}, inv.snapshot(), "system messages first, then user messages in order")
+	assert.Zero(t, m.UserMessageCount())
+
+	m.PostSystemMessage(&actor.SuspendMailbox{})
+	m.PostUserMessage("u3")
+	d.runAll()
+	assert.Len(t, inv.snapshot(), 3, "a suspended mailbox holds user messages")
+	m.PostSystemMessage("s2")
+	d.runAll()
+	assert.Equal(t, []any{"s1", "u1", "u2", "s2"}, inv.snapshot(), "but not system messages")
+	m.PostSystemMessage(&actor.ResumeMailbox{})
+	d.runAll()
+	assert.Equal(t, []any{"s1", "u1", "u2", "s2", "u3"}, inv.snapshot(), "resumed: the held message comes")
+	assert.Empty(t, d.passes)
+}
+
+func TestQueueMailboxEscalatesAPanicAndGoesOn(t *testing.T) {
+	inv, d := &recordingInvoker{panicOn: "bad"}, &heldDispatcher{}
+	m := newQueueMailbox()
+	m.RegisterHandlers(inv, d)
+	m.PostUserMessage("bad")
+	m.PostUserMessage("next")
+	d.runAll()
+	assert.Equal(t, []any{"bad"}, inv.escalated)
+	m.PostUserMessage("later")
+	d.runAll()
+	assert.Equal(t, []any{"bad", "next", "later"}, inv.snapshot(), "messages after the panic still come")
+}
+
+// sysMsg is a system message of TestQueueMailboxConcurrentPosts.
+type sysMsg [2]int
+
+// Many goroutines posting at once, passes on goroutines of their own: every
+// message comes exactly once, each poster's in its order, and never two
+// passes at once.
+func TestQueueMailboxConcurrentPosts(t *testing.T) {
+	inv := &recordingInvoker{}
+	w := NewWorkers()
+	defer w.Stop()
+	m := newQueueMailbox()
+	m.RegisterHandlers(inv, w)
+	const posters, each = 8, 2000
+	var wg sync.WaitGroup
+	for p := range posters {
+		wg.Go(func() {
+			for i := range each {
+				if i%50 == 0 {
+					m.PostSystemMessage(sysMsg{p, i})
+				}
+				m.PostUserMessage([2]int{p, i})
+			}
+		})
+	}
+	wg.Wait()
+	want := posters * (each + each/50)
+	require.Eventually(t, func() bool { return len(inv.snapshot()) == want }, 10*time.Second, time.Millisecond,
+		"every message handed over")
+	got := inv.snapshot()
+	last := make([]int, posters)
+	for i := range last {
+		last[i] = -1
+	}
+	for _, v := range got {
+		pm, ok := v.([2]int)
+		if !ok {
+			continue // a system message
+		}
+		assert.Greater(t, pm[1], last[pm[0]], "poster %d's messages in order", pm[0])
+		last[pm[0]] = pm[1]
+	}
+	for p, l := range last {
+		assert.Equal(t, each-1, l, "poster %d's last message", p)
+	}
+	inv.mu.Lock()
+	assert.False(t, inv.overlap, "never two passes at once")
+	inv.mu.Unlock()
+	time.Sleep(10 * time.Millisecond)
+	assert.Len(t, inv.snapshot(), want, "and nothing twice")
+}
