@@ -241,6 +241,9 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 		if k.Kind == messages.KindGroupLock {
 			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
 		}
+		if usesLockArgs(k.Kind) {
+			a.rio.args = cfg.Scripts.LockArgs(k.Name)
+		}
 		if cfg.keyActorMade != nil {
 			cfg.keyActorMade(a)
 		}

@@ -26,9 +26,22 @@ type lockIO struct {
 	cfg  *Config
 	name string
 	kind messages.Kind
+	// args are the name's script arguments for the kinds on the reentrant
+	// lock's scripts (usesLockArgs), made once per key actor.
+	args *redisio.LockArgs
 	// values, for a group lock, are the values of the owner a call is
 	// for: set on the copy each call runs on.
 	values []string
+}
+
+// usesLockArgs tells the kinds whose acquire and unlock are the reentrant
+// lock's scripts, which take lockIO.args.
+func usesLockArgs(k messages.Kind) bool {
+	switch k {
+	case messages.KindLock, messages.KindFencedLock, messages.KindSpinLock, messages.KindNonReentrantLock:
+		return true
+	}
+	return false
 }
 
 // channel is the channel a waiter of owner is woken on: one per owner for
@@ -203,16 +216,16 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindFencedLock:
-		return cfg.Scripts.FencedAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.args, req.Owner, req.RequestID, lease, true, false)
 	case messages.KindGroupLock:
 		return cfg.Scripts.GroupAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, l.values)
 	case messages.KindNonReentrantLock:
-		return cfg.Scripts.NonReentrantAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.args, req.Owner, req.RequestID, lease, false, true)
 	case messages.KindNonReentrantFairLock:
 		return cfg.Scripts.NonReentrantFairAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease,
 			allowance(req), cfg.placeTime(req), cfg.Clock.Now(), !w.try)
 	default:
-		return cfg.Scripts.AcquireSynced(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
+		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.args, req.Owner, req.RequestID, lease, false, false)
 	}
 }
 
@@ -255,7 +268,7 @@ func (l lockIO) handoff(ctx context.Context, o *op, lease time.Duration) redisio
 	if toLease == 0 {
 		toLease = l.cfg.Watchdog
 	}
-	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Fenced: l.kind == messages.KindFencedLock,
+	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Args: l.args, Fenced: l.kind == messages.KindFencedLock,
 		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease})
 }
 
@@ -271,11 +284,11 @@ func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Dura
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	case messages.KindSpinLock:
-		return cfg.Scripts.SpinUnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+		return cfg.Scripts.UnlockWith(ctx, cfg.Redis, rs, l.args, owner, reqID, lease, false)
 	case messages.KindGroupLock:
 		return cfg.Scripts.GroupUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease, l.values)
 	default:
-		return cfg.Scripts.UnlockSynced(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
+		return cfg.Scripts.UnlockWith(ctx, cfg.Redis, rs, l.args, owner, reqID, lease, true)
 	}
 }
 

@@ -23,7 +23,7 @@ func TokenKey(name string) string {
 // carries the holding's token (a first acquire increments the counter, a
 // reentry or a replay of the same request reads it).
 func (s *Scripts) FencedAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, true, false)
+	return s.acquireSynced(ctx, r, rs, s.LockArgs(name), owner, reqID, lease, true, false)
 }
 
 // FencedToken returns the token of owner's holding of the fenced lock

@@ -17,6 +17,9 @@ import (
 // answers as the two calls would.
 type Handoff struct {
 	Name string
+	// Args, when set, are Name's arguments (Scripts.LockArgs), kept by the
+	// caller; otherwise they are made for the call.
+	Args *LockArgs
 	// Fenced selects the fenced lock's acquire (with its token counter).
 	Fenced bool
 	// From releases one hold; its lease refreshes a lock it still holds.
@@ -40,8 +43,12 @@ type HandoffResult struct {
 
 // Handoff runs h (see Handoff).
 func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult {
-	u := s.unlockCall(h.Name, h.From, h.FromReqID, h.FromLease, s.publishArg)
-	a := s.acquireCall(h.Name, h.To, h.ToReqID, h.ToLease, h.Fenced, false)
+	args := h.Args
+	if args == nil {
+		args = s.LockArgs(h.Name)
+	}
+	u := s.unlockCall(args, h.From, h.FromReqID, h.FromLease, s.publishArg)
+	a := s.acquireCall(args, h.To, h.ToReqID, h.ToLease, h.Fenced, false)
 	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
 	// connection for both, in order.
 	var unlock, acquire *redis.Cmd

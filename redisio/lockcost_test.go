@@ -71,8 +71,10 @@ func BenchmarkLockPairRedisCost(b *testing.B) {
 			s := newScripts(b)
 			require.NoError(b, s.Load(ctx, rdb))
 			names := make([]string, batch)
+			args := make([]*LockArgs, batch)
 			for i := range names {
 				names[i] = "cost-" + strconv.Itoa(i)
+				args[i] = s.LockArgs(names[i])
 			}
 			// One pair first, so that both scripts' first calls are behind.
 			_, err := s.Acquire(ctx, rdb, names[0], "o:1", "warm-a", time.Minute)
@@ -100,12 +102,12 @@ func BenchmarkLockPairRedisCost(b *testing.B) {
 					id := strconv.Itoa(i)
 					for _, unlock := range []bool{false, true} {
 						pipe := rdb.Pipeline()
-						for _, name := range names {
+						for _, a := range args {
 							var c scriptCall
 							if unlock {
-								c = s.unlockCall(name, "o:1", "u"+id, time.Minute, s.publishArg)
+								c = s.unlockCall(a, "o:1", "u"+id, time.Minute, s.publishArg)
 							} else {
-								c = s.acquireCall(name, "o:1", "a"+id, time.Minute, false, false)
+								c = s.acquireCall(a, "o:1", "a"+id, time.Minute, false, false)
 							}
 							_ = pipe.Process(ctx, c.cmd(ctx))
 						}

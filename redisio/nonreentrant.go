@@ -22,7 +22,7 @@ const nonReentrantArg = "1"
 // returns its first result.
 func (s *Scripts) NonReentrantAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, false, true)
+	return s.acquireSynced(ctx, r, rs, s.LockArgs(name), owner, reqID, lease, false, true)
 }
 
 // NonReentrantFairAcquire is FairAcquire for a non-reentrant fair lock: an

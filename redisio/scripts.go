@@ -375,19 +375,19 @@ func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err e
 // AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, name, owner, reqID, lease, false, false)
+	return s.acquireSynced(ctx, r, rs, s.LockArgs(name), owner, reqID, lease, false, false)
 }
 
 // acquireSynced runs the acquire script (with the fenced lock's token
 // counter when fenced; refusing the holder's reentry when nonReentrant)
 // and WAIT for rs.Replicas.
-func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration,
+func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, a *LockArgs, owner, reqID string, lease time.Duration,
 	fenced, nonReentrant bool) (AcquireResult, int, error) {
-	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(name, owner, reqID, lease, fenced, nonReentrant))
+	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(a, owner, reqID, lease, fenced, nonReentrant))
 	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("warden: acquire lock %s: %w", name, err)
+		return AcquireResult{}, 0, fmt.Errorf("warden: acquire lock %s: %w", a.name, err)
 	}
-	res, err := acquireReply("acquire", name, c)
+	res, err := acquireReply("acquire", a.name, c)
 	return res, int(acks), err
 }
 
@@ -402,17 +402,18 @@ func runCallSynced(ctx context.Context, r Redis, rs ReplicaSync, c scriptCall) (
 }
 
 // acquireCall is the acquire script's call.
-func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fenced, nonReentrant bool) scriptCall {
+func (s *Scripts) acquireCall(a *LockArgs, owner, reqID string, lease time.Duration, fenced, nonReentrant bool) scriptCall {
 	nkeys := 1
 	if fenced {
 		nkeys = 2
 	}
 	c := newScriptCall(acquireScript, nkeys, nkeys+5)
-	c.add(name)
+	c.add(a.nameArg)
 	if fenced {
-		c.add(TokenKey(name))
+		c.add(a.tokenArg)
 	}
-	c.add(owner, s.args.leaseArg(lease), reqID, AcquireRecordField(owner))
+	o := a.ownerArgs(owner)
+	c.add(o.ownerArg, s.args.leaseArg(lease), reqID, o.recArg)
 	if nonReentrant {
 		c.add(nonReentrantArg)
 	}
@@ -421,28 +422,28 @@ func (s *Scripts) acquireCall(name, owner, reqID string, lease time.Duration, fe
 
 // unlockCall is the unlock script's call, publishing with pub (the
 // Scripts' publish command, or noPublish).
-func (s *Scripts) unlockCall(name, owner, reqID string, lease time.Duration, pub any) scriptCall {
+func (s *Scripts) unlockCall(a *LockArgs, owner, reqID string, lease time.Duration, pub any) scriptCall {
 	c := newScriptCall(unlockScript, 3, 10)
-	c.add(name, LockChannel(name), UnlockRecordKey(name, s.token),
-		UnlockMessage, s.args.leaseArg(lease), owner, pub, latchTTLArg, strconv.FormatUint(s.seq.Add(1), 10), reqID)
+	c.add(a.nameArg, a.channelArg, a.recordArg,
+		UnlockMessage, s.args.leaseArg(lease), a.ownerArgs(owner).ownerArg, pub, latchTTLArg, s.seq.Add(1), reqID)
 	return c
 }
 
 // UnlockSynced is Unlock followed by WAIT for rs.Replicas on the same
 // connection. It returns how many replicas acknowledged.
 func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	return s.unlockSynced(ctx, r, rs, "unlock lock", name, owner, reqID, lease, s.publishArg)
+	return s.unlockSynced(ctx, r, rs, "unlock lock", s.LockArgs(name), owner, reqID, lease, s.publishArg)
 }
 
 // unlockSynced is UnlockSynced publishing with pub; its errors read
 // "warden: <op> <name>: ...".
-func (s *Scripts) unlockSynced(ctx context.Context, r Redis, rs ReplicaSync, op, name, owner, reqID string, lease time.Duration,
-	pub any) (remaining int, held bool, acks int, err error) {
-	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(name, owner, reqID, lease, pub))
+func (s *Scripts) unlockSynced(ctx context.Context, r Redis, rs ReplicaSync, op string, a *LockArgs, owner, reqID string,
+	lease time.Duration, pub any) (remaining int, held bool, acks int, err error) {
+	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(a, owner, reqID, lease, pub))
 	if err != nil {
-		return 0, false, 0, fmt.Errorf("warden: %s %s: %w", op, name, err)
+		return 0, false, 0, fmt.Errorf("warden: %s %s: %w", op, a.name, err)
 	}
-	remaining, held, err = unlockReply(op, name, c)
+	remaining, held, err = unlockReply(op, a.name, c)
 	return remaining, held, int(n), err
 }
 

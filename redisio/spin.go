@@ -18,7 +18,7 @@ const noPublish = "none"
 // UnlockSynced does a reentrant lock's, but publishes nothing when the
 // lock is freed.
 func (s *Scripts) SpinUnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
-	return s.unlockSynced(ctx, r, rs, "unlock spin lock", name, owner, reqID, lease, noPublish)
+	return s.unlockSynced(ctx, r, rs, "unlock spin lock", s.LockArgs(name), owner, reqID, lease, noPublish)
 }
 
 // SpinUndoAcquire is UndoAcquire for a spin lock: it publishes nothing.

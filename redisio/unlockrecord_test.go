@@ -29,8 +29,8 @@ func TestUnlockRecordAnswersARetryAndRefusesALateCopy(t *testing.T) {
 		_, err := s.Acquire(ctx, rdb, "rec", "o1", req, time.Minute)
 		require.NoError(t, err)
 	}
-	first := s.unlockCall("rec", "o1", "u1", time.Minute, s.publishArg)
-	second := s.unlockCall("rec", "o1", "u2", time.Minute, s.publishArg)
+	first := s.unlockCall(s.LockArgs("rec"), "o1", "u1", time.Minute, s.publishArg)
+	second := s.unlockCall(s.LockArgs("rec"), "o1", "u2", time.Minute, s.publishArg)
 
 	n, held, err := runUnlockCall(ctx, t, rdb, "rec", first)
 	require.NoError(t, err)
