@@ -76,7 +76,6 @@ func ACLRules(names string) (string, error) {
 		redisio.FairQueueKey(names),
 		redisio.FairTimeoutKey(names),
 		redisio.TokenKey(names),
-		redisio.UnlockLatchKey(names, "*"),
 		redisio.UnlockRecordKey(names, "*"),
 		redisio.AcquireLatchKey(names, "*"),
 		redisio.GaveUpKey(names, "*"),

@@ -26,8 +26,8 @@ func keysOf(name string, kind messages.Kind, owner, reqID string) []string {
 	case messages.KindCountDownLatch:
 		return []string{name, LatchChannel(name), OpLatchKey(name, reqID)}
 	}
-	return []string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID), unlockLatchKey(name, owner, reqID),
-		UnlockRecordKey(name, "0123456789abcdef"),
+	return []string{name, LockChannel(name), UnlockLatchKey(name, owner+":"+reqID),
+		UnlockRecordKey(name, "0123456789abcdef"), UnlockRecordKey(name, "0123456789abcdef"+groupRecord),
 		AcquireLatchKey(name, owner), AcquireLatchKey(name, WriteField(owner)), GaveUpKey(name, owner),
 		FairQueueKey(name), FairTimeoutKey(name), FairChannel(name, owner), TokenKey(name), RWChannel(name),
 		rwKeyPrefix(name), ReadTimeoutPrefix(name, owner) + ":1"}

@@ -110,9 +110,11 @@ func (s *Scripts) fairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 // first result.
 func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease time.Duration, now time.Time) (remaining int, held bool, acks int, err error) {
-	keys := append(fairKeys(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner), FairPlacesKey(name))
+	// The fair lock excludes as the reentrant lock does: it shares its
+	// unlock record (see UnlockRecordKey).
+	keys := append(fairKeys(name), UnlockRecordKey(name, s.token), AcquireLatchKey(name, owner), FairPlacesKey(name))
 	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
-		owner, Millis(lease), UnixMillis(now), s.publish, Millis(LatchTTL))
+		owner, Millis(lease), UnixMillis(now), s.publish, latchTTLArg, s.seq.Add(1), reqID)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: fair unlock %s: %w", name, err)
 	}

@@ -394,7 +394,7 @@ func TestFairExactlyOnce(t *testing.T) {
 		n, held = f.unlock("o", "u-2", fairNow)
 		assert.True(t, held)
 		assert.Zero(t, n)
-		ttl = rdb.PTTL(f.ctx, UnlockLatchKey("once", "o:u-2")).Val()
+		ttl = rdb.PTTL(f.ctx, UnlockRecordKey("once", f.s.token)).Val()
 		assert.Greater(t, ttl, time.Duration(0))
 		assert.LessOrEqual(t, ttl, LatchTTL)
 	})
@@ -504,9 +504,9 @@ func TestFairBadArgumentsWriteNothing(t *testing.T) {
 			map[int][]string{0: {""}, 1: msBad, 2: {""}, 3: msBad, 4: msBad, 5: nowBad, 6: {"2", "", "true"},
 				7: {"-1", "1.5", "1e3", "", " 5", "abc", "9007199254740993"}}},
 		{"unlock", func(ctx context.Context, rdb *redis.Client, args []any) error {
-			return fairUnlockScript.Run(ctx, rdb, append(k("b"), UnlockLatchKey("b", "o:r"), AcquireLatchKey("b", "o"), FairPlacesKey("b")), args...).Err()
-		}, []any{"o", "1000", "100", "publish", "1000"},
-			map[int][]string{0: {""}, 1: msBad, 2: nowBad, 3: pubBad, 4: msBad}},
+			return fairUnlockScript.Run(ctx, rdb, append(k("b"), UnlockRecordKey("b", "t"), AcquireLatchKey("b", "o"), FairPlacesKey("b")), args...).Err()
+		}, []any{"o", "1000", "100", "publish", "1000", "1", "u"},
+			map[int][]string{0: {""}, 1: msBad, 2: nowBad, 3: pubBad, 4: msBad, 5: msBad, 6: {""}}},
 		{"undo", func(ctx context.Context, rdb *redis.Client, args []any) error {
 			return fairUndoScript.Run(ctx, rdb, append(k("b"), AcquireLatchKey("b", "o"), FairPlacesKey("b")), args...).Err()
 		}, []any{"o", "r", "100", "publish"},

@@ -75,9 +75,9 @@ func (s *Scripts) GroupUnlock(ctx context.Context, r Redis, rs ReplicaSync, grou
 	if len(values) == 0 {
 		return 0, false, 0, nil // nothing known to release: not held
 	}
-	args := withValues([]any{UnlockMessage, Millis(lease), owner, s.publish, Millis(LatchTTL)}, values)
+	args := withValues([]any{UnlockMessage, Millis(lease), owner, s.publish, latchTTLArg, s.seq.Add(1), reqID}, values)
 	c, n, err := runSynced(ctx, r, rs, groupUnlockScript,
-		[]string{group, LockChannel(group), unlockLatchKey(group, owner, reqID), AcquireLatchKey(group, owner)}, args...)
+		[]string{group, LockChannel(group), UnlockRecordKey(group, s.token+groupRecord), AcquireLatchKey(group, owner)}, args...)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: group unlock %s: %w", group, err)
 	}

@@ -90,7 +90,16 @@ func TestGroupScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 	require.Error(t, acq("o", "1000", "r", "1000"), "no values")
 	require.Error(t, acq("o", "1000", "r", "1000", "a", ""), "an empty value")
 	require.Error(t, acq("o", "1000", "r", "1000", "a:b"), "a value with ':'")
-	require.Error(t, groupUnlockScript.Run(ctx, rdb, []string{"g", "c", "l", "a"}, "0", "1000", "o", "flushall", "1000", "a").Err())
+	unl := func(args ...any) error {
+		return groupUnlockScript.Run(ctx, rdb, []string{"g", "c", UnlockRecordKey("g", "t"+groupRecord), "a"}, args...).Err()
+	}
+	require.Error(t, unl("0", "1000", "o", "flushall", "1000", "1", "u", "a"), "publish command")
+	for _, seq := range []string{"0", "-1", "", "x", "9007199254740993"} {
+		require.Error(t, unl("0", "1000", "o", "publish", "1000", seq, "u", "a"), "sequence number %q", seq)
+	}
+	require.Error(t, unl("0", "1000", "o", "publish", "1000", "1", "", "a"), "empty request id")
+	require.Error(t, unl("0", "1000", "o", "publish", "1000", "1", "u"), "no values")
+	require.Error(t, unl("0", "1000", "o", "publish", "1000", "1", "u", "a:b"), "a value with ':'")
 	require.Error(t, groupRenewScript.Run(ctx, rdb, []string{"g"}, "0", "o", "a").Err())
 	require.Error(t, groupExtendScript.Run(ctx, rdb, []string{"g"}, "0", "o", "a").Err())
 	require.Error(t, groupExtendScript.Run(ctx, rdb, []string{"g"}, "1000", "", "a").Err())

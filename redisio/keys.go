@@ -30,30 +30,36 @@ func LockChannel(name string) string {
 	return prefixName("redisson_lock__channel", name)
 }
 
-// UnlockLatchKey is the key that remembers an unlock request's result for
-// the retry window: redisson_unlock_latch:{name}:<requestID>. The engine
-// passes "<owner>:<requestID>" as the request ID, so that two owners' IDs
-// never meet.
+// UnlockLatchKey is the key where Redisson's unlock remembers its result
+// for the retry window: redisson_unlock_latch:{name}:<requestID>. warden
+// keeps unlock records instead (UnlockRecordKey); inspection knows the key
+// as Redisson's.
 func UnlockLatchKey(name, requestID string) string {
 	return prefixName("redisson_unlock_latch", name) + ":" + requestID
 }
 
-// unlockLatchKey is UnlockLatchKey(name, owner+":"+requestID), made in one
-// piece.
-func unlockLatchKey(name, owner, requestID string) string {
-	lb, rb := hashTag(name)
-	return "redisson_unlock_latch:" + lb + name + rb + ":" + owner + ":" + requestID
-}
-
 // UnlockRecordKey is the key that remembers, for the retry window, the
-// last unlock of the reentrant lock (plain, fenced, spin, non-reentrant)
-// name that the Scripts with token applied: warden_unlock:{name}:<token>.
+// last unlock of the lock name that the Scripts with token applied:
+// warden_unlock:{name}:<token> (":r", ":w" or ":g" after the token for a
+// read/write lock's read and write unlocks and a group lock's).
 // Each applied unlock overwrites it, so a busy lock keeps one record per
 // Client rather than one key per unlock.
 func UnlockRecordKey(name, token string) string {
 	lb, rb := hashTag(name)
 	return "warden_unlock:" + lb + name + rb + ":" + token
 }
+
+// The unlock records of the kinds whose holders may hold at once, by
+// another kind's key actor (a writer also reads) or on values of one
+// group, each have their own, under the token with these suffixes: a
+// record's sequence numbers must come from one key actor, one unlock at a
+// time, or from exclusive holdings (the reentrant and fair locks share
+// theirs).
+const (
+	readRecord  = ":r"
+	writeRecord = ":w"
+	groupRecord = ":g"
+)
 
 // AcquireRecordField is the field of a reentrant or fenced lock's hash
 // that remembers its holder's last applied acquire request, so a retried

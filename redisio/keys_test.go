@@ -19,7 +19,6 @@ func TestKeyLayout(t *testing.T) {
 			assert.Equal(t, tt.channel, LockChannel(tt.name))
 			assert.Equal(t, tt.unlockLatch, UnlockLatchKey(tt.name, "r1"))
 			assert.Equal(t, tt.acquireLatch, AcquireLatchKey(tt.name, "o1"))
-			assert.Equal(t, UnlockLatchKey(tt.name, "o1:r1"), unlockLatchKey(tt.name, "o1", "r1"))
 		})
 	}
 }

@@ -110,9 +110,9 @@ func (s *Scripts) WriteAcquire(ctx context.Context, r Redis, rs ReplicaSync, nam
 // reqID returns the first result.
 func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	c, n, err := runSynced(ctx, r, rs, rwReadUnlockScript,
-		[]string{name, RWChannel(name), unlockLatchKey(name, owner, reqID), AcquireLatchKey(name, owner),
+		[]string{name, RWChannel(name), UnlockRecordKey(name, s.token+readRecord), AcquireLatchKey(name, owner),
 			ReadTimeoutPrefix(name, owner), rwKeyPrefix(name)},
-		RWUnlockMessage, owner, s.publish, Millis(LatchTTL))
+		RWUnlockMessage, owner, s.publish, latchTTLArg, s.seq.Add(1), reqID)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: read unlock %s: %w", name, err)
 	}
@@ -135,8 +135,8 @@ func (s *Scripts) ReadUnlock(ctx context.Context, r Redis, rs ReplicaSync, name,
 func (s *Scripts) WriteUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	field := WriteField(owner)
 	c, n, err := runSynced(ctx, r, rs, rwWriteUnlockScript,
-		[]string{name, RWChannel(name), unlockLatchKey(name, field, reqID), AcquireLatchKey(name, field), rwKeyPrefix(name)},
-		RWReadUnlockMessage, Millis(lease), field, s.publish, Millis(LatchTTL))
+		[]string{name, RWChannel(name), UnlockRecordKey(name, s.token+writeRecord), AcquireLatchKey(name, field), rwKeyPrefix(name)},
+		RWReadUnlockMessage, Millis(lease), field, s.publish, latchTTLArg, s.seq.Add(1), reqID)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: write unlock %s: %w", name, err)
 	}

@@ -535,7 +535,7 @@ func TestRWAcquireAndUnlockExactlyOnce(t *testing.T) {
 			assert.Equal(t, 1, n, "a retried unlock returns the first result")
 		}
 		assert.Equal(t, "1", rdb.HGet(ctx, "rd", "o").Val())
-		f.assertPTTL(UnlockLatchKey("rd", "o:u1"), LatchTTL, "unlock latch")
+		f.assertPTTL(UnlockRecordKey("rd", f.s.token+readRecord), LatchTTL, "unlock record")
 		for range 2 {
 			n, held, _, err := f.s.ReadUnlock(ctx, rdb, ReplicaSync{}, "rd", "o", "u2", time.Minute)
 			require.NoError(t, err)
@@ -564,7 +564,8 @@ func TestRWAcquireAndUnlockExactlyOnce(t *testing.T) {
 			assert.Equal(t, 1, n)
 		}
 		assert.Equal(t, "1", rdb.HGet(ctx, "wr", "o:write").Val())
-		assert.Equal(t, "1", rdb.Get(ctx, UnlockLatchKey("wr", "o:write:u1")).Val())
+		assert.Regexp(t, `^\d+ 1 7 o:writeu1$`, rdb.Get(ctx, UnlockRecordKey("wr", f.s.token+writeRecord)).Val(),
+			"the record: sequence number, result, owner field, request ID")
 		for range 2 {
 			n, held, _, err := f.s.WriteUnlock(ctx, rdb, ReplicaSync{}, "wr", "o", "u2", 10*time.Second)
 			require.NoError(t, err)
@@ -677,7 +678,7 @@ func TestRWKeysShareOneSlot(t *testing.T) {
 				assert.True(t, held)
 			}
 			keys := rdb.Keys(f.ctx, "*").Val()
-			assert.Len(t, keys, 1+10*(1+1+1), "hash, and per owner: one timeout key, acquire latch, unlock latch")
+			assert.Len(t, keys, 1+10*(1+1)+1, "hash, per owner one timeout key and acquire latch, and one unlock record")
 			for _, k := range keys {
 				assert.Equal(t, Slot(name), Slot(k), "key %q of %q", k, name)
 			}
@@ -704,9 +705,9 @@ func TestRWScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 		name := "rw"
 		readAcq := []string{name, AcquireLatchKey(name, "o"), ReadTimeoutPrefix(name, "o")}
 		writeAcq := []string{name, AcquireLatchKey(name, "o:write")}
-		readUnl := []string{name, RWChannel(name), UnlockLatchKey(name, "o:u"), AcquireLatchKey(name, "o"),
+		readUnl := []string{name, RWChannel(name), UnlockRecordKey(name, "t"+readRecord), AcquireLatchKey(name, "o"),
 			ReadTimeoutPrefix(name, "o"), rwKeyPrefix(name)}
-		writeUnl := []string{name, RWChannel(name), UnlockLatchKey(name, "o:write:u"), AcquireLatchKey(name, "o:write"), rwKeyPrefix(name)}
+		writeUnl := []string{name, RWChannel(name), UnlockRecordKey(name, "t"+writeRecord), AcquireLatchKey(name, "o:write"), rwKeyPrefix(name)}
 		readUndo := []string{name, AcquireLatchKey(name, "o"), RWChannel(name), ReadTimeoutPrefix(name, "o"), rwKeyPrefix(name)}
 		writeUndo := []string{name, AcquireLatchKey(name, "o:write"), RWChannel(name)}
 		force := []string{name, RWChannel(name)}
@@ -716,38 +717,44 @@ func TestRWScriptsRejectBadArgumentsBeforeWriting(t *testing.T) {
 			require.Error(t, rwReadAcquireScript.Run(ctx, rdb, readAcq, "o", "1000", "r", ms).Err(), "read latch ttl %q", ms)
 			require.Error(t, rwWriteAcquireScript.Run(ctx, rdb, writeAcq, "o:write", ms, "r", "1000").Err(), "write lease %q", ms)
 			require.Error(t, rwWriteAcquireScript.Run(ctx, rdb, writeAcq, "o:write", "1000", "r", ms).Err(), "write latch ttl %q", ms)
-			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", "o", "publish", ms).Err(), "read unlock latch ttl %q", ms)
-			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", ms, "o:write", "publish", "1000").Err(), "write unlock lease %q", ms)
-			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", "o:write", "publish", ms).Err(), "write unlock latch ttl %q", ms)
+			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", "o", "publish", ms, "1", "u").Err(), "read unlock latch ttl %q", ms)
+			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", ms, "o:write", "publish", "1000", "1", "u").Err(), "write unlock lease %q", ms)
+			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", "o:write", "publish", ms, "1", "u").Err(), "write unlock latch ttl %q", ms)
 		}
 		for _, owner := range []string{"", "mode"} {
 			require.Error(t, rwReadAcquireScript.Run(ctx, rdb, readAcq, owner, "1000", "r", "1000").Err(), "owner %q", owner)
 			require.Error(t, rwWriteAcquireScript.Run(ctx, rdb, writeAcq, owner, "1000", "r", "1000").Err(), "write field %q", owner)
-			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", owner, "publish", "1000").Err(), "owner %q", owner)
-			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", owner, "publish", "1000").Err(), "owner %q", owner)
+			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", owner, "publish", "1000", "1", "u").Err(), "owner %q", owner)
+			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", owner, "publish", "1000", "1", "u").Err(), "owner %q", owner)
 			require.Error(t, rwReadUndoScript.Run(ctx, rdb, readUndo, owner, "r", "publish", "0").Err(), "owner %q", owner)
 			require.Error(t, rwWriteUndoScript.Run(ctx, rdb, writeUndo, owner, "r", "publish", "1").Err(), "owner %q", owner)
 		}
+		for _, seq := range []string{"0", "-1", "1.5", "", "abc", "9007199254740993"} {
+			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", "o", "publish", "1000", seq, "u").Err(), "read unlock sequence number %q", seq)
+			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", "o:write", "publish", "1000", seq, "u").Err(), "write unlock sequence number %q", seq)
+		}
+		require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", "o", "publish", "1000", "1", "").Err(), "empty request id")
+		require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", "o:write", "publish", "1000", "1", "").Err(), "empty request id")
 		require.Error(t, rwReadAcquireScript.Run(ctx, rdb, readAcq, "o", "1000", "", "1000").Err(), "empty request id")
 		require.Error(t, rwWriteAcquireScript.Run(ctx, rdb, writeAcq, "o:write", "1000", "", "1000").Err(), "empty request id")
 		require.Error(t, rwReadUndoScript.Run(ctx, rdb, readUndo, "o", "", "publish", "0").Err(), "empty request id")
 		require.Error(t, rwWriteUndoScript.Run(ctx, rdb, writeUndo, "o:write", "", "publish", "1").Err(), "empty request id")
 		for _, pub := range []string{"", "del", "flushall", "PUBLISH"} {
-			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", "o", pub, "1000").Err(), "publish %q", pub)
-			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", "o:write", pub, "1000").Err(), "publish %q", pub)
+			require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "0", "o", pub, "1000", "1", "u").Err(), "publish %q", pub)
+			require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "1", "1000", "o:write", pub, "1000", "1", "u").Err(), "publish %q", pub)
 			require.Error(t, rwReadUndoScript.Run(ctx, rdb, readUndo, "o", "r", pub, "0").Err(), "publish %q", pub)
 			require.Error(t, rwWriteUndoScript.Run(ctx, rdb, writeUndo, "o:write", "r", pub, "1").Err(), "publish %q", pub)
 			require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "read", "0", pub).Err(), "publish %q", pub)
 		}
-		require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "", "o", "publish", "1000").Err(), "empty message")
-		require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "", "1000", "o:write", "publish", "1000").Err(), "empty message")
+		require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl, "", "o", "publish", "1000", "1", "u").Err(), "empty message")
+		require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl, "", "1000", "o:write", "publish", "1000", "1", "u").Err(), "empty message")
 		require.Error(t, rwReadUndoScript.Run(ctx, rdb, readUndo, "o", "r", "publish", "").Err(), "empty message")
 		require.Error(t, rwWriteUndoScript.Run(ctx, rdb, writeUndo, "o:write", "r", "publish", "").Err(), "empty message")
 		require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "read", "", "publish").Err(), "empty message")
 		require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "", "0", "publish").Err(), "empty mode")
 		require.Error(t, rwForceUnlockScript.Run(ctx, rdb, force, "all", "0", "publish").Err(), "unknown mode")
-		require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl[:5], "0", "o", "publish", "1000").Err(), "a key missing")
-		require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl[:4], "1", "1000", "o:write", "publish", "1000").Err(), "a key missing")
+		require.Error(t, rwReadUnlockScript.Run(ctx, rdb, readUnl[:5], "0", "o", "publish", "1000", "1", "u").Err(), "a key missing")
+		require.Error(t, rwWriteUnlockScript.Run(ctx, rdb, writeUnl[:4], "1", "1000", "o:write", "publish", "1000", "1", "u").Err(), "a key missing")
 		assert.Zero(t, rdb.DBSize(ctx).Val(), "no bad call left a key behind")
 
 		ok, err := rwWriteAcquireScript.Run(ctx, rdb, writeAcq, "o:write", "9007199254740992", "r", "1000").Int64Slice()

@@ -5,14 +5,16 @@
 -- KEYS[3]  waiter deadlines redisson_lock_timeout:{name}
 -- KEYS[4]  unlock channel redisson_lock__channel:{name}; each waiter listens
 --          on KEYS[4] .. ':' .. <owner>
--- KEYS[5]  unlock latch redisson_unlock_latch:{name}:<owner>:<requestID>
+-- KEYS[5]  unlock record warden_unlock:{name}:<token> (see unlock.lua)
 -- KEYS[6]  acquire latch warden_acquire_latch:{name}:<owner>
 -- KEYS[7]  refreshed places warden_fair_places:{name} (see fair_lib.lua)
 -- ARGV[1]  owner field
 -- ARGV[2]  lease in ms to refresh a still-held lock to (integer, 1 .. 2^53)
 -- ARGV[3]  now, unix ms (integer, 0 .. 2^53)
 -- ARGV[4]  publish command: "publish" or "spublish"
--- ARGV[5]  latch TTL in ms (integer, 1 .. 2^53)
+-- ARGV[5]  record TTL in ms (integer, 1 .. 2^53)
+-- ARGV[6]  sequence number (see unlock.lua)
+-- ARGV[7]  request ID
 --
 -- Reply: the owner's remaining hold count (0 = released: key deleted and
 -- "0" published on the head waiter's own channel only), or -1 when another
@@ -24,10 +26,13 @@ if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') en
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
 if not fair_time(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
 if not pubcmd(ARGV[4]) then return redis.error_reply('ERR warden: invalid publish command') end
-if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid latch ttl') end
+if not ms(ARGV[5]) then return redis.error_reply('ERR warden: invalid record ttl') end
+if not ms(ARGV[6]) then return redis.error_reply('ERR warden: invalid sequence number') end
+if not text(ARGV[7]) then return redis.error_reply('ERR warden: empty request id') end
 
-local done = redis.call('get', KEYS[5])
-if done then return tonumber(done) end
+local tail = unlock_tail(ARGV[1], ARGV[7])
+local done = unlock_seen(KEYS[5], ARGV[6], tail)
+if done then return done end
 
 local now = tonumber(ARGV[3])
 fair_drop_stale(now, KEYS[7])
@@ -48,5 +53,5 @@ else
     fair_wake_head(ARGV[4])
   end
 end
-redis.call('set', KEYS[5], n, 'px', ARGV[5])
+unlock_write(KEYS[5], ARGV[6], n, tail, ARGV[5])
 return n

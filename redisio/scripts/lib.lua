@@ -57,6 +57,34 @@ local function dec(n)
   return string.format('%d', n)
 end
 
+-- An unlock record (warden_unlock:{name}:<token>..., see unlock.lua, which
+-- has these steps written out) holds "<seq> <result> <len(owner)>
+-- <owner><requestID>" of the last unlock applied under its token.
+-- unlock_tail is the record's part after the result for owner and req.
+local function unlock_tail(owner, req)
+  return ' ' .. #owner .. ' ' .. owner .. req
+end
+
+-- unlock_seen returns the first result of this unlock when the record at
+-- key is its own (a retry: the same sequence number seq; a resend: the
+-- same tail), -2 when a later unlock under the token was applied (this is
+-- a late copy of an older one), and nil when the unlock is new.
+local function unlock_seen(key, seq, tail)
+  local rec = redis.call('get', key)
+  if not rec then return nil end
+  local rseq, rres, rrest = string.match(rec, '^(%d+) (%d+)(.*)$')
+  if not rseq then return nil end
+  if rseq == seq or rrest == tail then return tonumber(rres) end
+  if tonumber(rseq) > tonumber(seq) then return -2 end
+  return nil
+end
+
+-- unlock_write makes the record at key the applied unlock's, result n,
+-- for ttl ms.
+local function unlock_write(key, seq, n, tail, ttl)
+  redis.call('set', key, seq .. ' ' .. dec(n) .. tail, 'px', ttl)
+end
+
 -- replayed looks up a counting write's latch at key: when it holds the
 -- result "<tag>:<n>" of this request ID's first run, it returns true and n;
 -- when the ID was used by another kind of operation, true and an error
