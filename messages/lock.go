@@ -188,10 +188,9 @@ type Release struct {
 	Owner string
 	// RequestID must be unique among the owner's requests: a retried
 	// unlock with the same owner and request ID returns the first result
-	// for 15 s instead of unlocking twice. For the reentrant, fenced, spin
-	// and non-reentrant locks this holds until the engine applies its
-	// next unlock of the name (their unlock record keeps the last one);
-	// after that a resend is a new unlock.
+	// instead of unlocking twice, for 15 s and until the engine applies its
+	// next unlock of the name (the lock's unlock record keeps the last
+	// one); after that a resend is a new unlock.
 	RequestID string
 	// Values are a KindGroupLock holding's values; the engine knows them
 	// while the owner holds them, so they may be left empty. Empty for

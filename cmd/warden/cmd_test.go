@@ -429,7 +429,7 @@ func TestClients(t *testing.T) {
 	}, got.Unregistered)
 
 	out := ok(t, nil, append(addr, "clients")...)
-	assert.Regexp(t, `(?m)^`+live+`\s+billing\s+db-7\s+4242\s+v0.0.0-test\s+1m0s\s+[0-9.]+s ago`, out)
+	assert.Regexp(t, `(?m)^`+live+`\s+billing\s+db-7\s+4242\s+v0.0.0-test\s+1m0s\s+[0-9.]+(µs|ms|s) ago`, out)
 	assert.Contains(t, out, "holders whose client is not registered")
 	assert.Regexp(t, `(?m)^\s+`+gone+`\s+c:2, c:3`, out)
 	assert.Equal(t, before, dirty(t, rdb), "clients wrote")
