@@ -20,22 +20,10 @@ import (
 	"github.com/warden-go/warden/internal/redistest"
 )
 
-// dirty is the server's count of writes since its last save
-// (rdb_changes_since_last_save): unchanged across a call that wrote
-// nothing.
+// dirty is redistest.Dirty: the server's writes since its last save.
 func dirty(t *testing.T, rdb redis.Cmdable) int64 {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "persistence").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "rdb_changes_since_last_save:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no rdb_changes_since_last_save in INFO persistence")
-	return 0
+	return redistest.Dirty(t, rdb)
 }
 
 // inspect is client.Inspect on name, failing t on its error, and checking

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/warden-go/warden/internal/redistest"
 )
 
 // bin is the warden binary the tests run, built once by TestMain.
@@ -99,19 +100,9 @@ func failsWith(t *testing.T, code int, env []string, args []string, want ...stri
 	return r
 }
 
-// dirty is the server's count of writes since its last save: unchanged
-// across commands that wrote nothing.
+// dirty is redistest.Dirty: the server's writes since its last save,
+// unchanged across commands that wrote nothing.
 func dirty(t *testing.T, rdb redis.Cmdable) int64 {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "persistence").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "rdb_changes_since_last_save:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no rdb_changes_since_last_save in INFO persistence")
-	return 0
+	return redistest.Dirty(t, rdb)
 }

@@ -174,17 +174,7 @@ func TestTablesQuoteControlCharacters(t *testing.T) {
 // netOutput is the bytes the server has sent its clients.
 func netOutput(t *testing.T, rdb *redis.Client) int64 {
 	t.Helper()
-	info, err := rdb.Info(context.Background(), "stats").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Fatal("no total_net_output_bytes in INFO stats")
-	return 0
+	return redistest.InfoInt(t, rdb, "stats", "total_net_output_bytes")
 }
 
 // ls and inspect on a Redis that also caches a user's large values (a 16
