@@ -44,6 +44,15 @@ func usesLockArgs(k messages.Kind) bool {
 	return false
 }
 
+// lockArgs are args, made for the call when the key actor has none (a
+// kind usesLockArgs does not name).
+func (l lockIO) lockArgs() *redisio.LockArgs {
+	if l.args != nil {
+		return l.args
+	}
+	return l.cfg.Scripts.LockArgs(l.name)
+}
+
 // channel is the channel a waiter of owner is woken on: one per owner for
 // the fair lock, one per name otherwise.
 func (l lockIO) channel(owner string) string {
@@ -216,16 +225,16 @@ func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (re
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease)
 	case messages.KindFencedLock:
-		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.args, req.Owner, req.RequestID, lease, true, false)
+		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.lockArgs(), req.Owner, req.RequestID, lease, true, false)
 	case messages.KindGroupLock:
 		return cfg.Scripts.GroupAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease, l.values)
 	case messages.KindNonReentrantLock:
-		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.args, req.Owner, req.RequestID, lease, false, true)
+		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.lockArgs(), req.Owner, req.RequestID, lease, false, true)
 	case messages.KindNonReentrantFairLock:
 		return cfg.Scripts.NonReentrantFairAcquire(ctx, cfg.Redis, rs, l.name, req.Owner, req.RequestID, lease,
 			allowance(req), cfg.placeTime(req), cfg.Clock.Now(), !w.try)
 	default:
-		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.args, req.Owner, req.RequestID, lease, false, false)
+		return cfg.Scripts.AcquireWith(ctx, cfg.Redis, rs, l.lockArgs(), req.Owner, req.RequestID, lease, false, false)
 	}
 }
 
@@ -268,7 +277,7 @@ func (l lockIO) handoff(ctx context.Context, o *op, lease time.Duration) redisio
 	if toLease == 0 {
 		toLease = l.cfg.Watchdog
 	}
-	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Args: l.args, Fenced: l.kind == messages.KindFencedLock,
+	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Args: l.lockArgs(), Fenced: l.kind == messages.KindFencedLock,
 		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease})
 }
 
@@ -284,11 +293,11 @@ func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Dura
 	case messages.KindWriteLock:
 		return cfg.Scripts.WriteUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease)
 	case messages.KindSpinLock:
-		return cfg.Scripts.UnlockWith(ctx, cfg.Redis, rs, l.args, owner, reqID, lease, false)
+		return cfg.Scripts.UnlockWith(ctx, cfg.Redis, rs, l.lockArgs(), owner, reqID, lease, false)
 	case messages.KindGroupLock:
 		return cfg.Scripts.GroupUnlock(ctx, cfg.Redis, rs, l.name, owner, reqID, lease, l.values)
 	default:
-		return cfg.Scripts.UnlockWith(ctx, cfg.Redis, rs, l.args, owner, reqID, lease, true)
+		return cfg.Scripts.UnlockWith(ctx, cfg.Redis, rs, l.lockArgs(), owner, reqID, lease, true)
 	}
 }
 
