@@ -278,6 +278,8 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *messages.Cancel:
 		a.seen++
 		a.onCancel(ctx, m)
+	case *Closing:
+		a.onClosing(ctx)
 	case *messages.Watch:
 		a.seen++
 		a.onWatch(ctx, m)
@@ -398,6 +400,27 @@ func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	a.replyFailed(ctx, w, messages.ErrCancelled)
 	if !w.inflight {
 		a.waiters.removeAt(i)
+		a.leave(w)
+	}
+}
+
+// onClosing withdraws every waiter, answered ErrClosed, as a Cancel
+// withdraws one: no lock released from now on goes to a waiter of the
+// closing Client (an attempt in flight that takes it gives it back), and
+// a fair waiter gives its place in the queue up.
+func (a *keyActor) onClosing(ctx actor.Context) {
+	var idle []*waiter
+	for _, w := range a.waiters.list {
+		if !w.cancelled {
+			w.cancelled = true
+			a.replyFailed(ctx, w, messages.ErrClosed)
+		}
+		if !w.inflight {
+			idle = append(idle, w)
+		}
+	}
+	for _, w := range idle {
+		a.waiters.remove(w)
 		a.leave(w)
 	}
 }

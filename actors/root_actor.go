@@ -90,6 +90,12 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		a.stopKeyActors(ctx)
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
+	case *Closing:
+		for k, e := range a.keys {
+			if k.Kind.Held() {
+				ctx.Send(e.pid, m)
+			}
+		}
 	case *crash:
 		switch m.Actor {
 		case "renewer":
@@ -167,6 +173,14 @@ func (a *rootActor) route(ctx actor.Context, k key) {
 	e.routed++
 	ctx.Forward(e.pid)
 }
+
+// Closing tells the engine that its Client is closing. Root passes it to
+// every key actor of a lock kind, which withdraws its waiters at once,
+// answered ErrClosed, as Cancel withdraws one: no lock released after it
+// (CloseAndRelease releases after it) goes to a waiter of the closing
+// Client. It has no reply; what the same sender sends after it reaches
+// each key actor after it.
+type Closing struct{}
 
 // KeyActorCount asks root how many key actors are alive; the reply is an
 // int. It lets tests and diagnostics observe passivation.

@@ -259,10 +259,10 @@ func (c *Client) Close(ctx context.Context) error {
 // the releases. Waiters are woken as by Unlock. It returns the errors of
 // the releases that failed (their locks expire within their lease),
 // joined with Close's. Permits of a PermitExpirableSemaphore are not held
-// by the Client but by whoever has their IDs, and are not released. A
-// lock that a call still running takes while CloseAndRelease runs is
-// given back if its answer comes after the Client closed, and otherwise
-// left to its lease.
+// by the Client but by whoever has their IDs, and are not released. The
+// Client's own waiters for locks are withdrawn first (answered ErrClosed),
+// so no lock released goes to one of them; an attempt of theirs already
+// in flight that takes one gives it back.
 func (c *Client) CloseAndRelease(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -287,6 +287,9 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		return ErrClosed
 	}
 	c.closed.Store(true)
+	// Waiters first: a lock released from here on (CloseAndRelease's
+	// releases, sent after this) must not go to a waiter of this Client.
+	c.sys.Root.Send(c.root, &actors.Closing{})
 	c.tel.closeAll()
 	held := c.loseAll()
 	var released error

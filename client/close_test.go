@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/internal/redisproc"
 )
 
 // TestCloseAndReleaseReleasesEveryHold: CloseAndRelease frees every lock
@@ -83,4 +85,58 @@ func TestCloseAndReleaseReportsAFailedRelease(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "release car-down")
 	assert.ErrorIs(t, c.Close(ctx), client.ErrClosed, "closed all the same")
+}
+
+// CloseAndRelease frees a lock for other processes even while this Client
+// has waiters for it: the release does not hand it to one of them (each is
+// answered ErrClosed), so nothing is left holding it until a lease ends.
+func TestCloseAndReleaseGivesNoLockToItsOwnWaiters(t *testing.T) {
+	for _, k := range []struct {
+		kind string
+		make func(c *client.Client, name string, opts ...client.LockOption) *client.Lock
+	}{
+		{"lock", (*client.Client).Lock},
+		{"fair", (*client.Client).FairLock},
+		{"spin", (*client.Client).SpinLock},
+	} {
+		t.Run(k.kind, func(t *testing.T) {
+			e := realEnv(t)
+			ctx := testCtx(t)
+			c := e.newClient(t)
+			name := "close-release:" + k.kind
+			require.NoError(t, k.make(c, name).Lock(ctx))
+			errs := make(chan error, 4)
+			for range 4 {
+				go func() { errs <- k.make(c, name).Lock(ctx) }()
+			}
+			// Each waiter's first attempt is refused before it waits.
+			eventually(t, 10*time.Second, func() bool { return evalshaCalls(t, e.rdb) >= 5 }, "four refused attempts")
+			e.closing[c].Store(true)
+			require.NoError(t, c.CloseAndRelease(ctx))
+			for range 4 {
+				select {
+				case err := <-errs:
+					assert.ErrorIs(t, err, client.ErrClosed)
+				case <-time.After(10 * time.Second):
+					t.Fatal("a waiter was not answered")
+				}
+			}
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "the lock is free for other processes")
+			assert.Empty(t, e.rdb.LRange(ctx, "redisson_lock_queue:{"+name+"}", 0, -1).Val(), "no place left in a queue")
+		})
+	}
+}
+
+// evalshaCalls is how many EVALSHA calls the server ran.
+func evalshaCalls(t *testing.T, rdb *redis.Client) uint64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	rest, ok := redisproc.InfoFields(info)["cmdstat_evalsha"]
+	if !ok {
+		return 0
+	}
+	calls, _, err := redisproc.CommandStat(rest)
+	require.NoError(t, err)
+	return calls
 }
