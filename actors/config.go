@@ -185,13 +185,16 @@ func (c *Config) retryLevel() slog.Level {
 // failStreak logs the outcomes of a Redis call an actor makes again every
 // period whatever happens: set while the calls fail, it logs the first
 // failure of a streak at retryLevel, the others at Debug, and the first
-// success after it at Info.
+// success after it at Info. A failure once the engine is closing is
+// Close cancelling the call, not a fault, and is not logged.
 type failStreak bool
 
 // note logs the outcome err of one call: failed names the failure,
 // recovered the success that ends a streak.
 func (f *failStreak) note(cfg *Config, err error, failed, recovered string) {
 	switch {
+	case err != nil && cfg.IO.Err() != nil:
+		return
 	case err != nil:
 		level := cfg.retryLevel()
 		if *f {
