@@ -637,9 +637,11 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 }
 
 // heldHereByOther tells that another owner of this process holds an
-// exclusive lock that w (not a try, not a reentry) waits for.
+// exclusive lock that w (not a try, not a reentry) waits for. A fair
+// waiter still makes its first attempt: it takes its place in Redis's
+// queue then.
 func (a *keyActor) heldHereByOther(w *waiter) bool {
-	if w.try || !a.rio.handsOff() || a.holdings[w.req.Owner] != nil {
+	if w.try || !a.rio.handsOff() || a.rio.perWaiter() || a.holdings[w.req.Owner] != nil {
 		return false
 	}
 	for _, h := range a.holdings {
@@ -673,7 +675,9 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, even bool) {
 		a.expired(w, a.cfg.Clock.Now()) {
 		return nil, false
 	}
-	if a.handoffs >= maxHandoffs {
+	// A fair lock's queue in Redis lets other processes' waiters in, in
+	// their turn: its streaks need no end.
+	if a.handoffs >= maxHandoffs && !a.rio.perWaiter() {
 		a.handoffs = 0
 		return nil, w.refused
 	}
@@ -881,8 +885,10 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			}
 			// The head waiter need not wait for the unlock message's round
 			// trip through pub/sub, unless this unlock evens the odds for
-			// other processes after a streak of handoffs.
-			if !o.even {
+			// other processes after a streak of handoffs, or handed the
+			// lock on (the handoff's acquire was the head's attempt: if
+			// refused, it waits for the unlock message or its look again).
+			if !o.even && o.next == nil {
 				a.waiters.wakeHead()
 			}
 		} else if h != nil {

@@ -47,6 +47,72 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkLocalDrain measures how fast a lock passes down a queue of
+// local waiters: 32 goroutines of one Client queue on one name while a
+// holder keeps it, then the holder unlocks and each waiter, once it holds,
+// unlocks at once. µs/waiter is the queue's drain time over its waiters:
+// one handoff each (the unlock and the next waiter's acquire in one round
+// trip), for the lock and the fair lock.
+func BenchmarkLocalDrain(b *testing.B) {
+	srv := redistest.Start(b)
+	c := realBenchClient(b, srv.Client(b))
+	rdb := srv.Client(b)
+	ctx := context.Background()
+	const waiters = 32
+	for _, kind := range []string{"lock", "fair"} {
+		b.Run(kind, func(b *testing.B) {
+			name := "bench:drain:" + kind
+			lock := func() *client.Lock {
+				if kind == "fair" {
+					return c.FairLock(name)
+				}
+				return c.Lock(name)
+			}
+			waiting := func() int64 {
+				if kind == "fair" {
+					return rdb.LLen(ctx, "redisson_lock_queue:{"+name+"}").Val()
+				}
+				return rdb.PubSubNumSub(ctx, "redisson_lock__channel:{"+name+"}").Val()["redisson_lock__channel:{"+name+"}"]
+			}
+			var drained time.Duration
+			for range b.N {
+				holder := lock()
+				if err := holder.Lock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				errs := make(chan error, waiters)
+				for range waiters {
+					go func() {
+						l := lock()
+						err := l.Lock(ctx)
+						if err == nil {
+							err = l.Unlock(ctx)
+						}
+						errs <- err
+					}()
+				}
+				// A lock's local waiters wait in the engine (one
+				// subscription); a fair lock's queue in Redis.
+				for want := int64(waiters); kind == "lock" && waiting() < 1 || kind == "fair" && waiting() < want; {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(5 * time.Millisecond) // every waiter queued in the engine too
+				start := time.Now()
+				if err := holder.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for range waiters {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				drained += time.Since(start)
+			}
+			b.ReportMetric(float64(drained.Microseconds())/float64(b.N*waiters), "µs/waiter")
+		})
+	}
+}
+
 // BenchmarkLockUnlockTelemetry is the uncontended lock+unlock pair with
 // metrics off (no-op providers) and on (the OpenTelemetry SDK's
 // MeterProvider with a ManualReader), and with tracing on too (the SDK's

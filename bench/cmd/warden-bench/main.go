@@ -218,7 +218,7 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 				pairs = cfg.pairs
 			}
 			for _, c := range order {
-				if c.Role == bench.RoleDefaults {
+				if c.Role == bench.RoleDefaults || c.Role == bench.RoleVariant {
 					continue
 				}
 				runtime.GC()

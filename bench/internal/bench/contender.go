@@ -55,6 +55,9 @@ const (
 	// RoleDefaults is a library with its out-of-the-box retry settings:
 	// the contended workload only, where retries matter.
 	RoleDefaults
+	// RoleVariant is another lock of a library already measured (warden's
+	// fair lock): the contended workload only, where it differs.
+	RoleVariant
 )
 
 // Contender is one library on its own Redis client.
@@ -99,6 +102,7 @@ func newRedis(addr string) (*redis.Client, *Counter) {
 // Contender names, in the order NewContenders returns them.
 const (
 	Warden          = "warden"
+	WardenFair      = "warden-fair"
 	Redsync         = "redsync"
 	RedsyncDefaults = "redsync-defaults"
 	Redislock       = "redislock"
@@ -120,7 +124,7 @@ func NewContenders(addr string, retry time.Duration) ([]*Contender, error) {
 	}
 	var all []*Contender
 	for _, mk := range []func(string, time.Duration) (*Contender, error){
-		newWardenContender, newRedsyncContender, newRedsyncDefaultsContender,
+		newWardenContender, newWardenFairContender, newRedsyncContender, newRedsyncDefaultsContender,
 		newRedislockContender, newRueidislockContender, newTextbookContender, newRedissonBareContender,
 		newFloorContender,
 	} {
@@ -157,6 +161,20 @@ func newWardenContender(addr string, _ time.Duration) (*Contender, error) {
 		Name: Warden, Waits: "queued in the engine, woken by the unlock message (pub/sub); watchdog mode, 30s",
 		Redis: rdb, Counter: cnt,
 		newMutex: func(name string) Mutex { return wardenMutex{c.Lock(name)} },
+		close:    c.Close,
+	}, nil
+}
+
+func newWardenFairContender(addr string, _ time.Duration) (*Contender, error) {
+	c, rdb, cnt, err := NewWarden(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Contender{
+		Name: WardenFair, Role: RoleVariant,
+		Waits: "warden's FairLock: queued in Redis in arrival order, the head woken by its own unlock message; watchdog mode, 30s",
+		Redis: rdb, Counter: cnt,
+		newMutex: func(name string) Mutex { return wardenMutex{c.FairLock(name)} },
 		close:    c.Close,
 	}, nil
 }
