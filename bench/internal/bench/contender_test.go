@@ -77,12 +77,12 @@ func TestThroughputCountsCommands(t *testing.T) {
 
 // TestLibrariesSpeakTheirProtocol checks each peer's unlock refuses a lock
 // it does not hold (the compare in compare-and-delete), and that a Lock
-// on a held name returns when its context ends.
+// on a held name returns when its context ends (warden's fair lock too).
 func TestLibrariesSpeakTheirProtocol(t *testing.T) {
 	cs, _ := contenders(t)
 	ctx := context.Background()
 	for i, c := range cs {
-		if c.Role != bench.RoleLock {
+		if c.Role != bench.RoleLock && c.Role != bench.RoleVariant {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
@@ -93,6 +93,9 @@ func TestLibrariesSpeakTheirProtocol(t *testing.T) {
 			defer cancel()
 			assert.Error(t, b.Lock(short), "second holder got the lock")
 			require.NoError(t, a.Unlock(ctx))
+			if c.Role == bench.RoleVariant {
+				return // warden's fair lock: unlocking one that is gone succeeds, as Redisson's does
+			}
 			assert.Error(t, a.Unlock(ctx), "unlock of a released lock succeeded")
 		})
 	}
