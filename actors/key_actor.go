@@ -1138,6 +1138,15 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		}
 	}
 	slices.Sort(gone)
+	if a.rio.perWaiter() && len(a.waiters.list) > 0 {
+		// A fair waiter listens on a channel of its own, and its owner
+		// often waits again soon (a handle used in a loop). While others
+		// still wait, up to lingerChannels channels nobody listens on stay
+		// subscribed: waiting again then costs no SUBSCRIBE, UNSUBSCRIBE
+		// or the extra attempt a fresh subscription makes (wakeChannel on
+		// subscribed).
+		gone = gone[:max(0, len(gone)-lingerChannels)]
+	}
 	for _, ch := range gone {
 		delete(a.subs, ch)
 		ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
@@ -1159,6 +1168,10 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		}
 	}
 }
+
+// lingerChannels bounds the fair waiters' channels a key actor keeps
+// subscribed while nobody listens on them (syncSubscriptions).
+const lingerChannels = 32
 
 func (a *keyActor) isIdle() bool {
 	return len(a.holdings) == 0 && len(a.waiters.list) == 0 && len(a.ops) == 0 && a.inflight == nil &&
