@@ -50,7 +50,7 @@ test: deps ## Run go vet and the full test suite with the race detector, in ever
 test-short: ## Run the tests once without the race detector, in every module (quick local loop)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -count=1 ./...); done
 
-bench: ## warden vs redsync, redislock, rueidislock, SET NX, Redisson's bare scripts and 2xPING on workloads a-f (table, BENCHMARKS.svg), then go test -bench
+bench: ## warden vs redsync, redislock, rueidislock, SET NX, Redisson's bare scripts and 2xPING on workloads a-h (table, BENCHMARKS.svg), then go test -bench
 	$(GO) -C bench run ./cmd/warden-bench -runs 3 -duration 2s -svg ../BENCHMARKS.svg
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 3 ./client/...
 	$(GO) -C bench test -run '^$$' -bench . -benchtime 2000x -count 3 ./internal/bench/...
