@@ -526,4 +526,8 @@ func TestCommandsThroughSentinel(t *testing.T) {
 	assert.Equal(t, "lock", inspectJSON(t, nil, "s:1", args...).Kind)
 	failsWith(t, exitFailed, nil, []string{"--sentinel", s.Addr(), "--master-name", "nosuch", "--timeout", "1s", "ls"}, "cannot reach Redis")
 	failsWith(t, exitUsage, nil, append(args, "--cluster", "127.0.0.1:1", "ls"), "exclude each other")
+	// --addr would be ignored beside the sentinels or a cluster's nodes.
+	failsWith(t, exitUsage, nil, append(args, "--addr", "127.0.0.1:1", "ls"), "--addr and --sentinel exclude each other")
+	failsWith(t, exitUsage, nil, []string{"--cluster", "127.0.0.1:1", "--addr", "127.0.0.1:2", "ls"},
+		"--addr and --cluster exclude each other")
 }

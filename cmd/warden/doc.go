@@ -65,7 +65,8 @@
 //
 // --addr host:port (default localhost:6379), or --cluster host:port,...
 // for a Redis Cluster, or --sentinel host:port,... with --master-name for
-// Sentinel. REDIS_URL (redis://user:password@host:port/db) gives the
+// Sentinel; --addr beside --cluster or --sentinel is a usage error (exit
+// 2). REDIS_URL (redis://user:password@host:port/db) gives the
 // address and credentials when --addr is not set; --user and --password
 // (or REDIS_PASSWORD) override its credentials. --timeout bounds each
 // Redis call (default 5s).
