@@ -72,7 +72,7 @@ func TestFairHandoff(t *testing.T) {
 		require.NoError(t, res.AcquireErr)
 		assert.Zero(t, res.Remaining)
 		assert.False(t, res.Acquire.Acquired, "d is not the queue's head")
-		assert.False(t, rdb.Exists(f.ctx, "fh").Val() == 1, "nobody holds")
+		assert.Zero(t, rdb.Exists(f.ctx, "fh").Val(), "nobody holds")
 		assert.Equal(t, []string{"c", "d"}, f.queue())
 		assert.Equal(t, []string{FairChannel("fh", "c") + "=0"}, sub.messages(), "only the head hears it")
 		require.True(t, f.acquire("c", "c2", fairNow, true).Acquired)
