@@ -62,6 +62,10 @@ type config struct {
 	waiters  int
 	names    int
 	idle     time.Duration
+	// isolate runs each library's workloads a, b and c in a process of
+	// its own; child is what a child process runs (see isolate.go).
+	isolate bool
+	child   string
 }
 
 // Fixed shapes of the workloads.
@@ -91,7 +95,16 @@ func main() {
 	flag.IntVar(&cfg.waiters, "waiters", 10000, "waiters in workload e")
 	flag.IntVar(&cfg.names, "names", 100000, "names touched in workload f")
 	flag.DurationVar(&cfg.idle, "idle", 20*time.Second, "idle timeout (passivation) of workload f's client")
+	flag.BoolVar(&cfg.isolate, "isolate", false, "run each library's workloads a, b and c in a process of its own (this command run again with -child)")
+	flag.StringVar(&cfg.child, "child", "", "internal: run one workload of one library and print its result as JSON (-isolate)")
 	flag.Parse()
+	if cfg.child != "" {
+		if err := child(context.Background(), cfg, cfg.child, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "warden-bench -child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background(), cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "warden-bench:", err)
 		os.Exit(1)
@@ -211,18 +224,19 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 	for _, w := range []byte(ws) {
 		switch w {
 		case 'a', 'b':
-			goroutines, d, pairs := 1, cfg.duration, 0
-			if w == 'b' {
-				goroutines = parallelGoroutines
-			} else if cfg.pairs > 0 {
-				pairs = cfg.pairs
-			}
+			goroutines, d, pairs := throughputShape(cfg, w)
 			for _, c := range order {
 				if c.Role == bench.RoleDefaults || c.Role == bench.RoleVariant {
 					continue
 				}
 				runtime.GC()
-				t, err := bench.RunThroughput(ctx, c, stats, key(w, c.Name), goroutines, d, pairs)
+				var t bench.Throughput
+				var err error
+				if cfg.isolate {
+					err = runChild(ctx, cfg, w, c.Name, key(w, c.Name), &t)
+				} else {
+					t, err = bench.RunThroughput(ctx, c, stats, key(w, c.Name), goroutines, d, pairs)
+				}
 				if err != nil {
 					return fmt.Errorf("workload %c: %w", w, err)
 				}
@@ -235,7 +249,13 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 					continue
 				}
 				runtime.GC()
-				t, err := bench.RunContention(ctx, c, stats, key(w, c.Name), contendedGoroutines, cfg.critical, cfg.duration)
+				var t bench.Contention
+				var err error
+				if cfg.isolate {
+					err = runChild(ctx, cfg, w, c.Name, key(w, c.Name), &t)
+				} else {
+					t, err = bench.RunContention(ctx, c, stats, key(w, c.Name), contendedGoroutines, cfg.critical, cfg.duration)
+				}
 				if err != nil {
 					return fmt.Errorf("workload c: %w", err)
 				}

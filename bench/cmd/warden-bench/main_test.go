@@ -17,6 +17,18 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		// Run again by -isolate: this binary stands in for the command,
+		// and counts its children for TestIsolatesEachLibrary.
+		if f := os.Getenv("WARDEN_BENCH_TEST_CHILDREN"); f != "" {
+			if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				_, _ = fh.WriteString(strings.Join(os.Args[1:], " ") + "\n")
+				_ = fh.Close()
+			}
+		}
+		main()
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -72,6 +84,37 @@ func TestRunsOnAGivenRedis(t *testing.T) {
 		assert.Contains(t, text, want)
 	}
 	requireNoViolations(t, text)
+}
+
+// With -isolate each library runs workloads a, b and c in a process of its
+// own, and the tables come out as they do without it.
+func TestIsolatesEachLibrary(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := quick(t, srv.Addr(), "a,c")
+	cfg.isolate = true
+	children := filepath.Join(t.TempDir(), "children")
+	t.Setenv("WARDEN_BENCH_TEST_CHILDREN", children)
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), cfg, &out))
+	text := out.String()
+	for _, want := range []string{"(a) uncontended lock+unlock", "(c) 8 goroutines on one name", "processes: in workloads a, b and c",
+		"warden-fair", "rueidislock", "redisson-bare", "2xPING"} {
+		assert.Contains(t, text, want)
+	}
+	requireNoViolations(t, text)
+	assert.Regexp(t, `(?m)^run 1/1 a warden +[0-9]+ pairs/s`, text)
+	// One child per library and workload: (a) all but redsync-defaults
+	// and warden-fair, (c) all but the 2xPING floor.
+	ran, err := os.ReadFile(children)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(ran)), "\n")
+	assert.Len(t, lines, 7+8, "%s", ran)
+	assert.Contains(t, string(ran), "-child a:warden:")
+	assert.Contains(t, string(ran), "-child c:warden-fair:")
+
+	var bad bytes.Buffer
+	assert.Error(t, child(context.Background(), cfg, "x:warden:k", &bad), "not a workload a, b or c")
+	assert.Error(t, child(context.Background(), cfg, "a:nosuch:k", &bad), "no such contender")
 }
 
 // requireNoViolations checks the violations column of table c.

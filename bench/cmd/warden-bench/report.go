@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,10 @@ func (r report) preamble() []string {
 		"commands: cmds = commands the library's client sent (go-redis hook, plus SUBSCRIBE/UNSUBSCRIBE from INFO); " +
 			"calls = commands Redis executed (INFO commandstats deltas, calls inside scripts included)",
 		"blocking waits:",
+	}
+	if r.cfg.isolate {
+		lines = slices.Insert(lines, 2, "processes: in workloads a, b and c each library ran in a process of its own "+
+			"(-isolate); client CPU is that process's")
 	}
 	for _, c := range r.contenders {
 		if c.Role != bench.RoleFloor {

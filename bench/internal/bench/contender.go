@@ -112,6 +112,31 @@ const (
 	Floor           = "2xPING"
 )
 
+// contenderMakers make the contenders, in NewContenders's order.
+var contenderMakers = []struct {
+	name string
+	make func(string, time.Duration) (*Contender, error)
+}{
+	{Warden, newWardenContender}, {WardenFair, newWardenFairContender}, {Redsync, newRedsyncContender},
+	{RedsyncDefaults, newRedsyncDefaultsContender}, {Redislock, newRedislockContender},
+	{Rueidislock, newRueidislockContender}, {Textbook, newTextbookContender}, {RedissonBare, newRedissonBareContender},
+	{Floor, newFloorContender},
+}
+
+// NewContender returns the one contender called name, as NewContenders
+// makes it. Close it when done.
+func NewContender(addr string, retry time.Duration, name string) (*Contender, error) {
+	if retry <= 0 {
+		return nil, fmt.Errorf("bench: retry %v: want > 0", retry)
+	}
+	for _, mk := range contenderMakers {
+		if mk.name == name {
+			return mk.make(addr, retry)
+		}
+	}
+	return nil, fmt.Errorf("bench: no contender %q", name)
+}
+
 // NewContenders returns every contender on the Redis at addr, each on its
 // own client: warden (default options: watchdog mode, 30s), redsync and
 // redislock retrying every retry, redsync with its defaults, rueidislock
@@ -123,12 +148,8 @@ func NewContenders(addr string, retry time.Duration) ([]*Contender, error) {
 		return nil, fmt.Errorf("bench: retry %v: want > 0", retry)
 	}
 	var all []*Contender
-	for _, mk := range []func(string, time.Duration) (*Contender, error){
-		newWardenContender, newWardenFairContender, newRedsyncContender, newRedsyncDefaultsContender,
-		newRedislockContender, newRueidislockContender, newTextbookContender, newRedissonBareContender,
-		newFloorContender,
-	} {
-		c, err := mk(addr, retry)
+	for _, mk := range contenderMakers {
+		c, err := mk.make(addr, retry)
 		if err != nil {
 			for _, done := range all {
 				_ = done.Close(context.Background())
