@@ -315,10 +315,13 @@ func (a *app) connect(ctx context.Context) (redis.UniversalClient, error) {
 	if len(c.Cluster) > 0 && len(c.Sentinel) > 0 {
 		return nil, fail(exitUsage, "warden: --cluster and --sentinel exclude each other")
 	}
-	if c.Addr != "" && (len(c.Cluster) > 0 || len(c.Sentinel) > 0) {
-		// It would be ignored: the nodes to ask are the cluster's or the
-		// sentinels'.
-		return nil, fail(exitUsage, "warden: --addr and --%s exclude each other", map[bool]string{true: "cluster", false: "sentinel"}[len(c.Cluster) > 0])
+	// --addr would be ignored: the nodes to ask are the cluster's or the
+	// sentinels'.
+	if c.Addr != "" && len(c.Cluster) > 0 {
+		return nil, fail(exitUsage, "warden: --addr and --cluster exclude each other")
+	}
+	if c.Addr != "" && len(c.Sentinel) > 0 {
+		return nil, fail(exitUsage, "warden: --addr and --sentinel exclude each other")
 	}
 	t := c.Timeout
 	if t <= 0 {
