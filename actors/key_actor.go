@@ -49,6 +49,20 @@ type holding struct {
 	watchers  []*actor.PID
 }
 
+// newHolding returns a new holding with an id of its own: the one that
+// ended last here if one was kept, with its slices' room (a lock taken
+// and released in a loop then allocates no holding).
+func (a *keyActor) newHolding() *holding {
+	h := a.spareHolding
+	if h == nil {
+		return &holding{id: a.cfg.holdings.Add(1)}
+	}
+	a.spareHolding = nil
+	clear(h.watchers)
+	*h = holding{id: a.cfg.holdings.Add(1), reads: h.reads[:0], watchers: h.watchers[:0]}
+	return h
+}
+
 // readHold is one read hold of an owner's: its lease (0: watchdog mode)
 // and, with an explicit lease, when it ends (counted as leaseEnd does).
 type readHold struct {
@@ -171,6 +185,42 @@ type op struct {
 	// started is when the request was sent; a lease it sets runs from no
 	// earlier than this.
 	started time.Time
+
+	// What the call on the workers reads (run): set by start, untouched by
+	// the actor until the result comes back.
+	a         *keyActor
+	rio       lockIO
+	callLease time.Duration
+	sys       *actor.ActorSystem
+	self      *actor.PID
+	// done is the result run sends back: an op runs at most once (a retry
+	// is a new op) until recycled.
+	done opDone
+}
+
+// spareOps bounds the finished ops a key actor keeps for its next requests
+// (newOp): an uncontended lock+unlock pair then allocates none.
+const spareOps = 2
+
+// newOp returns a zeroed op, a finished one if the actor kept any.
+func (a *keyActor) newOp() *op {
+	if n := len(a.spare); n > 0 {
+		o := a.spare[n-1]
+		a.spare[n-1] = nil
+		a.spare = a.spare[:n-1]
+		*o = op{}
+		return o
+	}
+	return &op{}
+}
+
+// recycle keeps o, whose result the actor has handled, for newOp. Nothing
+// refers to a finished op: it is neither in flight nor queued, and its
+// worker sent its result and let go of it.
+func (a *keyActor) recycle(o *op) {
+	if len(a.spare) < spareOps {
+		a.spare = append(a.spare, o)
+	}
 }
 
 // opDone carries the result of the op in flight back to the key actor.
@@ -196,11 +246,15 @@ type keyActor struct {
 	renewer    *actor.PID
 
 	holdings   map[string]*holding
-	registered map[string]bool // owners registered with the renewer
-	paused     map[string]bool // registered owners not renewed, whose lease's end the renewer still follows
-	waiters    waitQueue       // FIFO; the head is the one that waits on Redis (each fair waiter waits)
-	ops        []*op           // releases and undos, served before attempts
+	registered map[string]*registration // owners registered with the renewer; the renewer owns each registration (register)
+	paused     map[string]bool          // registered owners not renewed, whose lease's end the renewer still follows
+	waiters    waitQueue                // FIFO; the head is the one that waits on Redis (each fair waiter waits)
+	ops        []*op                    // releases and undos, served before attempts
 	inflight   *op
+	spare      []*op // finished ops kept for reuse (newOp)
+	// spareHolding is the holding a release ended last, kept for reuse
+	// (newHolding): nothing refers to an ended holding.
+	spareHolding *holding
 	// handoffs counts the handoffs since an ordinary attempt acquired
 	// (maxHandoffs).
 	handoffs int
@@ -232,7 +286,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			subscriber: subscriber,
 			renewer:    renewer,
 			holdings:   map[string]*holding{},
-			registered: map[string]bool{},
+			registered: map[string]*registration{},
 			paused:     map[string]bool{},
 			subs:       map[string]bool{},
 			timer:      clockTimer{clock: cfg.Clock},
@@ -274,7 +328,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 				RequestID: m.RequestID, Err: err})
 			break
 		}
-		a.ops = append(a.ops, &op{kind: opRelease, req: m, sender: ctx.Sender(), owner: m.Owner, reqID: m.RequestID})
+		o := a.newOp()
+		o.kind, o.req, o.sender, o.owner, o.reqID = opRelease, m, ctx.Sender(), m.Owner, m.RequestID
+		a.ops = append(a.ops, o)
 	case *messages.Cancel:
 		a.seen++
 		a.onCancel(ctx, m)
@@ -303,7 +359,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *crash:
 		panic(fmt.Sprintf("warden: key actor %q told to crash", a.key.Name))
 	case *renewalExpired:
-		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.registered[m.Owner] {
+		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.registered[m.Owner] != nil {
 			a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
 				a.key.Name, m.Owner, a.cfg.Watchdog))
 			a.syncRenewal(ctx, m.Owner)
@@ -370,7 +426,7 @@ func (a *keyActor) groupValues(owner string, values []string) error {
 // nothing of a group lock any more.
 func (a *keyActor) forgetGroups() {
 	for owner := range a.groups {
-		if a.holdings[owner] != nil || a.registered[owner] || a.waiters.owners[owner] > 0 ||
+		if a.holdings[owner] != nil || a.registered[owner] != nil || a.waiters.owners[owner] > 0 ||
 			(a.inflight != nil && a.inflight.owner == owner) ||
 			slices.ContainsFunc(a.ops, func(o *op) bool { return o.owner == owner }) {
 			continue
@@ -444,7 +500,11 @@ func (a *keyActor) pump(ctx actor.Context) {
 	}
 	for len(a.ops) > 0 {
 		o := a.ops[0]
-		a.ops = a.ops[1:]
+		// Shift rather than reslice: the queue keeps its capacity, so the
+		// next append of a release does not allocate.
+		n := copy(a.ops, a.ops[1:])
+		a.ops[n] = nil
+		a.ops = a.ops[:n]
 		if o.kind == opExtend && a.refuseExtend(ctx, o) {
 			continue // answered without Redis
 		}
@@ -476,7 +536,9 @@ func (a *keyActor) pump(ctx actor.Context) {
 			continue
 		}
 		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.eachAttempts() || a.rio.shared() {
-			a.start(ctx, &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
+			o := a.newOp()
+			o.kind, o.w, o.owner, o.reqID = opAttempt, w, w.req.Owner, w.req.RequestID
+			a.start(ctx, o)
 			return
 		}
 	}
@@ -487,7 +549,6 @@ func (a *keyActor) pump(ctx actor.Context) {
 func (a *keyActor) start(ctx actor.Context, o *op) {
 	a.inflight = o
 	o.started = a.cfg.Clock.Now()
-	name := a.key.Name
 	lease := a.cfg.Watchdog
 	h := a.holdings[o.owner]
 	if o.givingBack {
@@ -551,54 +612,63 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	// would hold the lock's other waiters up, so its clean-up still runs,
 	// within the bound the closing give-ups have.
 	o.closing = (o.kind == opGiveUp || o.kind == opUndo) && a.cfg.IO.Err() != nil
-	// The call below reads only immutable config and o, which the actor
+	// The call (run) reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
-	cfg, rio, sys, self := a.cfg, a.rioFor(o.owner), ctx.ActorSystem(), ctx.Self()
+	o.a, o.rio, o.callLease, o.sys, o.self = a, a.rioFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
 	a.io.Add(1)
-	cfg.Workers.Schedule(func() {
-		defer a.io.Done()
-		c, cancel := cfg.ioContext()
-		if o.closing {
-			cancel()
-			c, cancel = cfg.detachedContext(closingUndoTimeout)
+	a.cfg.Workers.run(o)
+}
+
+// run makes o's Redis call on one of the engine's workers and sends the
+// result to the key actor as an opDone.
+func (o *op) run() {
+	a := o.a
+	// o is not read once the result is sent: the actor may recycle it.
+	defer a.io.Done()
+	cfg, rio, lease := a.cfg, o.rio, o.callLease
+	c, cancel := cfg.ioContext()
+	if o.closing {
+		cancel()
+		c, cancel = cfg.detachedContext(closingUndoTimeout)
+	}
+	defer cancel()
+	d := &o.done
+	*d = opDone{op: o}
+	switch o.kind {
+	case opAttempt:
+		d.acquire, d.err = rio.acquireSynced(c, o.w, lease)
+	case opRelease:
+		if o.next != nil {
+			d.handoff = rio.handoff(c, o, lease)
+			d.remaining, d.held, d.err = d.handoff.Remaining, d.handoff.Held, d.handoff.UnlockErr
+			break
 		}
-		defer cancel()
-		d := &opDone{op: o}
-		switch o.kind {
-		case opAttempt:
-			d.acquire, d.err = rio.acquireSynced(c, o.w, lease)
-		case opRelease:
-			if o.next != nil {
-				d.handoff = rio.handoff(c, o, lease)
-				d.remaining, d.held, d.err = d.handoff.Remaining, d.handoff.Held, d.handoff.UnlockErr
-				break
-			}
-			var acks int
-			rs := cfg.ReplicaSync
-			d.remaining, d.held, acks, d.err = rio.unlock(c, o.owner, o.reqID, lease)
-			if d.err == nil && acks < rs.Replicas {
-				// An unlock cannot be undone; a failover before it reached a
-				// replica brings the lock back until its lease ends.
-				cfg.Logger.Warn("warden: unlock not acknowledged by enough replicas",
-					slog.String("name", name), slog.Int("acks", acks), slog.Int("replicas", rs.Replicas))
-			}
-		case opUndo:
-			d.held, d.err = rio.undo(c, o.owner, o.reqID)
-		case opVerify:
-			var n int
-			n, d.err = rio.holdCount(c, o.owner)
-			d.held = n > 0
-		case opGiveUp:
-			d.err = rio.giveUp(c, o.w)
-		case opExtend:
-			d.held, d.err = rio.extend(c, o.owner, lease)
+		var acks int
+		rs := cfg.ReplicaSync
+		d.remaining, d.held, acks, d.err = rio.unlock(c, o.owner, o.reqID, lease)
+		if d.err == nil && acks < rs.Replicas {
+			// An unlock cannot be undone; a failover before it reached a
+			// replica brings the lock back until its lease ends.
+			cfg.Logger.Warn("warden: unlock not acknowledged by enough replicas",
+				slog.String("name", rio.name), slog.Int("acks", acks), slog.Int("replicas", rs.Replicas))
 		}
-		sys.Root.Send(self, d)
-	})
+	case opUndo:
+		d.held, d.err = rio.undo(c, o.owner, o.reqID)
+	case opVerify:
+		var n int
+		n, d.err = rio.holdCount(c, o.owner)
+		d.held = n > 0
+	case opGiveUp:
+		d.err = rio.giveUp(c, o.w)
+	case opExtend:
+		d.held, d.err = rio.extend(c, o.owner, lease)
+	}
+	o.sys.Root.Send(o.self, d)
 }
 
 func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 	a.inflight = nil
+	defer a.recycle(d.op)
 	switch d.op.kind {
 	case opAttempt:
 		if d.err == nil && d.acquire.Acquired {
@@ -760,7 +830,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			h = nil
 		}
 		if h == nil {
-			h = &holding{id: a.cfg.holdings.Add(1)}
+			h = a.newHolding()
 			a.holdings[owner] = h
 		}
 		h.count = d.acquire.HoldCount
@@ -878,6 +948,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		if d.remaining == 0 {
 			if h != nil {
 				delete(a.holdings, o.owner)
+				a.spareHolding = h
 			}
 			// The head waiter need not wait for the unlock message's round
 			// trip through pub/sub, unless this unlock evens the odds for
@@ -1009,7 +1080,7 @@ func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Release
 
 func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
 	h := a.holdings[m.Owner]
-	if h == nil || h.lease != 0 || !a.registered[m.Owner] {
+	if h == nil || h.lease != 0 || a.registered[m.Owner] == nil {
 		return // released meanwhile, or not a watchdog holding
 	}
 	// The renewal may have read Redis before this holding's acquire ran
@@ -1226,29 +1297,29 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 // expiry the renewer reported while it was paused (the holding that ended
 // then) does not hide the next one.
 func (a *keyActor) register(ctx actor.Context, owner string) {
-	if a.registered[owner] && !a.paused[owner] {
+	if a.registered[owner] != nil && !a.paused[owner] {
 		return
 	}
-	a.registered[owner] = true
+	r := newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind)
+	a.registered[owner] = r
 	delete(a.paused, owner)
-	ctx.Send(a.renewer, &register{Held: a.held(owner), Owner: owner, PID: ctx.Self(), At: a.cfg.Clock.Now(),
-		Kind: a.key.Kind})
+	ctx.Send(a.renewer, (*register)(r))
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when
 // its lease has run out (renewalExpired). An owner not registered stays so.
 func (a *keyActor) pause(ctx actor.Context, owner string) {
-	if a.registered[owner] && !a.paused[owner] {
+	if r := a.registered[owner]; r != nil && !a.paused[owner] {
 		a.paused[owner] = true
-		ctx.Send(a.renewer, &pause{Held: a.held(owner)})
+		ctx.Send(a.renewer, (*pause)(r))
 	}
 }
 
 func (a *keyActor) unregister(ctx actor.Context, owner string) {
-	if a.registered[owner] {
+	if r := a.registered[owner]; r != nil {
 		delete(a.registered, owner)
 		delete(a.paused, owner)
-		ctx.Send(a.renewer, &unregister{Held: a.held(owner)})
+		ctx.Send(a.renewer, (*unregister)(r))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -41,31 +40,27 @@ type unlocked struct {
 // connection was re-established) and its waiters should try again.
 type retry struct{}
 
-// register asks the renewer to renew Owner's holding Held in watchdog mode
-// and to report a renewal that finds it gone (renewalGone). No reply.
-type register struct {
-	Held  redisio.Held
-	Owner string
-	PID   *actor.PID
-	// At is when the key actor registered, before the acquire it sends
-	// next: the earliest the TTL that acquire sets can start.
-	At time.Time
-	// Kind is the holding's lock kind, for the renewal's metrics.
-	Kind messages.Kind
-}
+// register asks the renewer to renew a watchdog-mode holding, the
+// registration it is, and to report a renewal that finds it gone
+// (renewalGone). No reply. The key actor makes the registration
+// (newRegistration) and hands it over with this message: from then on only
+// the renewer reads or writes it, and the key actor keeps the pointer as
+// the registration's name for pause and unregister, which are the same
+// pointer as other message types, so none of the three allocates a message
+// of its own.
+type register registration
 
-// unregister stops renewing the holding Held. No reply.
-type unregister struct {
-	Held redisio.Held
-}
+// unregister stops renewing the registration. No reply. One that is no
+// longer the renewer's current registration of its holding (registered
+// anew since) is ignored.
+type unregister registration
 
-// pause stops the renewals of the holding Held, which stays registered:
+// pause stops the renewals of the registration, which stays registered:
 // the renewer still tells its key actor when no renewal has reached it for
 // a watchdog timeout (renewalExpired). A register of the same holding
-// resumes it, with the lease clock started anew. No reply.
-type pause struct {
-	Held redisio.Held
-}
+// resumes it, with the lease clock started anew. No reply. Ignored, as
+// unregister is, once stale.
+type pause registration
 
 // renewalGone tells a key actor that a renewal found Owner's holding gone.
 type renewalGone struct {

@@ -15,7 +15,9 @@ import (
 // renewBatch caps the locks renewed by one script call.
 const renewBatch = 1000
 
-// registration is one watchdog-mode holding the renewer keeps alive.
+// registration is one watchdog-mode holding the renewer keeps alive. A key
+// actor makes it (newRegistration) and sends it as a register message; the
+// renewer owns it from then on.
 type registration struct {
 	// held and slot (held's hash slot on a cluster) never change, so a
 	// tick's Redis calls may read them off the actor.
@@ -37,6 +39,13 @@ type registration struct {
 	paused bool
 	owner  string
 	kind   messages.Kind
+}
+
+// newRegistration is the registration of owner's holding held, of key
+// actor pid and lock kind kind, registered at at: before the acquire it is
+// sent ahead of, the earliest the TTL that acquire sets can start.
+func newRegistration(held redisio.Held, owner string, pid *actor.PID, at time.Time, kind messages.Kind) *registration {
+	return &registration{held: held, owner: owner, pid: pid, renewedAt: at, kind: kind}
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -88,14 +97,14 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "renewer")
 	switch m := ctx.Message().(type) {
 	case *register:
-		a.register(ctx, m)
+		a.register(ctx, (*registration)(m))
 	case *unregister:
-		if r := a.regs[m.Held]; r != nil {
-			delete(a.regs, m.Held)
+		if r := (*registration)(m); a.regs[r.held] == r {
+			delete(a.regs, r.held)
 			a.end(r)
 		}
 	case *pause:
-		if r := a.regs[m.Held]; r != nil {
+		if r := (*registration)(m); a.regs[r.held] == r {
 			r.paused = true
 		}
 	case *tick:
@@ -123,15 +132,14 @@ func (a *renewerActor) Receive(ctx actor.Context) {
 	a.settle(ctx)
 }
 
-func (a *renewerActor) register(ctx actor.Context, m *register) {
-	if old := a.regs[m.Held]; old != nil {
+func (a *renewerActor) register(ctx actor.Context, r *registration) {
+	if old := a.regs[r.held]; old != nil {
 		a.end(old)
 	}
-	r := &registration{held: m.Held, pid: m.PID, owner: m.Owner, renewedAt: m.At, kind: m.Kind}
 	if a.cfg.Cluster {
-		r.slot = redisio.Slot(m.Held.Name)
+		r.slot = redisio.Slot(r.held.Name)
 	}
-	a.regs[m.Held] = r
+	a.regs[r.held] = r
 	a.order = append(a.order, r)
 	if at := r.renewedAt.Add(a.cfg.Watchdog - ttlGrain); a.expiry.t == nil || at.Before(a.expiry.at) {
 		a.armExpiry(ctx, at)

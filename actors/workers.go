@@ -31,7 +31,7 @@ type Workers struct {
 	// schedule, when set, takes every piece of work instead of the pool
 	// (NewWorkersOn).
 	schedule func(fn func())
-	jobs     chan func()
+	jobs     chan job
 	pooled   atomic.Int32 // goroutines that stay in the pool
 	mu       sync.RWMutex // guards stopped against a late Schedule racing Stop
 	stopped  bool
@@ -42,7 +42,7 @@ var _ actor.Dispatcher = (*Workers)(nil)
 
 // NewWorkers starts the pool.
 func NewWorkers() *Workers {
-	w := &Workers{jobs: make(chan func())}
+	w := &Workers{jobs: make(chan job)}
 	w.pooled.Store(idleWorkers)
 	w.wg.Add(idleWorkers)
 	for range idleWorkers {
@@ -56,10 +56,21 @@ func NewWorkers() *Workers {
 
 // work runs the pool's work until Stop.
 func (w *Workers) work() {
-	for job := range w.jobs {
-		job()
+	for j := range w.jobs {
+		j.run()
 	}
 }
+
+// job is a piece of work for the pool. A job that carries its own state (a
+// key actor's request, op) is handed over without the allocation a closure
+// over that state would cost.
+type job interface{ run() }
+
+// funcJob is a closure as a job; a func value converts to an interface
+// without allocating.
+type funcJob func()
+
+func (f funcJob) run() { f() }
 
 // NewWorkersOn hands every piece of work to schedule instead of a pool of
 // goroutines: a simulation (package sim) runs the engine's actors and
@@ -78,22 +89,35 @@ func (w *Workers) Schedule(fn func()) {
 		w.schedule(fn)
 		return
 	}
+	w.submit(funcJob(fn))
+}
+
+// run is Schedule for a job.
+func (w *Workers) run(j job) {
+	if w.schedule != nil {
+		w.schedule(j.run)
+		return
+	}
+	w.submit(j)
+}
+
+func (w *Workers) submit(j job) {
 	w.mu.RLock()
 	if w.stopped {
 		w.mu.RUnlock()
-		fn()
+		j.run()
 		return
 	}
 	defer w.mu.RUnlock()
 	select {
-	case w.jobs <- fn:
+	case w.jobs <- j:
 		return
 	default:
 	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		fn()
+		j.run()
 		if w.pooled.Add(1) > poolWorkers {
 			w.pooled.Add(-1)
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,7 @@ type Client struct {
 	reqPrefix string
 	owners    atomic.Uint64
 	requests  atomic.Uint64
+	idBlocks  sync.Pool // *idBlock (nextRequestID)
 	cancelIO  context.CancelFunc
 	workers   *actors.Workers
 	closed    atomic.Bool
@@ -398,9 +400,52 @@ func (c *Client) nextOwner() string {
 	return c.id + ":" + strconv.FormatUint(c.owners.Add(1), 10)
 }
 
+// nextRequestID is a request ID of the Client's own: reqPrefix and a
+// number no other request of the Client has. The numbers are taken
+// idsPerBlock at a time and written into one string, whose substrings the
+// IDs are, so most requests allocate no ID of their own. Blocks are kept
+// per P (sync.Pool): the IDs of concurrent requests need not come in the
+// order they were asked for, only be unique.
 func (c *Client) nextRequestID() string {
-	var b [32]byte
-	return string(strconv.AppendUint(append(b[:0], c.reqPrefix...), c.requests.Add(1), 10))
+	b, _ := c.idBlocks.Get().(*idBlock)
+	if b == nil {
+		b = &idBlock{next: idsPerBlock} // empty: filled below
+	}
+	if b.next == len(b.ends) {
+		b.fill(c.reqPrefix, c.requests.Add(idsPerBlock)-idsPerBlock+1)
+	}
+	start := 0
+	if b.next > 0 {
+		start = b.ends[b.next-1]
+	}
+	id := b.ids[start:b.ends[b.next]]
+	b.next++
+	c.idBlocks.Put(b)
+	return id
+}
+
+// idsPerBlock is how many request IDs one idBlock holds.
+const idsPerBlock = 16
+
+// idBlock is idsPerBlock request IDs in one string: the i-th ends at
+// ends[i], and next is the first not handed out yet.
+type idBlock struct {
+	ids  string
+	ends [idsPerBlock]int
+	next int
+}
+
+// fill writes the IDs prefix+first ... prefix+first+idsPerBlock-1.
+func (b *idBlock) fill(prefix string, first uint64) {
+	var sb strings.Builder
+	sb.Grow(idsPerBlock * (len(prefix) + 20))
+	var num [20]byte
+	for i := range idsPerBlock {
+		sb.WriteString(prefix)
+		sb.Write(strconv.AppendUint(num[:0], first+uint64(i), 10))
+		b.ends[i] = sb.Len()
+	}
+	b.ids, b.next = sb.String(), 0
 }
 
 // errClosed reports ErrClosed once Close has begun.

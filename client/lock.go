@@ -42,6 +42,11 @@ type Lock struct {
 	lostCh  chan struct{}
 	bound   bool   // lostCh belongs to holding
 	holding uint64 // the current holding, when bound
+	// handedOut marks a lostCh that Lost returned: it is the caller's too.
+	handedOut bool
+	// spareCh is the channel of a holding that ended unlost, which nobody
+	// but the handle ever saw: the next holding's channel (bindHolding).
+	spareCh chan struct{}
 }
 
 // Lock returns a handle on the reentrant lock name, with a fresh owner
@@ -256,7 +261,12 @@ func (l *Lock) bindHolding(id uint64) {
 		return
 	}
 	if l.lostCh == nil || l.bound {
-		l.lostCh = make(chan struct{})
+		if l.spareCh != nil {
+			l.lostCh, l.spareCh = l.spareCh, nil
+		} else {
+			l.lostCh = make(chan struct{})
+		}
+		l.handedOut = false
 	}
 	l.bound, l.holding = true, id
 	l.c.watchLost(holdingKey{l.name, l.kind, l.owner, id}, l.lostCh)
@@ -269,7 +279,23 @@ func (l *Lock) endHolding(id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.bound && l.holding == id {
-		l.lostCh, l.bound = nil, false
+		// The mailbox forgot the holding before its Unlock returned, so no
+		// loss of it closes the channel from now on: one nobody else saw
+		// serves the next holding.
+		if !l.handedOut && !isClosed(l.lostCh) {
+			l.spareCh = l.lostCh
+		}
+		l.lostCh, l.bound, l.handedOut = nil, false, false
+	}
+}
+
+// isClosed tells whether ch is closed; nothing is ever sent on it.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -294,6 +320,7 @@ func (l *Lock) Lost() <-chan struct{} {
 	if l.lostCh == nil {
 		l.lostCh = make(chan struct{})
 	}
+	l.handedOut = true
 	return l.lostCh
 }
 

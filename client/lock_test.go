@@ -180,6 +180,37 @@ func TestLeaseExpiryFreesTheLock(t *testing.T) {
 	})
 }
 
+// Each holding has a channel of its own. A handle reuses the channel of a
+// holding that ended unlost only when Lost never handed it out: a channel
+// a caller kept is never closed by a later holding's loss, and the reused
+// one closes when its new holding is lost.
+func TestLostChannelsOfEndedHoldingsStayOpen(t *testing.T) {
+	eachKind(t, func(t *testing.T, e *env, k lockKind) {
+		ctx := testCtx(t)
+		c := e.newClient(t)
+		l := k.of(c, "channels")
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx)) // its channel, never handed out, serves the next holding
+
+		require.NoError(t, l.Lock(ctx))
+		kept := l.Lost()
+		require.NoError(t, l.Unlock(ctx))
+
+		require.NoError(t, l.LockLease(ctx, 300*time.Millisecond))
+		lost := l.Lost()
+		require.NotEqual(t, kept, lost, "a handed-out channel is not reused")
+		e.advance(400 * time.Millisecond)
+		await.Value(t, lost, time.Second, "the holding's channel closed when its lease ran out")
+		select {
+		case <-kept:
+			t.Fatal("an ended holding's channel closed by a later holding's loss")
+		default:
+		}
+		assert.Equal(t, lost, l.Lost(), "a lost holding keeps returning its closed channel")
+		assertLateUnlock(t, k, l.Unlock(ctx), "the lease ran out")
+	})
+}
+
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)

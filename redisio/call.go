@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,14 +65,38 @@ type scriptCall struct {
 	sc    hotScript
 	nkeys int
 	args  []any // "evalsha", sha, nkeys, then the keys and arguments
+	// buf is where args came from (argSlices), for free.
+	buf *[]any
 }
 
+// argSlices keeps the argument slices of finished calls: the hot path's
+// calls then make none.
+var argSlices = sync.Pool{New: func() any { return new([]any) }}
+
 // newScriptCall starts a call of sc with nkeys keys and room for n keys
-// and arguments in all.
+// and arguments in all. Its arguments are taken from argSlices: free gives
+// them back once the call's reply is read.
 func newScriptCall(sc hotScript, nkeys, n int) scriptCall {
-	args := make([]any, 3, 3+n)
-	args[0], args[1], args[2] = "evalsha", sc.sha, nkeys
-	return scriptCall{sc: sc, nkeys: nkeys, args: args}
+	buf := argSlices.Get().(*[]any)
+	args := *buf
+	if cap(args) < 3+n {
+		args = make([]any, 0, max(3+n, 16))
+	}
+	args = append(args[:0], "evalsha", sc.sha, nkeys)
+	return scriptCall{sc: sc, nkeys: nkeys, args: args, buf: buf}
+}
+
+// free gives the call's argument slice back to argSlices. The call's
+// command must not be used after: it shares the slice (cmd). go-redis
+// reads a command's arguments only while it sends it, and every way run
+// sends one returns once its reply is in.
+func (c scriptCall) free() {
+	if c.buf == nil {
+		return
+	}
+	clear(c.args) // no reference kept to the keys and arguments
+	*c.buf = c.args[:0]
+	argSlices.Put(c.buf)
 }
 
 // add appends keys or arguments, keys first.

@@ -48,7 +48,9 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 		args = s.LockArgs(h.Name)
 	}
 	u := s.unlockCall(args, h.From, h.FromReqID, h.FromLease, s.publishArg)
+	defer u.free()
 	a := s.acquireCall(args, h.To, h.ToReqID, h.ToLease, h.Fenced, false)
+	defer a.free()
 	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
 	// connection for both, in order.
 	var unlock, acquire *redis.Cmd

@@ -383,7 +383,9 @@ func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, na
 // and WAIT for rs.Replicas.
 func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, a *LockArgs, owner, reqID string, lease time.Duration,
 	fenced, nonReentrant bool) (AcquireResult, int, error) {
-	c, acks, err := runCallSynced(ctx, r, rs, s.acquireCall(a, owner, reqID, lease, fenced, nonReentrant))
+	call := s.acquireCall(a, owner, reqID, lease, fenced, nonReentrant)
+	defer call.free()
+	c, acks, err := runCallSynced(ctx, r, rs, call)
 	if err != nil {
 		return AcquireResult{}, 0, fmt.Errorf("warden: acquire lock %s: %w", a.name, err)
 	}
@@ -439,7 +441,9 @@ func (s *Scripts) UnlockSynced(ctx context.Context, r Redis, rs ReplicaSync, nam
 // "warden: <op> <name>: ...".
 func (s *Scripts) unlockSynced(ctx context.Context, r Redis, rs ReplicaSync, op string, a *LockArgs, owner, reqID string,
 	lease time.Duration, pub any) (remaining int, held bool, acks int, err error) {
-	c, n, err := runCallSynced(ctx, r, rs, s.unlockCall(a, owner, reqID, lease, pub))
+	call := s.unlockCall(a, owner, reqID, lease, pub)
+	defer call.free()
+	c, n, err := runCallSynced(ctx, r, rs, call)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: %s %s: %w", op, a.name, err)
 	}
