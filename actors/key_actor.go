@@ -208,7 +208,6 @@ func (a *keyActor) newOp() *op {
 		o := a.spare[n-1]
 		a.spare[n-1] = nil
 		a.spare = a.spare[:n-1]
-		*o = op{}
 		return o
 	}
 	return &op{}
@@ -219,6 +218,7 @@ func (a *keyActor) newOp() *op {
 // worker sent its result and let go of it.
 func (a *keyActor) recycle(o *op) {
 	if len(a.spare) < spareOps {
+		*o = op{} // zeroed now: a kept op holds on to no waiter, message or error
 		a.spare = append(a.spare, o)
 	}
 }

@@ -94,7 +94,11 @@ func BenchmarkLocalDrain(b *testing.B) {
 				// A lock's local waiters wait in the engine (one
 				// subscription); a fair lock's queue in Redis.
 				for want := int64(waiters); kind == "lock" && waiting() < 1 || kind == "fair" && waiting() < want; {
-					time.Sleep(time.Millisecond)
+					select {
+					case err := <-errs: // nothing ends while the holder holds, but a failure
+						b.Fatalf("a waiter ended before the unlock: %v", err)
+					case <-time.After(time.Millisecond):
+					}
 				}
 				time.Sleep(5 * time.Millisecond) // every waiter queued in the engine too
 				start := time.Now()

@@ -144,12 +144,9 @@ func NewContender(addr string, retry time.Duration, name string) (*Contender, er
 // Redisson's bare RLock scripts retrying every retry, and the 2xPING
 // floor. Close them all when done.
 func NewContenders(addr string, retry time.Duration) ([]*Contender, error) {
-	if retry <= 0 {
-		return nil, fmt.Errorf("bench: retry %v: want > 0", retry)
-	}
 	var all []*Contender
 	for _, mk := range contenderMakers {
-		c, err := mk.make(addr, retry)
+		c, err := NewContender(addr, retry, mk.name)
 		if err != nil {
 			for _, done := range all {
 				_ = done.Close(context.Background())
