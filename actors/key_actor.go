@@ -707,9 +707,11 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 }
 
 // heldHereByOther tells that another owner of this process holds an
-// exclusive lock that w (not a try, not a reentry) waits for.
+// exclusive lock that w (not a try, not a reentry) waits for. A fair
+// waiter still makes its first attempt: it takes its place in Redis's
+// queue then.
 func (a *keyActor) heldHereByOther(w *waiter) bool {
-	if w.try || !a.rio.handsOff() || a.holdings[w.req.Owner] != nil {
+	if w.try || !a.rio.handsOff() || a.rio.perWaiter() || a.holdings[w.req.Owner] != nil {
 		return false
 	}
 	for _, h := range a.holdings {
@@ -743,7 +745,9 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, even bool) {
 		a.expired(w, a.cfg.Clock.Now()) {
 		return nil, false
 	}
-	if a.handoffs >= maxHandoffs {
+	// A fair lock's queue in Redis lets other processes' waiters in, in
+	// their turn: its streaks need no end.
+	if a.handoffs >= maxHandoffs && !a.rio.perWaiter() {
 		a.handoffs = 0
 		return nil, w.refused
 	}
@@ -952,8 +956,10 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 			}
 			// The head waiter need not wait for the unlock message's round
 			// trip through pub/sub, unless this unlock evens the odds for
-			// other processes after a streak of handoffs.
-			if !o.even {
+			// other processes after a streak of handoffs, or handed the
+			// lock on (the handoff's acquire was the head's attempt: if
+			// refused, it waits for the unlock message or its look again).
+			if !o.even && o.next == nil {
 				a.waiters.wakeHead()
 			}
 		} else if h != nil {
@@ -1203,6 +1209,15 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		}
 	}
 	slices.Sort(gone)
+	if a.rio.perWaiter() && len(a.waiters.list) > 0 {
+		// A fair waiter listens on a channel of its own, and its owner
+		// often waits again soon (a handle used in a loop). While others
+		// still wait, up to lingerChannels channels nobody listens on stay
+		// subscribed: waiting again then costs no SUBSCRIBE, UNSUBSCRIBE
+		// or the extra attempt a fresh subscription makes (wakeChannel on
+		// subscribed).
+		gone = gone[:max(0, len(gone)-lingerChannels)]
+	}
 	for _, ch := range gone {
 		delete(a.subs, ch)
 		ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
@@ -1224,6 +1239,10 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		}
 	}
 }
+
+// lingerChannels bounds the fair waiters' channels a key actor keeps
+// subscribed while nobody listens on them (syncSubscriptions).
+const lingerChannels = 32
 
 func (a *keyActor) isIdle() bool {
 	return len(a.holdings) == 0 && len(a.waiters.list) == 0 && len(a.ops) == 0 && a.inflight == nil &&

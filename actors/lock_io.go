@@ -263,19 +263,32 @@ func (l lockIO) acquireSynced(ctx context.Context, w *waiter, lease time.Duratio
 }
 
 // handsOff tells whether an unlock of the last hold may hand the lock to a
-// local waiter in the same round trip: the reentrant and fenced locks,
-// without replica sync (each write then waits for its own WAIT).
+// local waiter in the same round trip: the reentrant, fenced and fair
+// locks (the fair one only to its local head waiter, which takes the lock
+// when it is also the head of Redis's queue), without replica sync (each
+// write then waits for its own WAIT).
 func (l lockIO) handsOff() bool {
-	return (l.kind == messages.KindLock || l.kind == messages.KindFencedLock) && l.cfg.ReplicaSync.Replicas == 0
+	switch l.kind {
+	case messages.KindLock, messages.KindFencedLock, messages.KindFairLock, messages.KindNonReentrantFairLock:
+		return l.cfg.ReplicaSync.Replicas == 0
+	}
+	return false
 }
 
 // handoff releases o's last hold and acquires for o.next in one round
-// trip; see redisio.Scripts.Handoff.
+// trip; see redisio.Scripts.Handoff and FairHandoff.
 func (l lockIO) handoff(ctx context.Context, o *op, lease time.Duration) redisio.HandoffResult {
 	w := o.next
 	toLease := w.req.Lease
 	if toLease == 0 {
 		toLease = l.cfg.Watchdog
+	}
+	if l.perWaiter() {
+		return l.cfg.Scripts.FairHandoff(ctx, l.cfg.Redis, redisio.FairHandoff{Name: l.name,
+			NonReentrant: l.kind == messages.KindNonReentrantFairLock,
+			From:         o.owner, FromReqID: o.reqID, FromLease: lease,
+			To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease, Allowance: allowance(w.req),
+			Place: l.cfg.placeTime(w.req), Now: l.cfg.Clock.Now()})
 	}
 	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Args: l.lockArgs(), Fenced: l.kind == messages.KindFencedLock,
 		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease})

@@ -326,3 +326,45 @@ func TestFairTryLockWaitDuringAPauseLeavesNoPlace(t *testing.T) {
 	assert.True(t, ok, "the lock is free for the waiter after the holder's unlock")
 	require.NoError(t, waiter.Unlock(ctx))
 }
+
+// A fair waiter's own channel stays subscribed while other waiters remain,
+// so that its owner waiting again costs no new subscription; once nobody
+// waits, every channel is unsubscribed.
+func TestFairWaiterChannelsLingerWhileOthersWait(t *testing.T) {
+	e := realEnv(t)
+	c := e.newClient(t)
+	ctx := testCtx(t)
+	holder, w1, w2, w3 := c.FairLock("linger"), c.FairLock("linger"), c.FairLock("linger"), c.FairLock("linger")
+	queued := func(n int64) func() bool {
+		return func() bool { return e.rdb.LLen(ctx, "redisson_lock_queue:{linger}").Val() == n }
+	}
+	listeners := func(l *client.Lock) int64 {
+		ch := "redisson_lock__channel:{linger}:" + l.Owner()
+		return e.rdb.PubSubNumSub(ctx, ch).Val()[ch]
+	}
+	require.NoError(t, holder.Lock(ctx))
+	var got []<-chan returned
+	for i, w := range []*client.Lock{w1, w2, w3} {
+		got = append(got, inBackground(t, w.Lock))
+		eventually(t, 5*time.Second, queued(int64(i+1)), "the waiters queue in turn")
+	}
+	eventually(t, 5*time.Second, func() bool { return listeners(w1) == 1 && listeners(w2) == 1 && listeners(w3) == 1 },
+		"every waiter listens")
+	subscribes := commandCalls(t, e.rdb, "subscribe")
+
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, await.Value(t, got[0], 5*time.Second, "w1's Lock").err)
+	assert.Equal(t, int64(1), listeners(w1), "w1's channel stays subscribed while others wait")
+	require.NoError(t, w1.Unlock(ctx))
+	require.NoError(t, await.Value(t, got[1], 5*time.Second, "w2's Lock").err)
+	again := inBackground(t, w1.Lock) // w3 still waits
+	eventually(t, 5*time.Second, queued(2), "w1 queues again behind w3")
+	require.NoError(t, w2.Unlock(ctx))
+	require.NoError(t, await.Value(t, got[2], 5*time.Second, "w3's Lock").err)
+	require.NoError(t, w3.Unlock(ctx))
+	require.NoError(t, await.Value(t, again, 5*time.Second, "w1's second Lock").err)
+	assert.Equal(t, subscribes, commandCalls(t, e.rdb, "subscribe"), "waiting again subscribed nothing anew")
+	require.NoError(t, w1.Unlock(ctx))
+	eventually(t, 5*time.Second, func() bool { return listeners(w1)+listeners(w2)+listeners(w3) == 0 },
+		"nobody waits: every channel unsubscribed")
+}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // An unlock with a local waiter hands the lock on in its own round trip:
 // by the time Unlock returns, Redis already names the waiter as holder.
 func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
-	for _, kind := range []string{"lock", "fenced"} {
+	for _, kind := range []string{"lock", "fenced", "fair", "nonreentrant-fair"} {
 		t.Run(kind, func(t *testing.T) {
 			e := realEnv(t)
 			c := e.newClient(t)
@@ -28,8 +29,13 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 				HoldCount(context.Context) (int, error)
 			}
 			lock := func() handle {
-				if kind == "fenced" {
+				switch kind {
+				case "fenced":
 					return c.FencedLock("handoff")
+				case "fair":
+					return c.FairLock("handoff")
+				case "nonreentrant-fair":
+					return c.NonReentrantFairLock("handoff")
 				}
 				return c.Lock("handoff")
 			}
@@ -37,6 +43,9 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 			require.NoError(t, holder.Lock(ctx))
 			got := inBackground(t, waiter.Lock)
 			eventually(t, 5*time.Second, func() bool {
+				if strings.Contains(kind, "fair") {
+					return e.rdb.LLen(ctx, "redisson_lock_queue:{handoff}").Val() == 1
+				}
 				return e.rdb.PubSubNumSub(ctx, "redisson_lock__channel:{handoff}").Val()["redisson_lock__channel:{handoff}"] == 1
 			}, "the waiter waits")
 			require.NoError(t, holder.Unlock(ctx))
@@ -49,10 +58,11 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 	}
 }
 
-// A fair lock's local waiter that queued behind another process's waiter
-// does not jump it when a local holder unlocks: the other process's waiter
-// holds next, then the local one.
-func TestFairLocalWaiterKeepsTheQueuesOrder(t *testing.T) {
+// A fair lock hands on locally only in the queue's order: a local waiter
+// that queued behind another process's waiter does not jump it when a
+// local holder unlocks; the other process's waiter holds next, then the
+// local one.
+func TestFairHandoffKeepsTheQueuesOrder(t *testing.T) {
 	e := realEnv(t)
 	local, remote := e.newClient(t), e.newClient(t)
 	ctx := testCtx(t)

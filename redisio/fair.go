@@ -78,6 +78,19 @@ func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 // nonReentrant.
 func (s *Scripts) fairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease, allowance, place time.Duration, now time.Time, enqueue, nonReentrant bool) (AcquireResult, int, error) {
+	keys, args := fairAcquireArgs(name, owner, reqID, lease, allowance, place, now, enqueue, nonReentrant)
+	c, acks, err := runSynced(ctx, r, rs, fairAcquireScript, keys, args...)
+	if err != nil {
+		return AcquireResult{}, 0, fmt.Errorf("warden: fair acquire %s: %w", name, err)
+	}
+	res, err := acquireReply("fair acquire", name, c)
+	return res, int(acks), err
+}
+
+// fairAcquireArgs are the keys and arguments of one fair acquire (see
+// FairAcquire).
+func fairAcquireArgs(name, owner, reqID string, lease, allowance, place time.Duration, now time.Time,
+	enqueue, nonReentrant bool) ([]string, []any) {
 	flag := "0"
 	if enqueue {
 		flag = "1"
@@ -90,14 +103,8 @@ func (s *Scripts) fairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 	if nonReentrant {
 		args = append(args, nonReentrantArg)
 	}
-	c, acks, err := runSynced(ctx, r, rs, fairAcquireScript,
-		[]string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner), GaveUpKey(name, owner),
-			FairPlacesKey(name)}, args...)
-	if err != nil {
-		return AcquireResult{}, 0, fmt.Errorf("warden: fair acquire %s: %w", name, err)
-	}
-	res, err := acquireReply("fair acquire", name, c)
-	return res, int(acks), err
+	return []string{name, FairQueueKey(name), FairTimeoutKey(name), AcquireLatchKey(name, owner), GaveUpKey(name, owner),
+		FairPlacesKey(name)}, args
 }
 
 // FairUnlock releases one hold of owner's fair lock, then WAIT for
@@ -110,16 +117,22 @@ func (s *Scripts) fairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name
 // first result.
 func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease time.Duration, now time.Time) (remaining int, held bool, acks int, err error) {
-	// The fair lock excludes as the reentrant lock does: it shares its
-	// unlock record (see UnlockRecordKey).
-	keys := append(fairKeys(name), UnlockRecordKey(name, s.token), AcquireLatchKey(name, owner), FairPlacesKey(name))
-	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys,
-		owner, Millis(lease), UnixMillis(now), s.publish, latchTTLArg, s.seq.Add(1), reqID)
+	keys, args := s.fairUnlockArgs(name, owner, reqID, lease, now)
+	c, n, err := runSynced(ctx, r, rs, fairUnlockScript, keys, args...)
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("warden: fair unlock %s: %w", name, err)
 	}
 	remaining, held, err = unlockReply("fair unlock", name, c)
 	return remaining, held, int(n), err
+}
+
+// fairUnlockArgs are the keys and arguments of one fair unlock (see
+// FairUnlock).
+func (s *Scripts) fairUnlockArgs(name, owner, reqID string, lease time.Duration, now time.Time) ([]string, []any) {
+	// The fair lock excludes as the reentrant lock does: it shares its
+	// unlock record (see UnlockRecordKey).
+	keys := append(fairKeys(name), UnlockRecordKey(name, s.token), AcquireLatchKey(name, owner), FairPlacesKey(name))
+	return keys, []any{owner, Millis(lease), UnixMillis(now), s.publish, latchTTLArg, s.seq.Add(1), reqID}
 }
 
 // FairUndoAcquire reverses the fair acquire with request ID reqID if, and

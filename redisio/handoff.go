@@ -67,3 +67,41 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 	}
 	return res
 }
+
+// FairHandoff is Handoff for a fair lock: one pipeline of the fair unlock
+// of From's last hold (which publishes on the queue's head's channel as
+// usual), then To's fair acquire, which takes the lock when To is the
+// queue's head (or the queue is empty) and otherwise leaves To queued, as
+// its own attempt would. Each keeps its exactly-once record.
+type FairHandoff struct {
+	Name string
+	// NonReentrant selects the non-reentrant fair lock's acquire.
+	NonReentrant bool
+	// From releases one hold; its lease refreshes a lock it still holds.
+	From, FromReqID string
+	FromLease       time.Duration
+	// To acquires with lease ToLease; Allowance and Place are its place's,
+	// as in FairAcquire.
+	To, ToReqID               string
+	ToLease, Allowance, Place time.Duration
+	Now                       time.Time
+}
+
+// FairHandoff runs h (see FairHandoff).
+func (s *Scripts) FairHandoff(ctx context.Context, r Redis, h FairHandoff) HandoffResult {
+	uk, ua := s.fairUnlockArgs(h.Name, h.From, h.FromReqID, h.FromLease, h.Now)
+	ak, aa := fairAcquireArgs(h.Name, h.To, h.ToReqID, h.ToLease, h.Allowance, h.Place, h.Now, true, h.NonReentrant)
+	var unlock, acquire *redis.Cmd
+	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
+		unlock = eval(fairUnlockScript, ctx, pipe, uk, ua...)
+		acquire = eval(fairAcquireScript, ctx, pipe, ak, aa...)
+	})
+	var res HandoffResult
+	res.Remaining, res.Held, res.UnlockErr = unlockReply("fair unlock", h.Name, unlock)
+	if err := acquire.Err(); err != nil {
+		res.AcquireErr = fmt.Errorf("warden: fair acquire %s: %w", h.Name, err)
+	} else {
+		res.Acquire, res.AcquireErr = acquireReply("fair acquire", h.Name, acquire)
+	}
+	return res
+}
