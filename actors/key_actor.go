@@ -877,7 +877,11 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 			a.leave(w)
 			a.replyFailed(ctx, w, messages.ErrTimeout)
 		case w.woken:
-			w.woken = false // freed while the attempt was in flight: try again now
+			// Freed while the attempt was in flight: try again now. A
+			// handoff's acquire may have been the attempt of a waiter
+			// that slept (not ready): it is made due here, or the wake-up
+			// is lost and it sleeps until its look again.
+			w.woken, w.ready = false, true
 		default:
 			w.ready = false
 			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, d.acquire.PTTL))

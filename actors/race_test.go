@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -352,4 +353,118 @@ func TestCloseGivesBackAnAcquireInFlightOnce(t *testing.T) {
 	require.ErrorIs(t, failed.Err, messages.ErrClosed)
 	assert.Equal(t, "1", e.rdb.Get(ctx, "S").Val(), "the permit given back")
 	assert.Equal(t, int32(1), undos.Load(), "undo calls")
+}
+
+// afterPipeline is a go-redis hook that runs a function once, right after
+// the first pipeline of script calls sent once it is armed, before the
+// pipeline's answer goes back to its caller.
+type afterPipeline struct {
+	fn atomic.Pointer[func()]
+}
+
+func (h *afterPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *afterPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *afterPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }) {
+			return err // a new connection's own setup
+		}
+		if fn := h.fn.Swap(nil); fn != nil {
+			(*fn)()
+		}
+		return err
+	}
+}
+
+// scriptsWith counts the commands (script calls), pipelined or not, that
+// name key.
+type scriptsWith struct {
+	key string
+	n   atomic.Int32
+}
+
+func (h *scriptsWith) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptsWith) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if slices.Contains(cmd.Args(), any(h.key)) {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (h *scriptsWith) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if slices.Contains(cmd.Args(), any(h.key)) {
+				h.n.Add(1)
+			}
+		}
+		return err
+	}
+}
+
+// A fair lock handed on locally to a waiter that sleeps, refused before,
+// while another process's waiter heads Redis's queue: the handoff's
+// acquire is refused. Should that other waiter take the lock and unlock it
+// while the handoff's answer is on its way, its unlock message (on the
+// local waiter's channel: it heads the queue now) reaches the key actor
+// before the answer. The waiter must then attempt again at once; nothing
+// else wakes it before its look again.
+func TestFairHandoffRefusedButWokenInFlightAttemptsAgain(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	after := &afterPipeline{}
+	attempts := &scriptsWith{key: redisio.AcquireLatchKey("F", "w")}
+	rdb.AddHook(after)
+	rdb.AddHook(attempts)
+	e := startEngine(t, rdb)
+	ctx := context.Background()
+	remote, err := redisio.NewScripts("publish")
+	require.NoError(t, err)
+	acquire := func(owner, reqID string) redisio.AcquireResult {
+		r, _, err := remote.FairAcquire(ctx, rdb, redisio.ReplicaSync{}, "F", owner, reqID, time.Minute, fairAllowance,
+			time.Minute, e.clock.Now(), true)
+		require.NoError(t, err)
+		return r
+	}
+
+	require.IsType(t, &messages.Acquired{}, e.ask(t, &messages.Acquire{Name: "F", Kind: messages.KindFairLock,
+		Owner: "holder", RequestID: "h1", Lease: time.Minute}))
+	require.False(t, acquire("remote", "x1").Acquired, "another process's waiter heads the queue")
+	out := e.request(&messages.Acquire{Name: "F", Kind: messages.KindFairLock, Owner: "w", RequestID: "w1",
+		Lease: time.Minute})
+	// Its first attempt queues it; its channel's subscription makes the
+	// second; then it sleeps (the engine's clock stands still).
+	require.Eventually(t, func() bool { return attempts.n.Load() == 2 }, 5*time.Second, 5*time.Millisecond,
+		"the waiter's attempts")
+	require.Equal(t, []string{"remote", "w"}, rdb.LRange(ctx, redisio.FairQueueKey("F"), 0, -1).Val())
+
+	fn := func() {
+		// The handoff ran: the holder's unlock woke the queue's head, and
+		// the waiter's acquire was refused. The head takes the lock and
+		// unlocks; its unlock's message, on the waiter's channel, reaches
+		// the key actor first.
+		if !acquire("remote", "x2").Acquired {
+			t.Error("the queue's head takes the lock")
+			return
+		}
+		n, held, _, err := remote.FairUnlock(ctx, rdb, redisio.ReplicaSync{}, "F", "remote", "x3", time.Minute,
+			e.clock.Now())
+		if err != nil || n != 0 || !held {
+			t.Errorf("the head's unlock: %d %v %v", n, held, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	after.fn.Store(&fn)
+	require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: "F", Kind: messages.KindFairLock,
+		Owner: "holder", RequestID: "h2"}))
+	m := await.Value(t, out, 3*time.Second, "the waiter, not left asleep until its look again")
+	require.IsType(t, &messages.Acquired{}, m)
+	assert.Equal(t, int32(4), attempts.n.Load(), "attempts: two, the handoff's, one more on the wake-up")
 }
