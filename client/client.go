@@ -437,9 +437,13 @@ type idBlock struct {
 
 // fill writes the IDs prefix+first ... prefix+first+idsPerBlock-1.
 func (b *idBlock) fill(prefix string, first uint64) {
-	var sb strings.Builder
-	sb.Grow(idsPerBlock * (len(prefix) + 20))
 	var num [20]byte
+	size := 0
+	for i := range idsPerBlock {
+		size += len(prefix) + len(strconv.AppendUint(num[:0], first+uint64(i), 10))
+	}
+	var sb strings.Builder
+	sb.Grow(size) // exactly: the block stays alive while any of its IDs does
 	for i := range idsPerBlock {
 		sb.WriteString(prefix)
 		sb.Write(strconv.AppendUint(num[:0], first+uint64(i), 10))
