@@ -58,9 +58,15 @@ func (a *keyActor) newHolding() *holding {
 		return &holding{id: a.cfg.holdings.Add(1)}
 	}
 	a.spareHolding = nil
-	clear(h.watchers)
 	*h = holding{id: a.cfg.holdings.Add(1), reads: h.reads[:0], watchers: h.watchers[:0]}
 	return h
+}
+
+// keepHolding keeps h, a holding a release ended, for newHolding, with
+// no reference to its watchers left.
+func (a *keyActor) keepHolding(h *holding) {
+	clear(h.watchers)
+	a.spareHolding = h
 }
 
 // readHold is one read hold of an owner's: its lease (0: watchdog mode)
@@ -956,7 +962,7 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		if d.remaining == 0 {
 			if h != nil {
 				delete(a.holdings, o.owner)
-				a.spareHolding = h
+				a.keepHolding(h)
 			}
 			// The head waiter need not wait for the unlock message's round
 			// trip through pub/sub, unless this unlock evens the odds for

@@ -102,6 +102,12 @@ type holdingKey struct {
 // it once per renewal period (a third of the watchdog timeout) with a TTL
 // of three periods, and Close deletes it. On a Cluster the record has a
 // slot of its own; no lock's keys are touched.
+//
+// The engine reuses the arguments of its lock and unlock commands once
+// their replies are read. A go-redis hook on rdb sees every command in
+// full while its ProcessHook or ProcessPipelineHook runs; one that keeps
+// a command to read later (an asynchronous logger) must copy cmd.Args()
+// first, or it finds them cleared.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, invalid("redis client", "nil")

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,7 +90,9 @@ func newScriptCall(sc hotScript, nkeys, n int) scriptCall {
 // free gives the call's argument slice back to argSlices. The call's
 // command must not be used after: it shares the slice (cmd). go-redis
 // reads a command's arguments only while it sends it, and every way run
-// sends one returns once its reply is in.
+// sends one returns once its reply is in. A hook on the user's client that
+// keeps a command past its own call sees its arguments cleared (the
+// contract client.New states).
 func (c scriptCall) free() {
 	if c.buf == nil {
 		return
@@ -139,7 +142,9 @@ func (c scriptCall) run(ctx context.Context, r Redis) *redis.Cmd {
 		cmd = c.cmd(ctx)
 		_ = r.Process(ctx, cmd)
 	default:
-		return c.sc.Run(ctx, r, c.keys(), c.argv()...)
+		// A wrapper may keep what it is given past the call: it gets
+		// arguments of its own, not the pooled slice (free).
+		return c.sc.Run(ctx, r, c.keys(), slices.Clone(c.argv())...)
 	}
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return c.sc.Eval(ctx, r, c.keys(), c.argv()...)
