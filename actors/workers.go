@@ -84,13 +84,7 @@ func NewWorkersOn(schedule func(fn func())) *Workers {
 // pool after fn while the pool is not full). After Stop (a
 // late timer's message to a stopped engine) it runs fn on the caller's
 // goroutine. It implements actor.Dispatcher.
-func (w *Workers) Schedule(fn func()) {
-	if w.schedule != nil {
-		w.schedule(fn)
-		return
-	}
-	w.submit(funcJob(fn))
-}
+func (w *Workers) Schedule(fn func()) { w.run(funcJob(fn)) }
 
 // run is Schedule for a job.
 func (w *Workers) run(j job) {
@@ -98,10 +92,6 @@ func (w *Workers) run(j job) {
 		w.schedule(j.run)
 		return
 	}
-	w.submit(j)
-}
-
-func (w *Workers) submit(j job) {
 	w.mu.RLock()
 	if w.stopped {
 		w.mu.RUnlock()
