@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,6 +116,65 @@ func TestTimedOutAcquireIsUndone(t *testing.T) {
 		"the applied acquire was undone")
 	require.NoError(t, l.LockLease(ctx, time.Minute), "and the lock is free")
 	assert.Equal(t, "1", e.rdb.HGet(ctx, "maybe", l.Owner()).Val())
+	require.NoError(t, l.Unlock(ctx))
+}
+
+// A caller whose context ends while its own script call hangs in Redis
+// returns at once: the engine, not the caller's goroutine, waits for the
+// call (up to redisio.IOTimeout, 10 s). Once the call is let through, the
+// engine settles what it did: the acquire it applied is given back, the
+// unlock stays applied.
+func TestContextEndingDuringAStalledCallReturnsAtOnce(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	ctx := testCtx(t)
+	var gate atomic.Pointer[chan struct{}]
+	entered := make(chan struct{}, 1)
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if g := gate.Load(); g != nil {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-*g
+		}
+		return sc.Run()
+	})
+	// stalled runs call with the script calls held from now until the
+	// returned func lets them through, cancels call's context once its
+	// call is held, and returns what call returned.
+	stalled := func(call func(context.Context) error) (func(), error) {
+		g := make(chan struct{})
+		gate.Store(&g)
+		var opened sync.Once
+		release := func() { opened.Do(func() { gate.Store(nil); close(g) }) }
+		t.Cleanup(release) // a caller that does not return fails the test, not hangs it
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- call(cctx) }()
+		await.Value(t, entered, 5*time.Second, "the call reaching Redis")
+		cancel()
+		err := await.Value(t, done, time.Second, "the caller's return once its context ended")
+		return release, err
+	}
+
+	l := c.Lock("stalled")
+	release, err := stalled(func(ctx context.Context) error { return l.LockLease(ctx, time.Minute) })
+	require.ErrorIs(t, err, client.ErrNotObtained)
+	require.ErrorIs(t, err, context.Canceled)
+	release()
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, "stalled").Val() == 0 },
+		"the acquire that ran after its caller left was given back")
+
+	require.NoError(t, l.LockLease(ctx, time.Minute))
+	release, err = stalled(l.Unlock)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "outcome unknown")
+	release()
+	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, "stalled").Val() == 0 },
+		"the unlock applied once let through")
+	require.NoError(t, l.LockLease(ctx, time.Minute), "and the lock is free")
 	require.NoError(t, l.Unlock(ctx))
 }
 
