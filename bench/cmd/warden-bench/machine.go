@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,7 @@ type machine struct {
 	goVersion    string
 	osArch       string
 	redisVersion string
+	pinned       string // how -pin placed Redis and the benchmark; empty without it
 }
 
 func readMachine(ctx context.Context, rdb *redis.Client) (machine, error) {
@@ -37,8 +39,25 @@ func readMachine(ctx context.Context, rdb *redis.Client) (machine, error) {
 
 // String is the one-paragraph description printed with the results.
 func (m machine) String() string {
-	return fmt.Sprintf("machine: %d CPUs (GOMAXPROCS %d), %s, %s %s, redis-server %s",
+	s := fmt.Sprintf("machine: %d CPUs (GOMAXPROCS %d), %s, %s %s, redis-server %s",
 		m.cpus, m.procs, m.model, m.goVersion, m.osArch, m.redisVersion)
+	if m.pinned != "" {
+		s += "; " + m.pinned
+	}
+	return s
+}
+
+// redisProcessID is the process ID Redis reports (INFO server).
+func redisProcessID(ctx context.Context, rdb *redis.Client) (int, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, fmt.Errorf("info server: %w", err)
+	}
+	pid, err := strconv.Atoi(redisproc.InfoFields(info)["process_id"])
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("info server: no process_id")
+	}
+	return pid, nil
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo, or "unknown CPU".

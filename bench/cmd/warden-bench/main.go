@@ -25,6 +25,7 @@
 //	go -C bench run ./cmd/warden-bench                  # starts a redis-server on a free loopback port
 //	go -C bench run ./cmd/warden-bench -addr host:port  # or uses the Redis at addr
 //	go -C bench run ./cmd/warden-bench -only a,c -runs 3 -duration 1s
+//	go -C bench run ./cmd/warden-bench -pin -only a,b,c  # Redis on one CPU, the benchmark on the others (Linux)
 //
 // (go -C runs it in bench, so relative -svg and -md paths start there.)
 package main
@@ -35,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -66,6 +68,9 @@ type config struct {
 	// its own; child is what a child process runs (see isolate.go).
 	isolate bool
 	child   string
+	// pin runs redis-server on one CPU and the benchmark on the others
+	// (see pin.go).
+	pin bool
 }
 
 // Fixed shapes of the workloads.
@@ -96,6 +101,7 @@ func main() {
 	flag.IntVar(&cfg.names, "names", 100000, "names touched in workload f")
 	flag.DurationVar(&cfg.idle, "idle", 20*time.Second, "idle timeout (passivation) of workload f's client")
 	flag.BoolVar(&cfg.isolate, "isolate", false, "run each library's workloads a, b and c in a process of its own (this command run again with -child)")
+	flag.BoolVar(&cfg.pin, "pin", false, "run redis-server on the last CPU and this benchmark (and its -isolate children) on the others; Linux, with the throwaway server or a local one")
 	flag.StringVar(&cfg.child, "child", "", "internal: run one workload of one library and print its result as JSON (-isolate)")
 	flag.Parse()
 	if cfg.child != "" {
@@ -148,8 +154,23 @@ func (cfg config) validate() (string, error) {
 		return "", errors.New("-watchdog must be at least 30ms")
 	case cfg.idle <= 0:
 		return "", errors.New("-idle must be positive")
+	case cfg.pin && cfg.addr != "" && !onLoopback(cfg.addr):
+		return "", fmt.Errorf("-pin: %s is not on this machine's loopback: -pin moves the Redis process itself", cfg.addr)
 	}
 	return ws, nil
+}
+
+// onLoopback tells whether addr (host:port) names this machine's loopback.
+func onLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
@@ -170,10 +191,24 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err := stats.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis at %s: %w", cfg.addr, err)
 	}
+	var pinned string
+	if cfg.pin {
+		pid, err := redisProcessID(ctx, stats)
+		if err != nil {
+			return err
+		}
+		p, err := pin(pid)
+		if err != nil {
+			return err
+		}
+		defer p.undo()
+		pinned = p.String()
+	}
 	m, err := readMachine(ctx, stats)
 	if err != nil {
 		return err
 	}
+	m.pinned = pinned
 	contenders, err := bench.NewContenders(cfg.addr, cfg.retry)
 	if err != nil {
 		return err

@@ -168,6 +168,7 @@ func TestRejectsBadFlags(t *testing.T) {
 		"retry 0":       func(c *config) { c.retry = 0 },
 		"waiters 0":     func(c *config) { c.waiters = 0 },
 		"watchdog 10ms": func(c *config) { c.watchdog = 10 * time.Millisecond },
+		"pin remote":    func(c *config) { c.pin, c.addr = true, "10.1.2.3:6379" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := quick(t, "", "a")

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"runtime"
+)
+
+// pinning is what pin did (see pin.go); -pin works on Linux only.
+type pinning struct{ undo func() }
+
+func (pinning) String() string { return "" }
+
+func pin(int) (pinning, error) {
+	return pinning{}, errors.New("-pin: CPU affinity is set on Linux only, not on " + runtime.GOOS)
+}
