@@ -13,12 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// With -pin, redis-server runs on one CPU and the benchmark on the others,
-// as the Redis-side figures of the engine-cost work were taken: the last
-// CPU this process may use goes to Redis, the rest to this process, whose
-// GOMAXPROCS follows, and to its -isolate children, which inherit them.
-// Neither then wakes the other's CPU for its own work, and the run-to-run
-// spread that waking an idle CPU causes on a VM shrinks.
+// With -pin, redis-server runs on one CPU and the benchmark on the others:
+// the last CPU this process may use goes to Redis, the rest to this
+// process, whose GOMAXPROCS follows, and to its -isolate children, which
+// inherit them. Neither competes with the other for a CPU, whatever the
+// kernel would do with them.
 
 // pinning is what pin did: undo puts every affinity and GOMAXPROCS back.
 type pinning struct {
