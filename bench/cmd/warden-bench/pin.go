@@ -54,6 +54,7 @@ func pin(redisPID int) (pinning, error) {
 	}
 	p := pinning{redisCPU: cpus[len(cpus)-1], clientCPUs: cpus[:len(cpus)-1]}
 	if err := setThreads(redisPID, setOf(p.redisCPU)); err != nil {
+		_ = setThreads(redisPID, redisWas) // the threads it moved already
 		return pinning{}, fmt.Errorf("-pin: redis-server: %w", err)
 	}
 	if err := setThreads(os.Getpid(), setOf(p.clientCPUs...)); err != nil {
