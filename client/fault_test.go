@@ -119,29 +119,37 @@ func TestTimedOutAcquireIsUndone(t *testing.T) {
 	require.NoError(t, l.Unlock(ctx))
 }
 
-// A caller whose context ends while its own script call hangs in Redis
-// returns at once: the engine, not the caller's goroutine, waits for the
-// call (up to redisio.IOTimeout, 10 s). Once the call is let through, the
-// engine settles what it did: the acquire it applied is given back, the
-// unlock stays applied.
+// A caller whose context ends while its own script call is held before
+// Redis returns at once: the engine, not the caller's goroutine, waits for
+// the call (up to redisio.IOTimeout, 10 s). Once the call is let through,
+// the engine settles what it did: the acquire it applied is given back,
+// the unlock stays applied.
 func TestContextEndingDuringAStalledCallReturnsAtOnce(t *testing.T) {
 	e, h := hookedEnv(t, clockwork.NewRealClock())
 	c := e.newClient(t)
 	ctx := testCtx(t)
 	var gate atomic.Pointer[chan struct{}]
 	entered := make(chan struct{}, 1)
+	ran := make(chan *redis.Cmd, 1)
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
-		if g := gate.Load(); g != nil {
-			select {
-			case entered <- struct{}{}:
-			default:
-			}
-			<-*g
+		g := gate.Load()
+		if g == nil || len(sc.Keys) == 0 || sc.Keys[0] != "stalled" {
+			return sc.Run()
 		}
-		return sc.Run()
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-*g
+		r := sc.Run()
+		select {
+		case ran <- r:
+		default:
+		}
+		return r
 	})
-	// stalled runs call with the script calls held from now until the
-	// returned func lets them through, cancels call's context once its
+	// stalled runs call with its lock's script calls held from now until
+	// the returned func lets them through, cancels call's context once its
 	// call is held, and returns what call returned.
 	stalled := func(call func(context.Context) error) (func(), error) {
 		g := make(chan struct{})
@@ -164,18 +172,30 @@ func TestContextEndingDuringAStalledCallReturnsAtOnce(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrNotObtained)
 	require.ErrorIs(t, err, context.Canceled)
 	release()
+	r := await.Value(t, ran, 5*time.Second, "the held acquire running")
+	require.NoError(t, r.Err())
+	assert.Equal(t, []any{int64(1), int64(1)}, r.Val(), "the acquire took the lock after its caller had left")
 	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, "stalled").Val() == 0 },
-		"the acquire that ran after its caller left was given back")
+		"and the engine gave it back")
+	other := e.newClient(t).Lock("stalled")
+	ok, err := other.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok, "another Client takes the lock")
+	require.NoError(t, other.Unlock(ctx))
 
 	require.NoError(t, l.LockLease(ctx, time.Minute))
 	release, err = stalled(l.Unlock)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "outcome unknown")
 	release()
-	eventually(t, 2*time.Second, func() bool { return e.rdb.Exists(ctx, "stalled").Val() == 0 },
-		"the unlock applied once let through")
-	require.NoError(t, l.LockLease(ctx, time.Minute), "and the lock is free")
-	require.NoError(t, l.Unlock(ctx))
+	r = await.Value(t, ran, 5*time.Second, "the held unlock running")
+	require.NoError(t, r.Err())
+	assert.Equal(t, int64(0), r.Val(), "the unlock released the last hold after its caller had left")
+	assert.Zero(t, e.rdb.Exists(ctx, "stalled").Val())
+	ok, err = other.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok, "another Client takes the lock")
+	require.NoError(t, other.Unlock(ctx))
 }
 
 func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {

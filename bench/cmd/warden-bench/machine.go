@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -55,7 +56,7 @@ func redisProcessID(ctx context.Context, rdb *redis.Client) (int, error) {
 	}
 	pid, err := strconv.Atoi(redisproc.InfoFields(info)["process_id"])
 	if err != nil || pid <= 0 {
-		return 0, fmt.Errorf("info server: no process_id")
+		return 0, errors.New("info server: no process_id")
 	}
 	return pid, nil
 }

@@ -154,6 +154,8 @@ func (cfg config) validate() (string, error) {
 		return "", errors.New("-watchdog must be at least 30ms")
 	case cfg.idle <= 0:
 		return "", errors.New("-idle must be positive")
+	case cfg.pin && !pinSupported:
+		return "", fmt.Errorf("-pin: CPU affinity is set on Linux only, not on %s", runtime.GOOS)
 	case cfg.pin && cfg.addr != "" && !onLoopback(cfg.addr):
 		return "", fmt.Errorf("-pin: %s is not on this machine's loopback: -pin moves the Redis process itself", cfg.addr)
 	}
@@ -166,8 +168,8 @@ func onLoopback(addr string) bool {
 	if err != nil {
 		return false
 	}
-	if host == "localhost" {
-		return true
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true // an empty host dials this machine
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +22,11 @@ import (
 // inherit them. Neither competes with the other for a CPU, whatever the
 // kernel would do with them.
 
-// pinning is what pin did: undo puts every affinity and GOMAXPROCS back.
+// pinSupported tells validate that -pin works here.
+const pinSupported = true
+
+// pinning is what pin did: undo puts every thread's CPUs and GOMAXPROCS
+// back (once; later calls do nothing).
 type pinning struct {
 	redisCPU   int
 	clientCPUs []int
@@ -34,7 +41,9 @@ func (p pinning) String() string {
 
 // pin moves the redis-server process redisPID to the last CPU this process
 // may use and this process to the others. It refuses a process that is
-// not a local redis-server, and a machine with fewer than two CPUs.
+// not a local redis-server, and fewer than two CPUs. An interrupt or
+// SIGTERM before undo puts everything back, then ends the process as the
+// signal would have.
 func pin(redisPID int) (pinning, error) {
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", redisPID))
 	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "redis-server") {
@@ -48,55 +57,122 @@ func pin(redisPID int) (pinning, error) {
 	if len(cpus) < 2 {
 		return pinning{}, fmt.Errorf("-pin: needs at least 2 CPUs, this process may use %d", len(cpus))
 	}
-	var redisWas unix.CPUSet
-	if err := unix.SchedGetaffinity(redisPID, &redisWas); err != nil {
-		return pinning{}, fmt.Errorf("-pin: redis-server's CPUs: %w", err)
-	}
 	p := pinning{redisCPU: cpus[len(cpus)-1], clientCPUs: cpus[:len(cpus)-1]}
-	if err := setThreads(redisPID, setOf(p.redisCPU)); err != nil {
-		_ = setThreads(redisPID, redisWas) // the threads it moved already
+	restoreRedis, err := moveThreads(redisPID, setOf(p.redisCPU))
+	if err != nil {
 		return pinning{}, fmt.Errorf("-pin: redis-server: %w", err)
 	}
-	if err := setThreads(os.Getpid(), setOf(p.clientCPUs...)); err != nil {
-		_ = setThreads(redisPID, redisWas)
-		_ = setThreads(os.Getpid(), all)
+	restoreSelf, err := moveThreads(os.Getpid(), setOf(p.clientCPUs...))
+	if err != nil {
+		restoreRedis()
 		return pinning{}, fmt.Errorf("-pin: this process: %w", err)
 	}
 	procs := runtime.GOMAXPROCS(len(p.clientCPUs))
+	var once sync.Once
+	undo := func() {
+		once.Do(func() {
+			restoreSelf()
+			restoreRedis() // a server that stopped meanwhile has nothing to put back
+			if os.Getenv("GOMAXPROCS") == "" {
+				runtime.SetDefaultGOMAXPROCS() // automatic again, from the CPUs put back
+			} else {
+				runtime.GOMAXPROCS(procs)
+			}
+		})
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	undone := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			undo()
+			signal.Stop(sigs)
+			_ = syscall.Kill(os.Getpid(), s.(syscall.Signal)) // its default action now
+		case <-undone:
+		}
+	}()
+	var stopped sync.Once
 	p.undo = func() {
-		runtime.GOMAXPROCS(procs)
-		_ = setThreads(os.Getpid(), all)
-		_ = setThreads(redisPID, redisWas) // a server that stopped meanwhile has nothing to undo
+		stopped.Do(func() { signal.Stop(sigs); close(undone) })
+		undo()
 	}
 	return p, nil
 }
 
-// setThreads gives every thread of process pid the CPUs set. A thread
-// started meanwhile inherits its starter's CPUs, which may be the old
-// ones, so it goes over the threads until it finds no new one.
-func setThreads(pid int, set unix.CPUSet) error {
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+// moveThreads gives every thread of process pid the CPUs set and returns
+// what puts each back: a thread its own CPUs, one started since the CPUs
+// the process's main thread had. A thread started meanwhile inherits its
+// starter's CPUs, which may be the old ones, so it goes over the threads
+// until it finds no new one.
+func moveThreads(pid int, set unix.CPUSet) (restore func(), err error) {
+	was := map[int]unix.CPUSet{}
+	restore = func() {
+		main, ok := was[pid]
+		_ = eachThread(pid, func(tid int) error {
+			old, seen := was[tid]
+			if !seen && !ok {
+				return nil
+			}
+			if !seen {
+				old = main
+			}
+			return ignoreGone(unix.SchedSetaffinity(tid, &old))
+		})
+	}
 	done := map[int]bool{}
 	for {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return err
-		}
 		fresh := false
-		for _, e := range entries {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil || done[tid] {
-				continue
+		err := eachThread(pid, func(tid int) error {
+			if done[tid] {
+				return nil
 			}
 			done[tid], fresh = true, true
-			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("thread %d: %w", tid, err)
+			var old unix.CPUSet
+			if err := unix.SchedGetaffinity(tid, &old); err != nil {
+				return ignoreGone(err)
 			}
+			was[tid] = old
+			if err := unix.SchedSetaffinity(tid, &set); err != nil {
+				return ignoreGone(err)
+			}
+			return nil
+		})
+		if err != nil {
+			restore()
+			return nil, err
 		}
 		if !fresh {
-			return nil
+			return restore, nil
 		}
 	}
+}
+
+// eachThread calls fn with the ID of every thread of process pid, and
+// stops at fn's first error.
+func eachThread(pid int, fn func(tid int) error) error {
+	entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if err := fn(tid); err != nil {
+			return fmt.Errorf("thread %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
+// ignoreGone is err, unless it says the thread has ended.
+func ignoreGone(err error) error {
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return err
 }
 
 // cpusOf lists the CPUs in set, in increasing order.

@@ -7,6 +7,9 @@ import (
 	"runtime"
 )
 
+// pinSupported tells validate that -pin does not work here.
+const pinSupported = false
+
 // pinning is what pin did (see pin.go); -pin works on Linux only.
 type pinning struct{ undo func() }
 

@@ -5,10 +5,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
+	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,9 +63,10 @@ func TestPinGivesRedisACPUOfItsOwn(t *testing.T) {
 	p, err := pin(pid)
 	if len(cpus) < 2 {
 		require.ErrorContains(t, err, "needs at least 2 CPUs")
-		return
+		t.Skip("-pin needs 2 CPUs; this process may use 1, and -pin said so")
 	}
 	require.NoError(t, err)
+	t.Cleanup(p.undo) // should a check fail first: later tests run unpinned
 	assert.Equal(t, cpus[len(cpus)-1], p.redisCPU)
 	requireAllOn(t, pid, []int{p.redisCPU}, "redis-server")
 	requireAllOn(t, os.Getpid(), cpus[:len(cpus)-1], "the benchmark")
@@ -88,4 +94,49 @@ func TestPinRefusesAProcessThatIsNotRedis(t *testing.T) {
 	var all unix.CPUSet
 	require.NoError(t, unix.SchedGetaffinity(0, &all))
 	requireAllOn(t, os.Getpid(), cpusOf(&all), "nothing moved")
+}
+
+// An interrupt while -pin holds puts every CPU back before the command
+// ends, as the interrupt ends it.
+func TestPinIsUndoneOnInterrupt(t *testing.T) {
+	srv := redistest.Start(t)
+	pid, err := redisProcessID(context.Background(), srv.Client(t))
+	require.NoError(t, err)
+	var all unix.CPUSet
+	require.NoError(t, unix.SchedGetaffinity(0, &all))
+	cpus := cpusOf(&all)
+	if len(cpus) < 2 {
+		t.Skip("-pin needs 2 CPUs; this process may use 1 (TestPinGivesRedisACPUOfItsOwn checks the refusal)")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	// This test binary stands in for the command (TestMain).
+	cmd := exec.Command(exe, "-pin", "-addr", srv.Addr(), "-only", "a", "-runs", "1", "-duration", "1m", "-svg", "")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	pinned := []int{cpus[len(cpus)-1]}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		on := threadCPUs(t, pid)
+		if !slices.ContainsFunc(slices.Collect(maps.Values(on)), func(c []int) bool { return !slices.Equal(c, pinned) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait() // its output is complete only then
+			t.Fatalf("redis-server never pinned; the command said: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the command said: %s", out.String())
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	assert.True(t, status.Signaled() && status.Signal() == syscall.SIGINT, "ended by the interrupt: %v", status)
+	requireAllOn(t, pid, cpus, "redis-server after the interrupt")
 }
