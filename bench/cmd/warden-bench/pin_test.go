@@ -49,15 +49,22 @@ func requireAllOn(t *testing.T, pid int, want []int, what string) {
 	}
 }
 
-// With -pin, redis-server runs on the last CPU and the benchmark on the
-// others, every thread of each; afterwards both get their CPUs back.
-func TestPinGivesRedisACPUOfItsOwn(t *testing.T) {
+// redisToPin starts a redis-server and returns it, its process ID and
+// the CPUs this process may use.
+func redisToPin(t *testing.T) (*redistest.Server, int, []int) {
+	t.Helper()
 	srv := redistest.Start(t)
 	pid, err := redisProcessID(context.Background(), srv.Client(t))
 	require.NoError(t, err)
 	var all unix.CPUSet
 	require.NoError(t, unix.SchedGetaffinity(0, &all))
-	cpus := cpusOf(&all)
+	return srv, pid, cpusOf(&all)
+}
+
+// With -pin, redis-server runs on the last CPU and the benchmark on the
+// others, every thread of each; afterwards both get their CPUs back.
+func TestPinGivesRedisACPUOfItsOwn(t *testing.T) {
+	srv, pid, cpus := redisToPin(t)
 	procs := runtime.GOMAXPROCS(0)
 
 	p, err := pin(pid)
@@ -99,12 +106,7 @@ func TestPinRefusesAProcessThatIsNotRedis(t *testing.T) {
 // An interrupt while -pin holds puts every CPU back before the command
 // ends, as the interrupt ends it.
 func TestPinIsUndoneOnInterrupt(t *testing.T) {
-	srv := redistest.Start(t)
-	pid, err := redisProcessID(context.Background(), srv.Client(t))
-	require.NoError(t, err)
-	var all unix.CPUSet
-	require.NoError(t, unix.SchedGetaffinity(0, &all))
-	cpus := cpusOf(&all)
+	srv, pid, cpus := redisToPin(t)
 	if len(cpus) < 2 {
 		t.Skip("-pin needs 2 CPUs; this process may use 1 (TestPinGivesRedisACPUOfItsOwn checks the refusal)")
 	}
