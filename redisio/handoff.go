@@ -58,14 +58,7 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 		unlock = eval(unlockScript.Script, ctx, pipe, u.keys(), u.argv()...)
 		acquire = eval(acquireScript.Script, ctx, pipe, a.keys(), a.argv()...)
 	})
-	var res HandoffResult
-	res.Remaining, res.Held, res.UnlockErr = unlockReply("unlock", h.Name, unlock)
-	if err := acquire.Err(); err != nil {
-		res.AcquireErr = fmt.Errorf("warden: acquire %s: %w", h.Name, err)
-	} else {
-		res.Acquire, res.AcquireErr = acquireReply("acquire", h.Name, acquire)
-	}
-	return res
+	return handoffResult("", h.Name, unlock, acquire)
 }
 
 // FairHandoff is Handoff for a fair lock: one pipeline of the fair unlock
@@ -96,12 +89,18 @@ func (s *Scripts) FairHandoff(ctx context.Context, r Redis, h FairHandoff) Hando
 		unlock = eval(fairUnlockScript, ctx, pipe, uk, ua...)
 		acquire = eval(fairAcquireScript, ctx, pipe, ak, aa...)
 	})
+	return handoffResult("fair ", h.Name, unlock, acquire)
+}
+
+// handoffResult reads the replies of a handoff's unlock and acquire of
+// lock name; kind ("" or "fair ") starts their errors' operation names.
+func handoffResult(kind, name string, unlock, acquire *redis.Cmd) HandoffResult {
 	var res HandoffResult
-	res.Remaining, res.Held, res.UnlockErr = unlockReply("fair unlock", h.Name, unlock)
+	res.Remaining, res.Held, res.UnlockErr = unlockReply(kind+"unlock", name, unlock)
 	if err := acquire.Err(); err != nil {
-		res.AcquireErr = fmt.Errorf("warden: fair acquire %s: %w", h.Name, err)
+		res.AcquireErr = fmt.Errorf("warden: %sacquire %s: %w", kind, name, err)
 	} else {
-		res.Acquire, res.AcquireErr = acquireReply("fair acquire", h.Name, acquire)
+		res.Acquire, res.AcquireErr = acquireReply(kind+"acquire", name, acquire)
 	}
 	return res
 }
