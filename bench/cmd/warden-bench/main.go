@@ -180,12 +180,14 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	exit := newOnExit()
+	defer exit.stop()
 	if cfg.addr == "" {
 		a, stop, err := startRedis()
 		if err != nil {
 			return err
 		}
-		defer stop()
+		exit.add(stop)
 		cfg.addr = a
 	}
 	stats := redis.NewClient(&redis.Options{Addr: cfg.addr})
@@ -203,7 +205,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer p.undo()
+		exit.add(p.undo)
 		pinned = p.String()
 	}
 	m, err := readMachine(ctx, stats)

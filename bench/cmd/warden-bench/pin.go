@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,9 +39,8 @@ func (p pinning) String() string {
 
 // pin moves the redis-server process redisPID to the last CPU this process
 // may use and this process to the others. It refuses a process that is
-// not a local redis-server, and fewer than two CPUs. An interrupt or
-// SIGTERM before undo puts everything back, then ends the process as the
-// signal would have.
+// not a local redis-server, and fewer than two CPUs. run undoes it on its
+// way out, an interrupt included (onExit).
 func pin(redisPID int) (pinning, error) {
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", redisPID))
 	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(comm)), "redis-server") {
@@ -69,7 +66,7 @@ func pin(redisPID int) (pinning, error) {
 	}
 	procs := runtime.GOMAXPROCS(len(p.clientCPUs))
 	var once sync.Once
-	undo := func() {
+	p.undo = func() {
 		once.Do(func() {
 			restoreSelf()
 			restoreRedis() // a server that stopped meanwhile has nothing to put back
@@ -79,23 +76,6 @@ func pin(redisPID int) (pinning, error) {
 				runtime.GOMAXPROCS(procs)
 			}
 		})
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	undone := make(chan struct{})
-	go func() {
-		select {
-		case s := <-sigs:
-			undo()
-			signal.Stop(sigs)
-			_ = syscall.Kill(os.Getpid(), s.(syscall.Signal)) // its default action now
-		case <-undone:
-		}
-	}()
-	var stopped sync.Once
-	p.undo = func() {
-		stopped.Do(func() { signal.Stop(sigs); close(undone) })
-		undo()
 	}
 	return p, nil
 }
