@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -262,11 +261,15 @@ func interleaved(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	g := fence.NewRedis(rdb)
 	const writers, rounds = 8, 25
-	tokens := make([]int64, writers*rounds)
-	for i := range tokens {
-		tokens[i] = int64(i + 1)
+	// Writer w writes tokens w+1, w+1+writers, ...: each its own in
+	// order, all of them interleaved.
+	tokens := make([][]int64, writers)
+	for w := range writers {
+		for r := range rounds {
+			tokens[w] = append(tokens[w], int64(w+1+r*writers))
+		}
 	}
-	rand.Shuffle(len(tokens), func(i, j int) { tokens[i], tokens[j] = tokens[j], tokens[i] })
+	total := writers * rounds
 	const script = `redis.call('RPUSH', KEYS[1], ARGV[1]); return redis.call('SET', KEYS[2], ARGV[1])`
 	keys := []string{"{acct}:log", "{acct}:value"}
 	var mu sync.Mutex
@@ -274,7 +277,7 @@ func interleaved(t *testing.T, rdb redis.UniversalClient) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
-			for _, tok := range tokens[w*rounds : (w+1)*rounds] {
+			for _, tok := range tokens[w] {
 				_, err := g.Eval(ctx, tok, script, keys, tok)
 				if errors.Is(err, fence.ErrStaleToken) {
 					mu.Lock()
@@ -295,9 +298,13 @@ func interleaved(t *testing.T, rdb redis.UniversalClient) {
 		require.NoError(t, err)
 	}
 	assert.True(t, slices.IsSorted(applied), "the applied tokens never go down: %v", applied)
-	assert.Equal(t, int64(len(tokens)), slices.Max(applied), "the highest token was applied")
-	assert.Equal(t, len(tokens), len(applied)+len(refused), "every write was applied or refused")
-	assert.Equal(t, strconv.Itoa(len(tokens)), rdb.Get(ctx, keys[1]).Val(), "the freshest survives")
-	t.Logf("%d writes with shuffled tokens from %d writers: %d applied, in token order, %d refused",
-		len(tokens), writers, len(applied), len(refused))
+	assert.Equal(t, int64(total), slices.Max(applied), "the highest token was applied")
+	assert.Equal(t, total, len(applied)+len(refused), "every write was applied or refused")
+	assert.Equal(t, strconv.Itoa(total), rdb.Get(ctx, keys[1]).Val(), "the freshest survives")
+	for _, tok := range refused {
+		i, _ := slices.BinarySearch(applied, tok)
+		assert.Less(t, i, len(applied), "refused %d, below no applied token", tok)
+	}
+	t.Logf("%d writes with interleaved tokens from %d writers: %d applied, in token order, %d refused",
+		total, writers, len(applied), len(refused))
 }
