@@ -313,3 +313,11 @@ func (s *SQL) statements() sqlStatements {
 		}
 	}
 }
+
+// Dialect returns the guard's dialect.
+func (s *SQL) Dialect() Dialect {
+	if s == nil {
+		return 0
+	}
+	return s.d
+}
