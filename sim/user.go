@@ -28,13 +28,12 @@ import (
 // order the seed draws, with the engines' actors and Redis; their timers
 // run on the simulated clock (Process.SendAfter, Process.Clock). They
 // share the resources the simulation provides: a key-value store that can
-// check fencing tokens (Process.KV) and a log that stamps every append
-// with the simulated time (Process.Log), and the simulated Redis itself,
+// check fencing tokens (Process.KV), a log that stamps every append with
+// the simulated time (Process.Log), and the simulated Redis itself,
 // through the process's own connection (Process.Redis: a fenced write
 // with package fence runs there the script it runs on a real Redis).
-// Process.Record records an event
-// in the run's history, which Check reads and the timeline draws on the
-// process's rows. Give every owner a name of its own across the
+// Process.Record records an event in the run's history, which Check
+// reads and the timeline draws on the process's rows. Give every owner a name of its own across the
 // processes (with Process.ID, say): warden's checks take one name for one
 // owner.
 //
