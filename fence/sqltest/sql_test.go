@@ -27,7 +27,7 @@ type store struct {
 	driver  string
 	dialect fence.Dialect
 	// open returns a fresh database's DSN.
-	open func(t *testing.T) string
+	open func(t testing.TB) string
 	// serial is the type of an auto-incremented key.
 	serial string
 	// ph is the n-th placeholder.
@@ -37,12 +37,12 @@ type store struct {
 func stores() map[string]store {
 	return map[string]store{
 		"postgres": {driver: "pgx", dialect: fence.Postgres, serial: "BIGSERIAL PRIMARY KEY",
-			open: func(t *testing.T) string { return pgtest.Start(t).DSN },
+			open: func(t testing.TB) string { return pgtest.Start(t).DSN },
 			ph:   func(n int) string { return fmt.Sprintf("$%d", n) }},
 		"sqlite": {driver: "sqlite", dialect: fence.SQLite, serial: "INTEGER PRIMARY KEY AUTOINCREMENT",
-			open: func(t *testing.T) string {
+			open: func(t testing.TB) string {
 				return "file:" + filepath.Join(t.TempDir(), "test.db") +
-					"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+					"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 			},
 			ph: func(int) string { return "?" }},
 	}
