@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 		// A child process of TestPausedHolderIsRefused.
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
+	goleak.VerifyTestMain(m)
 }
 
 // pausedSQLWrite is the paused holder's write (in the child process),
