@@ -69,3 +69,21 @@ func redisSlot(key string) int {
 	}
 	return int(crc) % 16384
 }
+
+// FuzzGuardKey: for any key, GuardKey either refuses it with
+// ErrInvalidArgument or names a guard in the key's slot that is no other
+// key's guard form (a tagged guard is never an untagged one).
+func FuzzGuardKey(f *testing.F) {
+	for _, k := range []string{"balance", "{user:1}:balance", "a{b", "a}b", "{}x", "{balance}", ""} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		g, err := fence.GuardKey(key)
+		if err != nil {
+			require.ErrorIs(t, err, fence.ErrInvalidArgument)
+			return
+		}
+		require.Equal(t, redisSlot(key), redisSlot(g), "key %q, guard %q", key, g)
+		require.NotEqual(t, key, g)
+	})
+}
