@@ -32,12 +32,6 @@ var (
 // staleReply opens the error reply of a script that refused its token.
 const staleReply = "STALETOKEN "
 
-// GuardScript returns the guard's Lua check, the part every fenced script
-// of the Redis guard runs first (KEYS[1] the guard key, ARGV[1] the
-// token): a script of the caller's own may run it before its write, as
-// Eval does.
-func GuardScript() string { return guardLua }
-
 // Redis is the guard for resources kept in Redis: each write carries a
 // token, and runs in one Lua script with the check of the resource key's
 // guard (GuardKey names it), which keeps the highest token seen. A token

@@ -97,7 +97,7 @@ func WithTxOptions(opts *sql.TxOptions) SQLOption {
 // caller's function in a transaction that first raises the resource's row
 // of the fence table to the token, and rolls back, with ErrStaleToken,
 // when the row has seen a higher token. The row stays locked until the
-// transaction ends, so Do's on one resource run one after the other, and
+// transaction ends, so the calls of Do on one resource run one after the other, and
 // a stale holder's Do that waited for a fresher one's is refused when it
 // gets the row.
 //
