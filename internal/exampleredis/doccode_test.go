@@ -2,9 +2,11 @@ package exampleredis
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
+	"go/scanner"
 	"go/token"
 	"os"
 	"os/exec"
@@ -151,7 +153,13 @@ func docFile(t *testing.T, blocks []docBlock) string {
 		const head = "package p\nfunc _() error {\n"
 		f, err := parser.ParseFile(fset, "", head+b.code+"}\n", parser.SkipObjectResolution)
 		if err != nil {
-			t.Errorf("%s:%d: the block is neither declarations nor statements: %v", b.file, b.line, err)
+			line := b.line
+			var list scanner.ErrorList
+			if errors.As(err, &list) && len(list) > 0 {
+				line += list[0].Pos.Line - strings.Count(head, "\n") - 1
+				err = fmt.Errorf("column %d: %s", list[0].Pos.Column, list[0].Msg)
+			}
+			t.Errorf("%s:%d: the block (from line %d) is neither declarations nor statements: %v", b.file, line, b.line, err)
 			continue
 		}
 		stmts := f.Decls[0].(*ast.FuncDecl).Body.List
