@@ -175,7 +175,7 @@ func docFile(t *testing.T, blocks []docBlock) string {
 		if len(stmts) > 0 {
 			if _, ok := stmts[len(stmts)-1].(*ast.ReturnStmt); ok {
 				// Use the names before the block's own return: nothing may follow it.
-				last := fset.Position(stmts[len(stmts)-1].Pos()).Line - 2 // 0-based line in code
+				last := fset.Position(stmts[len(stmts)-1].Pos()).Line - 3 // 0-based line in code: head has two lines
 				lines := strings.Split(code, "\n")
 				code = strings.Join(lines[:last], "\n") + "\n" + tail + strings.Join(lines[last:], "\n")
 				fmt.Fprintf(&body, "\nfunc _() error {\n//line %s:%d\n%s\n}\n", b.file, b.line, code)
