@@ -230,8 +230,16 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
-// does not hold the lock (never held, already released, or expired). When
-// the last hold is released, the lock is deleted and its waiters woken.
+// does not hold the lock (never held, already released, expired, or
+// force-unlocked), for every kind of lock, fair ones included. When the
+// last hold is released, the lock is deleted and its waiters woken.
+//
+// A holding that was reported lost (its Lost channel closed) is never
+// reported released: its Unlock deletes what Redis may still have of it
+// (a lease ends in Redis up to a few milliseconds after the engine counts
+// it lost) and returns an error that matches both ErrLockLost and
+// ErrNotHeld.
+//
 // An Unlock that fails otherwise (a Redis error, or ctx ending before the
 // answer) leaves the holding, not known released: Lost keeps returning its
 // channel. After a failed unlock of the last hold the lock is no longer
@@ -245,11 +253,62 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return err
 	}
+	bound, lostCh := l.boundHolding()
 	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
+	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || errors.Is(err, ErrNotHeld)) {
+		// Reported lost before its answer came (the loss and the answer
+		// come in order): what Redis had left of it is gone now, holds
+		// beyond the first included.
+		for tries := 0; err == nil && remaining > 0 && tries < maxLostHolds; tries++ {
+			remaining, _, err = l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
+		}
+		if errors.Is(err, ErrNotHeld) {
+			err = nil
+		}
+		l.endHolding(bound)
+		return &lostUnlockError{what: fmt.Sprintf("%s %s, owner %s", l.kind, l.name, l.owner), cause: err}
+	}
 	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
 		l.endHolding(holding)
 	}
 	return err
+}
+
+// maxLostHolds bounds the releases an Unlock of a lost holding sends to
+// clear the holds Redis may still have of it.
+const maxLostHolds = 1 << 16
+
+// lostUnlockError is the error of an Unlock of a holding that was reported
+// lost: it matches ErrLockLost and ErrNotHeld, and wraps what the release
+// answered otherwise, if anything (an error clearing what was left).
+type lostUnlockError struct {
+	what  string
+	cause error
+}
+
+func (e *lostUnlockError) Error() string {
+	msg := ErrLockLost.Error() + ": " + e.what + ": the holding was reported lost before its unlock, so it is not held"
+	if e.cause != nil {
+		msg += " (" + e.cause.Error() + ")"
+	}
+	return msg
+}
+
+// Is matches ErrLockLost and ErrNotHeld.
+func (e *lostUnlockError) Is(target error) bool { return target == ErrLockLost || target == ErrNotHeld }
+
+// Unwrap is what the release answered otherwise, if anything.
+func (e *lostUnlockError) Unwrap() error { return e.cause }
+
+// boundHolding is the holding the handle is bound to and its lost channel
+// (nil when not bound).
+func (l *Lock) boundHolding() (uint64, chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.bound {
+		return 0, nil
+	}
+	return l.holding, l.lostCh
 }
 
 // bindHolding ties the handle's lost channel to the holding the engine

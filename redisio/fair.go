@@ -109,10 +109,11 @@ func fairAcquireArgs(name, owner, reqID string, lease, allowance, place time.Dur
 
 // FairUnlock releases one hold of owner's fair lock, then WAIT for
 // rs.Replicas on the same connection. It returns the remaining hold count,
-// held=false when another owner holds the lock, and the replica acks. When
+// held=false when owner does not hold the lock, and the replica acks. When
 // the count reaches 0 the lock is deleted and "0" is published on the head
-// waiter's own channel only (FairChannel). A lock that already expired
-// counts as released (remaining 0, held true), as in Redisson. lease is the
+// waiter's own channel only (FairChannel). A free lock (expired,
+// force-unlocked, never held) is not held by owner (held false), but its
+// head waiter is woken all the same, as in Redisson. lease is the
 // TTL a lock that stays held is refreshed to. A repeated reqID returns the
 // first result.
 func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
