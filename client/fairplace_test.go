@@ -89,6 +89,15 @@ func placeDeadline(t *testing.T, e *env, name, owner string) time.Time {
 	return time.UnixMilli(int64(ms))
 }
 
+// placeAlive is when owner's place in name's fair queue lapses for warden
+// (its liveness in the places record).
+func placeAlive(t *testing.T, e *env, name, owner string) time.Time {
+	t.Helper()
+	ms, err := e.rdb.HGet(context.Background(), redisio.FairPlacesKey(name), owner).Int64()
+	require.NoError(t, err, "%s has a warden place", owner)
+	return time.UnixMilli(ms)
+}
+
 // Holder, waiter B in a process of its own, waiter C behind it; B is
 // killed with SIGKILL and the holder unlocks at once: C gets the lock
 // within about one watchdog timeout of the kill (B's place, refreshed no
@@ -122,8 +131,8 @@ func TestCrashedFairWaiterGivesUpItsPlaceWithinOneWatchdog(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return queuePos(t, e, name, c.Owner()) == 1 }, "C queued behind B")
 
 	// B's engine keeps its place alive while it lives.
-	first := placeDeadline(t, e, name, owner)
-	eventually(t, 3*wd, func() bool { return placeDeadline(t, e, name, owner).After(first) }, "B's place refreshed")
+	first := placeAlive(t, e, name, owner)
+	eventually(t, 3*wd, func() bool { return placeAlive(t, e, name, owner).After(first) }, "B's place refreshed")
 
 	require.NoError(t, cmd.Process.Kill()) // kill -9
 	killed := time.Now()
