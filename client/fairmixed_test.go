@@ -352,5 +352,3 @@ func TestDeadWardenWaiterInAMixedQueueLapsesWithinOnePlaceTime(t *testing.T) {
 		})
 	}
 }
-
-
