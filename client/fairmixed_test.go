@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -142,12 +143,7 @@ func queueOf(t *testing.T, e *env, name string) []string {
 // queue order and are all ahead of now.
 func assertDeadlinesIncrease(t *testing.T, e *env, name string) {
 	t.Helper()
-	prev := time.Now()
-	for _, o := range queueOf(t, e, name) {
-		d := placeDeadline(t, e, name, o)
-		assert.True(t, d.After(prev), "%s's deadline %v is after the one ahead (or now) %v", o, d, prev)
-		prev = d
-	}
+	assertDeadlinesIncreaseFrom(t, e, name, time.Now())
 }
 
 // mixedNames are a plain name and a name with a hash tag.
@@ -350,5 +346,102 @@ func TestDeadWardenWaiterInAMixedQueueLapsesWithinOnePlaceTime(t *testing.T) {
 			}
 			require.NoError(t, j.unlock(ctx, name))
 		})
+	}
+}
+
+// A Redisson thread that waited at the head long past its expected turn
+// takes the lock ahead of a live warden waiter and moves its deadline down
+// by its whole allowance (here a tryLock's 20 minutes): the warden waiter,
+// whose refreshes kept its deadline at least its place time plus the
+// widest allowance ahead of it (read off the deadlines while that thread
+// was second) past the deadline ahead, keeps its place, and is served
+// before a Redisson thread that came later. On a fake clock (the engine's
+// and the Redisson threads'; Redis's own TTLs stay real), 25 minutes in.
+func TestWardenWaiterOutlivesALongRedissonAllowanceAhead(t *testing.T) {
+	for _, name := range mixedNames {
+		t.Run(name, func(t *testing.T) {
+			e := realEnv(t)
+			fake := clockwork.NewFakeClockAt(time.Now())
+			e.clk = fake
+			ctx := testCtx(t)
+			const place = time.Minute
+			start := fake.Now()
+			java := func(owner string, allowance time.Duration) *javaFair {
+				j := newJava(e, owner)
+				j.allowance, j.now = allowance, fake.Now
+				return j
+			}
+			// stepTo moves the fake clock to at in steps of a quarter of
+			// the place time, letting the engine's look-again attempts run.
+			stepTo := func(at time.Duration) {
+				for fake.Now().Before(start.Add(at)) {
+					fake.Advance(place / 4)
+					time.Sleep(5 * time.Millisecond)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			try := func(j *javaFair) bool {
+				t.Helper()
+				ok, err := j.try(ctx, name)
+				require.NoError(t, err)
+				return ok
+			}
+
+			holder, ja, jb, jc := java("holder", time.Minute), java("a", 5*time.Minute), java("b", 20*time.Minute),
+				java("c", 5*time.Minute)
+			require.True(t, try(holder))
+			require.False(t, try(ja))
+			require.False(t, try(jb))
+			w := e.newClient(t, client.WithFairPlaceTime(place)).FairLock(name)
+			got := inBackground(t, w.Lock)
+			eventually(t, 5*time.Second, func() bool { return queuePos(t, e, name, w.Owner()) == 2 }, "W queued third")
+			require.Equal(t, []string{ja.owner, jb.owner, w.Owner()}, queueOf(t, e, name))
+
+			// W's refreshes read Jb's 20 minutes off the deadlines.
+			stepTo(4 * time.Minute)
+			assert.GreaterOrEqual(t, placeDeadline(t, e, name, w.Owner()).Sub(placeDeadline(t, e, name, jb.owner)),
+				place+20*time.Minute, "W protected by Jb's allowance")
+
+			// The holder lets go; Ja takes the lock (W and Jb move down by
+			// 5 minutes). Ja holds until minute 20, Jb waiting at the head
+			// all along, and takes the lock then (W moves down by 20).
+			require.NoError(t, holder.unlock(ctx, name))
+			require.True(t, try(ja))
+			require.False(t, try(jc))
+			stepTo(20 * time.Minute)
+			require.Equal(t, []string{jb.owner, w.Owner(), jc.owner}, queueOf(t, e, name))
+			require.NoError(t, ja.unlock(ctx, name))
+			require.True(t, try(jb), "Jb, still within its deadline")
+			require.False(t, try(jc))
+			assert.Equal(t, []string{w.Owner(), jc.owner}, queueOf(t, e, name), "W kept its place")
+			assert.True(t, placeDeadline(t, e, name, w.Owner()).After(fake.Now()), "W's deadline is ahead")
+			assertDeadlinesIncreaseFrom(t, e, name, fake.Now())
+
+			// W waits on as the head while Jb holds, Jc attempting.
+			stepTo(25 * time.Minute)
+			require.False(t, try(jc))
+			assert.Equal(t, []string{w.Owner(), jc.owner}, queueOf(t, e, name))
+			assertDeadlinesIncreaseFrom(t, e, name, fake.Now())
+
+			require.NoError(t, jb.unlock(ctx, name)) // wakes W
+			r := await.Value(t, got, 5*time.Second, "W, woken by Jb's unlock")
+			require.NoError(t, r.err)
+			require.False(t, try(jc), "W holds")
+			require.NoError(t, w.Unlock(ctx))
+			require.True(t, try(jc), "Jc after W")
+			require.NoError(t, jc.unlock(ctx, name))
+		})
+	}
+}
+
+// assertDeadlinesIncreaseFrom is assertDeadlinesIncrease on a clock of the
+// test's own: the deadlines are ahead of now.
+func assertDeadlinesIncreaseFrom(t *testing.T, e *env, name string, now time.Time) {
+	t.Helper()
+	prev := now
+	for _, o := range queueOf(t, e, name) {
+		d := placeDeadline(t, e, name, o)
+		assert.True(t, d.After(prev), "%s's deadline %v is after the one ahead (or now) %v", o, d, prev)
+		prev = d
 	}
 }
