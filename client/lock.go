@@ -57,13 +57,17 @@ func (c *Client) Lock(name string, opts ...LockOption) *Lock {
 }
 
 // FairLock returns a handle on the fair lock name (Redisson's RFairLock):
-// waiters across all processes acquire in the order they asked. A waiter
-// keeps its place in the queue for as long as it waits: its engine
-// refreshes the place, as it renews a held lock's lease. The place of a
-// waiter whose process died is given up within its place time (the
-// watchdog timeout, WithFairPlaceTime, or a shorter wait of TryLockWait's),
-// and the waiters behind it move up. Places taken by Redisson clients in
-// the same queue keep Redisson's deadlines. TryLock never takes a place.
+// waiters across all processes acquire in the order they asked, Redisson
+// clients' threads in the same queue included. A waiter keeps its place in
+// the queue for as long as it waits, whoever takes the lock ahead of it:
+// its engine refreshes the place, as it renews a held lock's lease. The
+// place of a waiter whose process died is given up within its place time
+// (the watchdog timeout, WithFairPlaceTime, or a shorter wait of
+// TryLockWait's), and the waiters behind it move up. Every deadline in the
+// queue is Redisson's (docs/fairlock.md tells how the two kinds of waiter
+// share it). TryLock never takes a place. Unlock keeps the contract of
+// every kind: ErrNotHeld when the owner does not hold the lock, though the
+// unlock of a free lock still wakes the queue's head, as Redisson's does.
 func (c *Client) FairLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindFairLock, opts)
 }
@@ -87,7 +91,8 @@ func (c *Client) NonReentrantLock(name string, opts ...LockOption) *Lock {
 // acquire in the order they asked, across processes) that the owner
 // holding it cannot take again: such an acquire fails at once with
 // ErrAlreadyHeld, without waiting, without a place in the queue and
-// without adding a hold. It keeps the fair lock's keys and channels.
+// without adding a hold. It keeps the fair lock's keys and channels, and
+// its queue and Unlock behave as FairLock's.
 func (c *Client) NonReentrantFairLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindNonReentrantFairLock, opts)
 }
