@@ -15,10 +15,9 @@ import (
 // on, and which field the renewer keeps alive.
 
 // fairAllowance is a fair lock waiter's default allowance (Redisson's
-// threadWaitTime), what the scripts count the deadlines of places written
-// as Redisson writes them by. The engine's own places are refreshed ones,
-// kept for their place time (Config.placeTime): the allowance moves none
-// of them.
+// threadWaitTime), what its deadline in the queue is counted by, as
+// Redisson counts it. The engine's own places are also refreshed ones,
+// kept alive for their place time (Config.placeTime).
 const fairAllowance = 5 * time.Minute
 
 // lockIO runs the Redis calls of one lock name and kind.

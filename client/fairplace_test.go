@@ -89,6 +89,15 @@ func placeDeadline(t *testing.T, e *env, name, owner string) time.Time {
 	return time.UnixMilli(int64(ms))
 }
 
+// placeAlive is when owner's place in name's fair queue lapses for warden
+// (its liveness in the places record).
+func placeAlive(t *testing.T, e *env, name, owner string) time.Time {
+	t.Helper()
+	ms, err := e.rdb.HGet(context.Background(), redisio.FairPlacesKey(name), owner).Int64()
+	require.NoError(t, err, "%s has a warden place", owner)
+	return time.UnixMilli(ms)
+}
+
 // Holder, waiter B in a process of its own, waiter C behind it; B is
 // killed with SIGKILL and the holder unlocks at once: C gets the lock
 // within about one watchdog timeout of the kill (B's place, refreshed no
@@ -122,8 +131,8 @@ func TestCrashedFairWaiterGivesUpItsPlaceWithinOneWatchdog(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return queuePos(t, e, name, c.Owner()) == 1 }, "C queued behind B")
 
 	// B's engine keeps its place alive while it lives.
-	first := placeDeadline(t, e, name, owner)
-	eventually(t, 3*wd, func() bool { return placeDeadline(t, e, name, owner).After(first) }, "B's place refreshed")
+	first := placeAlive(t, e, name, owner)
+	eventually(t, 3*wd, func() bool { return placeAlive(t, e, name, owner).After(first) }, "B's place refreshed")
 
 	require.NoError(t, cmd.Process.Kill()) // kill -9
 	killed := time.Now()
@@ -200,7 +209,8 @@ func TestLiveFairWaiterNeverLosesItsPlace(t *testing.T) {
 // A place written the way a Redisson client's fair-lock script writes it
 // (a queue entry whose deadline is the lock's expiry plus its allowance)
 // is never refreshed by warden: it lapses at its own deadline, and warden's
-// waiter behind it takes the lock then, while its own place is refreshed
+// waiter behind it (its deadline behind the Redisson place's, as Redisson
+// would write it) takes the lock then, while its own place is refreshed
 // all along.
 func TestRedissonFairPlaceKeepsItsDeadline(t *testing.T) {
 	both(t, func(t *testing.T, e *env) {
@@ -219,13 +229,14 @@ func TestRedissonFairPlaceKeepsItsDeadline(t *testing.T) {
 		live := e.newClient(t).FairLock(name)
 		got := inBackground(t, live.Lock)
 		eventually(t, 5*time.Second, func() bool { return queuePos(t, e, name, live.Owner()) == 1 }, "queued behind")
-		liveFirst := placeDeadline(t, e, name, live.Owner())
+		liveFirst := placeAlive(t, e, name, live.Owner())
 		require.NoError(t, holder.Unlock(ctx)) // wakes the Redisson waiter only
 
 		staysBlocked(t, e, got, deadline.Sub(e.clk.Now())-200*time.Millisecond, "the live waiter, before the Redisson place lapses")
 		assert.Zero(t, queuePos(t, e, name, redisson), "the Redisson place stays at the head until its deadline")
 		assert.Equal(t, deadline.UnixMilli(), placeDeadline(t, e, name, redisson).UnixMilli(), "and its deadline never moved")
-		assert.True(t, placeDeadline(t, e, name, live.Owner()).After(liveFirst), "the live waiter's place was refreshed")
+		assert.True(t, placeAlive(t, e, name, live.Owner()).After(liveFirst), "the live waiter's place was refreshed")
+		assert.True(t, placeDeadline(t, e, name, live.Owner()).After(deadline), "its deadline is behind the Redisson place's")
 
 		r, _ := awaitWhileTime(t, e, got, 10*time.Second, "the live waiter")
 		require.NoError(t, r.err)

@@ -57,13 +57,17 @@ func (c *Client) Lock(name string, opts ...LockOption) *Lock {
 }
 
 // FairLock returns a handle on the fair lock name (Redisson's RFairLock):
-// waiters across all processes acquire in the order they asked. A waiter
-// keeps its place in the queue for as long as it waits: its engine
-// refreshes the place, as it renews a held lock's lease. The place of a
-// waiter whose process died is given up within its place time (the
-// watchdog timeout, WithFairPlaceTime, or a shorter wait of TryLockWait's),
-// and the waiters behind it move up. Places taken by Redisson clients in
-// the same queue keep Redisson's deadlines. TryLock never takes a place.
+// waiters across all processes acquire in the order they asked, Redisson
+// clients' threads in the same queue included. A waiter keeps its place in
+// the queue for as long as it waits, whoever takes the lock ahead of it:
+// its engine refreshes the place, as it renews a held lock's lease. The
+// place of a waiter whose process died is given up within its place time
+// (the watchdog timeout, WithFairPlaceTime, or a shorter wait of
+// TryLockWait's), and the waiters behind it move up. Every deadline in the
+// queue is Redisson's (docs/fairlock.md tells how the two kinds of waiter
+// share it). TryLock never takes a place. Unlock keeps the contract of
+// every kind: ErrNotHeld when the owner does not hold the lock, though the
+// unlock of a free lock still wakes the queue's head, as Redisson's does.
 func (c *Client) FairLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindFairLock, opts)
 }
@@ -87,7 +91,8 @@ func (c *Client) NonReentrantLock(name string, opts ...LockOption) *Lock {
 // acquire in the order they asked, across processes) that the owner
 // holding it cannot take again: such an acquire fails at once with
 // ErrAlreadyHeld, without waiting, without a place in the queue and
-// without adding a hold. It keeps the fair lock's keys and channels.
+// without adding a hold. It keeps the fair lock's keys and channels, and
+// its queue and Unlock behave as FairLock's.
 func (c *Client) NonReentrantFairLock(name string, opts ...LockOption) *Lock {
 	return c.newLock(name, messages.KindNonReentrantFairLock, opts)
 }
@@ -230,8 +235,16 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
-// does not hold the lock (never held, already released, or expired). When
-// the last hold is released, the lock is deleted and its waiters woken.
+// does not hold the lock (never held, already released, expired, or
+// force-unlocked), for every kind of lock, fair ones included. When the
+// last hold is released, the lock is deleted and its waiters woken.
+//
+// A holding that was reported lost (its Lost channel closed) is never
+// reported released: its Unlock deletes what Redis may still have of it
+// (a lease ends in Redis up to a few milliseconds after the engine counts
+// it lost) and returns an error that matches both ErrLockLost and
+// ErrNotHeld.
+//
 // An Unlock that fails otherwise (a Redis error, or ctx ending before the
 // answer) leaves the holding, not known released: Lost keeps returning its
 // channel. After a failed unlock of the last hold the lock is no longer
@@ -245,11 +258,62 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return err
 	}
+	bound, lostCh := l.boundHolding()
 	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
+	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || errors.Is(err, ErrNotHeld)) {
+		// Reported lost before its answer came (the loss and the answer
+		// come in order): what Redis had left of it is gone now, holds
+		// beyond the first included.
+		for tries := 0; err == nil && remaining > 0 && tries < maxLostHolds; tries++ {
+			remaining, _, err = l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
+		}
+		if errors.Is(err, ErrNotHeld) {
+			err = nil
+		}
+		l.endHolding(bound)
+		return &lostUnlockError{what: fmt.Sprintf("%s %s, owner %s", l.kind, l.name, l.owner), cause: err}
+	}
 	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
 		l.endHolding(holding)
 	}
 	return err
+}
+
+// maxLostHolds bounds the releases an Unlock of a lost holding sends to
+// clear the holds Redis may still have of it.
+const maxLostHolds = 1 << 16
+
+// lostUnlockError is the error of an Unlock of a holding that was reported
+// lost: it matches ErrLockLost and ErrNotHeld, and wraps what the release
+// answered otherwise, if anything (an error clearing what was left).
+type lostUnlockError struct {
+	what  string
+	cause error
+}
+
+func (e *lostUnlockError) Error() string {
+	msg := ErrLockLost.Error() + ": " + e.what + ": the holding was reported lost before its unlock, so it is not held"
+	if e.cause != nil {
+		msg += " (" + e.cause.Error() + ")"
+	}
+	return msg
+}
+
+// Is matches ErrLockLost and ErrNotHeld.
+func (e *lostUnlockError) Is(target error) bool { return target == ErrLockLost || target == ErrNotHeld }
+
+// Unwrap is what the release answered otherwise, if anything.
+func (e *lostUnlockError) Unwrap() error { return e.cause }
+
+// boundHolding is the holding the handle is bound to and its lost channel
+// (nil when not bound).
+func (l *Lock) boundHolding() (uint64, chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.bound {
+		return 0, nil
+	}
+	return l.holding, l.lostCh
 }
 
 // bindHolding ties the handle's lost channel to the holding the engine

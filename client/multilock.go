@@ -214,7 +214,10 @@ func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) 
 
 // Unlock releases one hold of every member. Every member is tried; the
 // errors of those that failed (ErrNotHeld for a member not held) are
-// returned together, in one error that matches each of them. The MultiLock's own hold is given back when every
+// returned together, in one error that matches each of them. A holding
+// that was reported lost (Lost closed) is never reported released: its
+// Unlock releases what the members still hold and returns an error that
+// matches ErrLockLost and ErrNotHeld. The MultiLock's own hold is given back when every
 // member was released or was not held; while a member's release has an
 // unknown outcome (a Redis error, ctx's end, a closed Client), the holding
 // and its Lost channel stay, and Unlock may be called again.
@@ -226,6 +229,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	lost := m.reportedLost()
 	ended := true
 	for i, err := range unlockAll(ctx, m.locks) {
 		if err != nil {
@@ -233,13 +237,27 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 			ended = ended && errors.Is(err, ErrNotHeld)
 		}
 	}
+	lost = lost || m.reportedLost()
 	if ended {
 		m.release()
 	}
+	var err error
 	if len(errs) > 0 {
-		return fmt.Errorf("warden: %s: unlock: %w", m.describe(), messages.Join(errs...))
+		err = fmt.Errorf("warden: %s: unlock: %w", m.describe(), messages.Join(errs...))
 	}
-	return nil
+	if lost && !errors.Is(err, ErrLockLost) {
+		// Reported lost: never released, whatever the members said.
+		return &lostUnlockError{what: m.describe(), cause: err}
+	}
+	return err
+}
+
+// reportedLost tells whether the current holding was reported lost (its
+// Lost channel closed).
+func (m *MultiLock) reportedLost() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds > 0 && m.lost
 }
 
 // Lost returns a channel closed when the current holding is lost: a

@@ -160,7 +160,10 @@ func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (b
 // given back when a majority of masters answered (released, or not
 // held); when fewer did (unreachable masters, closed clients), the
 // outcome is unknown: the holding stays, Lost keeps returning its channel,
-// and Unlock may be called again.
+// and Unlock may be called again. A holding that was reported lost (Lost
+// closed) is never reported released: its Unlock releases what the
+// masters still hold and returns an error that matches ErrLockLost and
+// ErrNotHeld.
 func (r *RedLock) Unlock(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -181,6 +184,7 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	}
 	var ended *sync.WaitGroup
 	r.mu.Lock()
+	lost := r.holds > 0 && r.lost
 	if r.holds > 0 && answered >= r.quorum {
 		r.holds--
 		if r.holds == 0 {
@@ -194,17 +198,22 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	if ended != nil {
 		ended.Wait() // stopped: they return without r.mu
 	}
-	if released >= r.quorum {
-		return nil
-	}
 	var failed []error
 	for i, err := range errs {
 		if err != nil {
 			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
 		}
 	}
-	return fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
-		r.locks[0].name, released, len(r.locks), ErrNotHeld, messages.Join(failed...))
+	var err error
+	if released < r.quorum {
+		err = fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
+			r.locks[0].name, released, len(r.locks), ErrNotHeld, messages.Join(failed...))
+	}
+	if lost && !errors.Is(err, ErrLockLost) {
+		// Reported lost: never released, whatever the masters said.
+		return &lostUnlockError{what: "redlock " + r.locks[0].name, cause: err}
+	}
+	return err
 }
 
 // ValidUntil is when the current holding's validity ends if it is not

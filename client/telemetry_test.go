@@ -350,7 +350,7 @@ func TestMetricsEveryLockType(t *testing.T) {
 		await.Value(t, s.m.Lost(), 5*time.Second, "Lost")
 		eventually(t, 10*time.Second, func() bool { return m.sum("warden.lock.lost", "warden.kind", kind) == 1 }, "the loss counted")
 		assert.Zero(t, m.sum("warden.lock.held", "warden.kind", kind), "not held after the loss")
-		_ = s.m.Unlock(ctx) // a lost holding's unlock: ErrNotHeld, or a fair lock's late unlock
+		_ = s.m.Unlock(ctx) // a lost holding's unlock: ErrLockLost
 		assert.EqualValues(t, 1, m.sum("warden.lock.lost", "warden.kind", kind), "counted once")
 		assert.Zero(t, m.sum("warden.lock.held"), "nothing held, members included")
 		assert.EqualValues(t, 1, m.count("warden.lock.hold.duration", "warden.kind", kind, "warden.end", "lost"))

@@ -29,11 +29,13 @@ func FairTimeoutKey(name string) string {
 	return prefixName("redisson_lock_timeout", name)
 }
 
-// FairPlacesKey is warden's record of the refreshed places in the fair
-// lock's queue (a HASH owner -> absolute unix ms deadline):
-// warden_fair_places:{name}. A place in it lapses at that deadline, which
-// its waiter's engine pushes forward while it waits; a place not in it (a
-// Redisson client's) lapses at its score in FairTimeoutKey.
+// FairPlacesKey is warden's record of its waiters' places in the fair
+// lock's queue (a HASH owner -> absolute unix ms): warden_fair_places:{name}.
+// A place in it is alive until that time, which its waiter's engine pushes
+// forward while it waits, and warden's scripts drop it once that passed; a
+// place not in it (a Redisson client's) lapses at its deadline in
+// FairTimeoutKey. The deadlines in FairTimeoutKey are Redisson's for both
+// (see scripts/fair_lib.lua).
 func FairPlacesKey(name string) string {
 	return prefixName("warden_fair_places", name)
 }
@@ -61,14 +63,23 @@ func fairKeys(name string) []string {
 // then the time until the previous tail's deadline, or the lock's PTTL.
 // With enqueue false the queue is never touched.
 //
-// With place > 0 owner's place is a refreshed one: its deadline is now +
-// place when it joins and again at each later attempt while it is queued,
-// so it lapses only once its attempts stop; no other waiter's coming or
-// going moves it (see scripts/fair_lib.lua). With place 0 it is a place as
-// Redisson writes it: deadline = the previous tail's deadline, or now + the
-// lock's PTTL, plus allowance, never refreshed; when such a waiter takes the
-// lock from the head of the queue, the deadlines behind it that are not
-// refreshed move forward by allowance.
+// Either way owner joins with Redisson's deadline: the previous tail's
+// deadline, or now + the lock's PTTL, plus allowance, so the deadlines
+// increase in queue order. With place > 0 owner's place is also a
+// refreshed one (a warden waiter's): alive until now + place when it joins
+// and again at each later attempt while it is queued, so it lapses for
+// warden's scripts within place of its last attempt, wherever it stands;
+// each such attempt also moves owner's deadline up when needed (and every
+// deadline behind it as much), to at least place past now and, behind
+// another waiter, place plus the widest allowance ahead of it past that
+// waiter's deadline, so that Redisson's scripts, which move deadlines down
+// by an allowance at each acquire, never find a live warden waiter's
+// deadline passed (see scripts/fair_lib.lua). With place 0 the place is
+// never refreshed and lapses at its deadline. When owner takes the lock
+// from the head of the queue the deadlines behind it move down: by
+// allowance, as Redisson's do, for a place that is not refreshed; for a
+// refreshed one, so that the next is its own allowance past the new
+// lease's end.
 func (s *Scripts) FairAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
 	lease, allowance, place time.Duration, now time.Time, enqueue bool) (AcquireResult, int, error) {
 	return s.fairAcquire(ctx, r, rs, name, owner, reqID, lease, allowance, place, now, enqueue, false)
@@ -109,10 +120,11 @@ func fairAcquireArgs(name, owner, reqID string, lease, allowance, place time.Dur
 
 // FairUnlock releases one hold of owner's fair lock, then WAIT for
 // rs.Replicas on the same connection. It returns the remaining hold count,
-// held=false when another owner holds the lock, and the replica acks. When
+// held=false when owner does not hold the lock, and the replica acks. When
 // the count reaches 0 the lock is deleted and "0" is published on the head
-// waiter's own channel only (FairChannel). A lock that already expired
-// counts as released (remaining 0, held true), as in Redisson. lease is the
+// waiter's own channel only (FairChannel). A free lock (expired,
+// force-unlocked, never held) is not held by owner (held false), but its
+// head waiter is woken all the same, as in Redisson. lease is the
 // TTL a lock that stays held is refreshed to. A repeated reqID returns the
 // first result.
 func (s *Scripts) FairUnlock(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
@@ -139,10 +151,9 @@ func (s *Scripts) fairUnlockArgs(name, owner, reqID string, lease time.Duration,
 // only if, Redis applied it (one hold released; a lock left empty is
 // deleted and its head waiter woken), and reports whether it undid a hold.
 // When the acquire was not applied it makes sure owner is not left in the
-// queue (a refused, enqueuing attempt whose reply was lost): owner leaves
-// as in FairCancelWait, the deadlines behind it moving forward by the
-// allowance it queued with, which the script reads off the deadlines (see
-// scripts/fair_undo.lua).
+// queue (a refused, enqueuing attempt whose reply was lost): owner leaves,
+// the deadlines behind it moving forward by the allowance it queued with,
+// which the script reads off the deadlines (see scripts/fair_undo.lua).
 func (s *Scripts) FairUndoAcquire(ctx context.Context, r Redis, name, owner, reqID string, now time.Time) (bool, error) {
 	keys := append(fairKeys(name), AcquireLatchKey(name, owner), FairPlacesKey(name))
 	return runFlag(ctx, r, fairUndoScript, "fair undo acquire", name, keys, owner, reqID, UnixMillis(now), s.publish)
@@ -156,8 +167,10 @@ func (s *Scripts) FairForceUnlock(ctx context.Context, r Redis, name string, now
 }
 
 // FairCancelWait removes owner, a waiter that gives up, from the queue and
-// its deadline; when its place was not a refreshed one, it pulls every
-// deadline behind it that is not refreshed forward by allowance.
+// its deadline, and pulls every deadline behind it forward: by allowance
+// when its place was not a refreshed one, as Redisson's give-up does; by
+// how far its deadline was past the one ahead of it (or the lock's
+// expiry) when it was.
 // When that changes the head of a free lock, the new head is woken on its
 // own channel.
 func (s *Scripts) FairCancelWait(ctx context.Context, r Redis, name, owner, reqID string, allowance time.Duration, now time.Time) error {

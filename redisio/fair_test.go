@@ -342,7 +342,10 @@ func TestFairCancelWakesTheNextHeadOfAFreeLock(t *testing.T) {
 	})
 }
 
-func TestFairUnlockOfAnExpiredLockSucceeds(t *testing.T) {
+// An unlock of a fair lock the owner no longer holds (its lease ran out,
+// or it was force-unlocked) answers not held, every time, and still wakes
+// the head waiter of the free lock, as Redisson's fair unlock does.
+func TestFairUnlockOfAFreeLockIsNotHeld(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, ff func(time.Duration)) {
 		f := newFairT(t, rdb, "expired")
 		require.True(t, f.acquireLease("h", "h-1", 100*time.Millisecond, fairNow, true).Acquired)
@@ -351,19 +354,29 @@ func TestFairUnlockOfAnExpiredLockSucceeds(t *testing.T) {
 		ff(200 * time.Millisecond)
 		require.Zero(t, rdb.Exists(f.ctx, "expired").Val())
 
-		n, held := f.unlock("h", "hu-1", fairNow)
-		assert.True(t, held, "Redisson's fair lock: a late unlock does not throw")
-		assert.Zero(t, n)
+		_, held := f.unlock("h", "hu-1", fairNow)
+		assert.False(t, held, "the expired holder does not hold it")
 		assert.Equal(t, []string{FairChannel("expired", "b") + "=0"}, sub.messages(), "the head waiter is woken")
-		n, held = f.unlock("h", "hu-1", fairNow)
-		assert.True(t, held)
-		assert.Zero(t, n)
-		assert.Empty(t, sub.messages(), "a repeated unlock returns the first result and publishes nothing")
+		_, held = f.unlock("h", "hu-1", fairNow)
+		assert.False(t, held, "a repeated unlock answers the same")
+
+		_, held = f.unlock("never", "nu-1", fairNow)
+		assert.False(t, held, "an owner that never held it")
 
 		require.True(t, f.acquire("b", "b-2", fairNow, true).Acquired)
 		_, held = f.unlock("h", "hu-2", fairNow)
 		assert.False(t, held, "held by another owner")
 		assert.Equal(t, "1", rdb.HGet(f.ctx, "expired", "b").Val())
+
+		// Force-unlocked, then another owner came and went.
+		_, err := f.s.FairForceUnlock(f.ctx, rdb, "expired", fairNow)
+		require.NoError(t, err)
+		require.True(t, f.acquire("c", "c-1", fairNow, true).Acquired)
+		n, held := f.unlock("c", "cu-1", fairNow)
+		require.True(t, held)
+		require.Zero(t, n)
+		_, held = f.unlock("b", "bu-1", fairNow)
+		assert.False(t, held, "the force-unlocked holder does not hold it")
 	})
 }
 

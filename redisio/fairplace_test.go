@@ -1,6 +1,7 @@
 package redisio
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -36,76 +37,130 @@ func (f *fairT) places() map[string]int64 {
 // fairMillis is fairAt(d) in unix ms.
 func fairMillis(d time.Duration) int64 { return fairAt(d).UnixMilli() }
 
-// A refreshed place (a warden waiter's) sits among places written as
-// Redisson writes them: each attempt of its owner's moves its deadline to
-// now + the place time, and nothing else moves it; another waiter taking
-// the lock or giving up moves no refreshed place, and a refreshed leaver
-// moves nobody; a lapsed place is dropped wherever it stands; a Redisson
-// place keeps the deadline it was written with.
-func TestFairRefreshedPlaces(t *testing.T) {
+// near asserts that got is want within a few ms: deadlines counted from
+// the lock's PTTL, which runs on Redis's clock, not the test's.
+func near(t *testing.T, want, got int64, what string) {
+	t.Helper()
+	assert.InDelta(t, want, got, 100, "%s: want %d, got %d", what, want-fairNow.UnixMilli(), got-fairNow.UnixMilli())
+}
+
+// A warden waiter's place (a refreshed one) sits among places written as
+// Redisson writes them. Every deadline is written with Redisson's formula
+// (the tail's deadline, or now + the lock's PTTL, plus the allowance), so
+// they increase in queue order; the warden waiter's liveness is kept
+// beside them in the places record, refreshed by each attempt of its
+// owner's, and a lapsed one is dropped wherever it stands. A refresh keeps
+// its deadline at least its place time plus the widest allowance ahead of
+// it (5 minutes for a head whose own cannot be read) past the deadline
+// ahead, moving the deadlines behind it up as much, so that Redisson's
+// acquire (which moves everyone behind the taker down by its allowance)
+// never leaves a live warden waiter's deadline in the past.
+func TestFairWardenPlaces(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "fp")
 		const place = time.Second
+		lease, allow := fairLease.Milliseconds(), fairAllowance.Milliseconds()
+		redissonHead := (5 * time.Minute).Milliseconds()
+		at := func(d time.Duration) int64 { return fairMillis(d) }
 		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
 
-		// a and b refreshed, r a Redisson place between them.
+		// a and b warden waiters, r a Redisson place between them: each
+		// deadline the previous one plus the allowance.
 		require.False(t, f.acquirePlace("a", "a1", place, fairNow).Acquired)
 		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
 		require.False(t, f.acquirePlace("b", "b1", place, fairNow).Acquired)
 		assert.Equal(t, []string{"a", "r", "b"}, f.queue())
-		rDeadline := fairMillis(place + fairAllowance) // behind a's deadline, by r's allowance
-		assert.Equal(t, map[string]int64{"a": fairMillis(place), "r": rDeadline, "b": fairMillis(place)}, f.deadlines())
-		assert.Equal(t, map[string]int64{"a": fairMillis(place), "b": fairMillis(place)}, f.places())
+		d := f.deadlines()
+		near(t, at(0)+lease+allow, d["a"], "a: now + PTTL + allowance")
+		assert.Equal(t, d["a"]+allow, d["r"], "r: a's + allowance")
+		assert.Equal(t, d["r"]+allow, d["b"], "b: r's + allowance")
+		assert.Equal(t, map[string]int64{"a": at(place), "b": at(place)}, f.places(), "liveness beside them")
 		ttl := rdb.PTTL(f.ctx, FairPlacesKey("fp")).Val()
-		assert.True(t, ttl > 0 && ttl <= place, "the places record expires: %v", ttl)
+		assert.Greater(t, ttl, time.Duration(d["b"]-at(0))*time.Millisecond, "the record outlives every deadline: %v", ttl)
 
-		// a's next attempt refreshes a only.
-		require.False(t, f.acquirePlace("a", "a2", place, fairAt(600*time.Millisecond)).Acquired)
-		assert.Equal(t, map[string]int64{"a": fairMillis(1600 * time.Millisecond), "r": rDeadline, "b": fairMillis(place)}, f.deadlines())
+		// a's attempt keeps it alive; its deadline (the head's, far enough
+		// ahead) stays. b's attempt moves its deadline up to r's + its
+		// place time + 5 minutes (r's 5 s is narrower).
+		now := fairAt(600 * time.Millisecond)
+		require.False(t, f.acquirePlace("a", "a2", place, now).Acquired)
+		require.False(t, f.acquirePlace("b", "b2", place, now).Acquired)
+		d2 := f.deadlines()
+		assert.Equal(t, d["a"], d2["a"])
+		assert.Equal(t, d["r"], d2["r"])
+		assert.Equal(t, d["r"]+place.Milliseconds()+redissonHead, d2["b"], "b protected")
+		assert.Equal(t, map[string]int64{"a": at(1600 * time.Millisecond), "b": at(1600 * time.Millisecond)}, f.places())
 
-		// a takes the lock from the head: nobody behind it moves (Redisson's
-		// script would move every deadline down by the taker's allowance).
-		_, held := f.unlock("h", "hu", fairAt(700*time.Millisecond))
+		// a takes the lock from the head: everyone behind moves down so
+		// that the next deadline is its allowance past the new lease's end.
+		now = fairAt(700 * time.Millisecond)
+		_, held := f.unlock("h", "hu", now)
 		require.True(t, held)
-		require.True(t, f.acquirePlace("a", "a3", place, fairAt(700*time.Millisecond)).Acquired)
-		assert.Equal(t, map[string]int64{"r": rDeadline, "b": fairMillis(place)}, f.deadlines())
-		assert.Equal(t, map[string]int64{"b": fairMillis(place)}, f.places())
+		require.True(t, f.acquirePlace("a", "a3", place, now).Acquired)
+		d3 := f.deadlines()
+		near(t, at(700*time.Millisecond)+lease+allow, d3["r"], "r: now + lease + its allowance")
+		assert.Equal(t, d2["b"]-d2["r"], d3["b"]-d3["r"], "b's distance to r kept")
+		assert.Equal(t, map[string]int64{"b": at(1600 * time.Millisecond)}, f.places())
 
-		// b's place lapses behind r, which is alive: dropped all the same.
-		require.False(t, f.acquire("r", "r2", fairAt(1200*time.Millisecond), true).Acquired)
+		// b's liveness lapses behind r, which is alive: dropped all the
+		// same.
+		require.False(t, f.acquire("r", "r2", fairAt(1700*time.Millisecond), true).Acquired)
 		assert.Equal(t, []string{"r"}, f.queue())
-		assert.Equal(t, map[string]int64{"r": rDeadline}, f.deadlines(), "r's deadline as it was written")
+		assert.Equal(t, map[string]int64{"r": d3["r"]}, f.deadlines(), "r's deadline as it was")
 		assert.Empty(t, f.places())
 
-		// A Redisson script moves c's score down by its allowance: c's
-		// deadline is still the one its refresh recorded.
-		now := fairAt(1300 * time.Millisecond)
+		// c joins behind r; a Redisson acquire ahead of it would move its
+		// deadline down by 5 minutes, into the past: c is still alive for
+		// warden, and its next refresh moves its deadline ahead again.
+		now = fairAt(1800 * time.Millisecond)
 		require.False(t, f.acquirePlace("c", "c1", place, now).Acquired)
-		require.NoError(t, rdb.ZIncrBy(f.ctx, FairTimeoutKey("fp"), -float64(fairAllowance.Milliseconds()), "c").Err())
+		assert.Equal(t, d3["r"]+allow, f.deadlines()["c"], "Redisson's formula")
+		require.NoError(t, rdb.ZIncrBy(f.ctx, FairTimeoutKey("fp"), -float64(redissonHead), "c").Err())
 		require.False(t, f.acquire("r", "r3", now.Add(100*time.Millisecond), true).Acquired)
 		assert.Equal(t, []string{"r", "c"}, f.queue(), "c kept its place")
 		require.False(t, f.acquirePlace("c", "c2", place, now.Add(200*time.Millisecond)).Acquired)
-		assert.Equal(t, fairMillis(2500*time.Millisecond), f.deadlines()["c"], "refreshed again")
+		cDeadline := d3["r"] + place.Milliseconds() + redissonHead
+		assert.Equal(t, cDeadline, f.deadlines()["c"], "protected again")
 
-		// c gives up: r does not move. A late attempt of the request that
-		// gave up neither queues it nor refreshes a place for it.
-		f.cancel("c", now.Add(300*time.Millisecond))
-		assert.Equal(t, map[string]int64{"r": rDeadline}, f.deadlines())
+		// A Redisson place e behind c, then a warden waiter g: g's
+		// protection counts e's allowance (read off the deadlines), not
+		// c's (a warden waiter's moves nobody into the past).
+		require.False(t, f.acquireLease("e", "e1", fairLease, now.Add(300*time.Millisecond), true).Acquired)
+		require.False(t, f.acquirePlace("g", "g1", place, now.Add(300*time.Millisecond)).Acquired)
+		require.False(t, f.acquirePlace("g", "g2", place, now.Add(400*time.Millisecond)).Acquired)
+		assert.Equal(t, cDeadline+allow+place.Milliseconds()+redissonHead, f.deadlines()["g"])
+
+		// c gives up: everyone behind it moves down by how far its
+		// deadline was past r's, so e is r's + its allowance again.
+		f.cancel("c", now.Add(500*time.Millisecond))
+		d4 := f.deadlines()
+		assert.Equal(t, d3["r"]+allow, d4["e"])
+		assert.Equal(t, d4["e"]+place.Milliseconds()+redissonHead, d4["g"])
+
+		// A late attempt of the request that gave up neither queues it nor
+		// keeps a place alive for it.
 		res, _, err := f.s.FairAcquire(f.ctx, rdb, ReplicaSync{}, "fp", "c", "gave-up", fairLease, fairAllowance, place,
-			now.Add(400*time.Millisecond), true)
+			now.Add(600*time.Millisecond), true)
 		require.NoError(t, err)
 		assert.False(t, res.Acquired)
-		assert.Equal(t, []string{"r"}, f.queue())
-		assert.Empty(t, f.places())
+		assert.Equal(t, []string{"r", "e", "g"}, f.queue())
+		assert.Equal(t, []string{"g"}, ownersOf(f.places()))
 
-		// A refreshed place Redisson's script dropped leaves its record
-		// behind; the record goes with the queue's last waiter.
-		require.False(t, f.acquirePlace("d", "d1", place, now.Add(500*time.Millisecond)).Acquired)
-		require.NoError(t, rdb.LRem(f.ctx, FairQueueKey("fp"), 0, "d").Err())
-		require.NoError(t, rdb.ZRem(f.ctx, FairTimeoutKey("fp"), "d").Err())
-		f.cancel("r", now.Add(600*time.Millisecond))
+		// The record goes with the queue's last waiter.
+		f.cancel("g", now.Add(700*time.Millisecond))
+		f.cancel("e", now.Add(700*time.Millisecond))
+		f.cancel("r", now.Add(700*time.Millisecond))
 		assert.Zero(t, rdb.Exists(f.ctx, FairQueueKey("fp"), FairTimeoutKey("fp"), FairPlacesKey("fp")).Val())
 	})
+}
+
+// ownersOf is m's keys, sorted.
+func ownersOf(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // A refreshed waiter behind a dead refreshed head is bounded by the head's
@@ -129,18 +184,19 @@ func TestFairRefreshedHeadLapses(t *testing.T) {
 	})
 }
 
-// An uncertain attempt of a refreshed waiter undone when it was not
-// applied takes the waiter out of the queue and moves nobody.
-func TestFairUndoOfARefreshedPlaceMovesNobody(t *testing.T) {
+// An uncertain attempt of a warden waiter undone when it was not applied
+// takes the waiter out of the queue and moves the places behind it down by
+// its allowance: the next one's deadline is the lock's expiry plus its own
+// allowance.
+func TestFairUndoOfAWardenPlace(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newFairT(t, rdb, "fu")
 		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
 		require.False(t, f.acquirePlace("g", "g1", time.Second, fairNow).Acquired)
 		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
-		before := f.deadlines()["r"]
 		assert.False(t, f.undo("g", "g1", fairAt(100*time.Millisecond)), "not applied")
 		assert.Equal(t, []string{"r"}, f.queue())
-		assert.Equal(t, map[string]int64{"r": before}, f.deadlines())
+		near(t, fairMillis(0)+(fairLease+fairAllowance).Milliseconds(), f.deadlines()["r"], "r")
 		assert.Empty(t, f.places())
 	})
 }

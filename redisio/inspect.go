@@ -44,8 +44,9 @@ type Snapshot struct {
 	// Deadlines are the fair lock's waiter deadlines (unix ms) from its
 	// ZSET, by owner.
 	Deadlines map[string]int64
-	// Places are warden's refreshed deadlines (unix ms) of its own fair
-	// waiters, by owner; they take precedence over Deadlines.
+	// Places are warden's liveness deadlines (unix ms) of its own fair
+	// waiters, by owner: when each lapses for warden's scripts. They take
+	// precedence over Deadlines (which are Redisson's, for every waiter).
 	Places map[string]int64
 	// Token is a fenced lock's token counter; HasToken tells whether the
 	// counter exists.

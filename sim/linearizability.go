@@ -161,10 +161,6 @@ type linInput struct {
 	act   linAct
 	owner string
 	read  bool // the read side of a read/write lock (of a drop too)
-	// freeRelease: a release of the lock while nobody holds it succeeds
-	// (Redisson's fair lock: an unlock after the lease ran out does not
-	// fail, it wakes the head waiter).
-	freeRelease bool
 	// values are a group lock operation's values, joined by ",".
 	values string
 	// nonReentrant: the holder's acquire is refused (ErrAlreadyHeld) and
@@ -358,9 +354,6 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 	case linRelease:
 		held := s.holds(in)
-		if !held && in.freeRelease && s.holder == "" && len(s.readers) == 0 {
-			return out != linRefused, s
-		}
 		switch {
 		case out == linRefused:
 			return !held, s
@@ -559,7 +552,6 @@ func linOperations(h *History) []porcupine.Operation {
 		}
 		key, vals := linTarget(op.Name, op.Kind, op.Values)
 		in := linInput{key: key, owner: op.Owner, read: op.Kind == messages.KindReadLock,
-			freeRelease:  op.Kind.Fair(),
 			nonReentrant: op.Kind.NonReentrant(),
 			values:       vals}
 		switch op.Action {

@@ -18,11 +18,13 @@
 -- ARGV[6]  now, unix ms (integer, 0 .. 2^53)
 -- ARGV[7]  enqueue: "1" queue the owner when refused, "0" never touch the
 --          queue
--- ARGV[8]  place time in ms (integer, 1 .. 2^53): the owner's place is a
---          refreshed one, with deadline now + ARGV[8] when it joins and
---          again at every attempt of its while it is queued. "0": a place
---          as Redisson writes it (deadline = the previous tail's deadline,
---          or now + the lock's PTTL, plus the allowance), never refreshed.
+-- ARGV[8]  place time in ms (integer, 1 .. 2^53): the owner is a warden
+--          waiter whose place is a refreshed one: alive until now +
+--          ARGV[8] when it joins and again at every attempt of its while it
+--          is queued, its deadline kept ahead by those attempts (see
+--          fair_lib.lua). "0": a place that is never refreshed. Either way
+--          the deadline it joins with is Redisson's: the previous tail's
+--          deadline, or now + the lock's PTTL, plus the allowance.
 -- ARGV[9]  (optional) "1" for a non-reentrant fair lock: the owner that
 --          holds it is refused instead of entering again
 --
@@ -37,10 +39,12 @@
 --                                       or the lock's PTTL (-1 without TTL)
 -- {2, holdCount}: a non-reentrant fair lock that the owner already holds
 -- (Redisson's NON_REENTRANT_REACQUIRE): the queue is left as it is.
--- Queued waiters whose deadline is <= now are dropped first. When the
--- owner takes the lock from the head of the queue, the deadlines of the
--- places behind it that are not refreshed move forward by the allowance,
--- unless its own place was a refreshed one (fair_leave).
+-- Queued waiters whose place lapsed (fair_drop_stale) are dropped first.
+-- When the owner takes the lock from the head of the queue, every deadline
+-- behind it moves down: by the allowance (as Redisson's acquire does) for
+-- a place that is not refreshed; for a warden waiter's, by as much as puts
+-- the next deadline at its own allowance past the new lease's end (its
+-- deadline may have been moved up by its refreshes), never up.
 -- Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
@@ -77,8 +81,13 @@ if not free and ARGV[9] == '1' then
 end
 if free or redis.call('hexists', KEYS[1], owner) == 1 then
   if free then
-    -- Leave the queue; everyone behind waits one allowance less.
-    fair_leave(owner, function() return tonumber(ARGV[5]) end, KEYS[6])
+    -- Leave the queue; everyone behind waits less.
+    fair_leave(owner, function(i, queue, refreshed)
+      if not refreshed then return tonumber(ARGV[5]) end
+      local mine = redis.call('zscore', KEYS[3], owner)
+      if not mine then return 0 end
+      return math.max(0, tonumber(mine) - now - tonumber(ARGV[2]))
+    end, KEYS[6])
   end
   return {1, hold_take(KEYS[1], KEYS[4], owner, ARGV[2], ARGV[3], ARGV[4])}
 end
@@ -98,7 +107,7 @@ if ARGV[7] == '0' then
 end
 
 if redis.call('zscore', KEYS[3], owner) then
-  -- Already queued: a refreshed place's deadline moves on.
+  -- Already queued: a refreshed place stays alive, its deadline ahead.
   if ARGV[8] ~= '0' then fair_refresh(owner, now, ARGV[8], KEYS[6]) end
   if pttl == -2 then return {0, untilHead()} end
   return {0, pttl}
@@ -127,10 +136,10 @@ else
 end
 redis.call('lrem', KEYS[2], 0, owner)
 redis.call('rpush', KEYS[2], owner)
+redis.call('zadd', KEYS[3], string.format('%.0f', base + tonumber(ARGV[5])), owner)
 if ARGV[8] == '0' then
   redis.call('hdel', KEYS[6], owner)
-  redis.call('zadd', KEYS[3], string.format('%.0f', base + tonumber(ARGV[5])), owner)
 else
-  fair_refresh(owner, now, ARGV[8], KEYS[6])
+  fair_alive(owner, now, tonumber(ARGV[8]), KEYS[6])
 end
 return {0, reply}

@@ -1,6 +1,8 @@
--- A fair-lock waiter gives up: leave the queue and, when its place was not
--- a refreshed one, pull the deadlines of the places behind it that are not
--- refreshed forward by one allowance.
+-- A fair-lock waiter gives up: leave the queue and pull every deadline
+-- behind it forward: by its allowance (as Redisson's give-up does) when
+-- its place was not a refreshed one; for a warden waiter's, by how far its
+-- deadline is past the one ahead of it (or the lock's expiry), which its
+-- refreshes may have moved up (fair_gap).
 --
 -- KEYS[1]  lock hash (the lock's name)
 -- KEYS[2]  waiter queue redisson_lock_queue:{name}
@@ -35,7 +37,10 @@ fair_drop_stale(now, KEYS[6])
 
 -- An attempt of this request still on its way must not queue it again.
 redis.call('set', KEYS[5], ARGV[5], 'px', ARGV[6])
-local left = fair_leave(owner, function() return tonumber(ARGV[2]) end, KEYS[6])
+local left = fair_leave(owner, function(i, queue, refreshed)
+  if refreshed then return fair_gap(i, queue, now) end
+  return tonumber(ARGV[2])
+end, KEYS[6])
 fair_wake_new_head(before, ARGV[4])
 if left then return 1 end
 return 0

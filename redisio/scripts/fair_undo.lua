@@ -21,15 +21,15 @@
 -- a new head of a free lock is woken). Queued waiters whose deadline is
 -- <= now are dropped first. Errors before any write when an argument is malformed.
 --
--- When the removed owner's place was not a refreshed one, the deadlines
--- behind it that are not refreshed move forward by the allowance it
+-- The deadlines behind the removed owner move forward by the allowance it
 -- queued with, read off the deadlines themselves (the caller's allowance
--- is not an argument): its deadline minus its predecessor's, or, for the
--- head, its deadline minus the lock's current expiry (now when free),
--- never negative. Each deadline is its predecessor's plus its own
--- allowance, and every shift moves a whole tail of the queue, so the
--- first difference is exactly that allowance; the second never pulls the
--- next waiter in front of the current lock's expiry plus its allowance.
+-- is not an argument): fair_gap, its deadline minus its predecessor's,
+-- or, for the head, minus the lock's current expiry (now when free), never
+-- negative. Each deadline is its predecessor's plus its own allowance (a
+-- warden waiter's maybe more, moved up by its refreshes), and every shift
+-- moves a whole tail of the queue, so the first difference is that
+-- allowance; the second never pulls the next waiter in front of the
+-- current lock's expiry plus its allowance.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not text(ARGV[2]) then return redis.error_reply('ERR warden: empty request id') end
 if not fair_time(ARGV[3]) then return redis.error_reply('ERR warden: invalid now') end
@@ -53,19 +53,7 @@ else
   -- Not applied: leave the queue as a waiter that gives up would, by the
   -- allowance it queued with: its deadline less the one ahead of it (or
   -- the lock's expiry, for the head).
-  fair_leave(owner, function(i, queue)
-    local mine = redis.call('zscore', KEYS[3], owner)
-    local prev
-    if i > 1 then
-      prev = redis.call('zscore', KEYS[3], queue[i - 1])
-    else
-      local pttl = redis.call('pttl', KEYS[1])
-      if pttl < 0 then pttl = 0 end
-      prev = now + pttl
-    end
-    if not (mine and prev) then return 0 end
-    return math.max(0, tonumber(mine) - tonumber(prev))
-  end, KEYS[6])
+  fair_leave(owner, function(i, queue) return fair_gap(i, queue, now) end, KEYS[6])
 end
 
 fair_wake_new_head(before, ARGV[4])

@@ -17,10 +17,13 @@
 -- ARGV[7]  request ID
 --
 -- Reply: the owner's remaining hold count (0 = released: key deleted and
--- "0" published on the head waiter's own channel only), or -1 when another
--- owner holds it. A lock that already expired replies 0 (and wakes the head
--- waiter), as Redisson's fair lock does. A repeated request ID returns the
--- first result. Queued waiters whose deadline is <= now are dropped first.
+-- "0" published on the head waiter's own channel only), or -1 when the
+-- owner does not hold it: another owner holds it, or it is free (it
+-- expired, was force-unlocked, was never held). A free lock's unlock still
+-- publishes "0" on the head waiter's channel, as Redisson's fair unlock
+-- does (Redisson replies success there; warden does not). A repeated
+-- request ID returns the first result. Queued waiters whose deadline is
+-- <= now are dropped first.
 -- Errors before any write when an argument is malformed.
 if not text(ARGV[1]) then return redis.error_reply('ERR warden: empty owner') end
 if not ms(ARGV[2]) then return redis.error_reply('ERR warden: invalid lease') end
@@ -37,21 +40,19 @@ if done then return done end
 local now = tonumber(ARGV[3])
 fair_drop_stale(now, KEYS[7])
 
-local n
 if redis.call('exists', KEYS[1]) == 0 then
-  n = 0
   redis.call('del', KEYS[6])
   fair_wake_head(ARGV[4])
+  return -1
+end
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
+local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if n > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
 else
-  if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
-  n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-  if n > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-  else
-    n = 0
-    redis.call('del', KEYS[1], KEYS[6])
-    fair_wake_head(ARGV[4])
-  end
+  n = 0
+  redis.call('del', KEYS[1], KEYS[6])
+  fair_wake_head(ARGV[4])
 end
 unlock_write(KEYS[5], ARGV[6], n, tail, ARGV[5])
 return n

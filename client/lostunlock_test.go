@@ -1,0 +1,160 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/redisio"
+)
+
+// fairKinds are the two fair locks, by the Client method that makes them.
+var fairKinds = []struct {
+	kind string
+	make func(c *client.Client, name string, opts ...client.LockOption) *client.Lock
+}{
+	{"fair", (*client.Client).FairLock},
+	{"nonreentrant-fair", (*client.Client).NonReentrantFairLock},
+}
+
+// A fair lock keeps Lock.Unlock's contract: an Unlock by an owner that
+// does not hold it (the lease ran out, it was force-unlocked and another
+// owner came and went, it never held) is ErrNotHeld, the holding's Lost
+// closes even when no renewal ran first, Do reports the loss and a
+// MultiLock of fair members keeps the member's error. The unlock of a free
+// lock still wakes the queue's head on its own channel, as Redisson's does.
+func TestFairUnlockOfAHoldingThatIsGoneIsNotHeld(t *testing.T) {
+	for _, k := range fairKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			e := realEnv(t)
+			ctx := testCtx(t)
+			c := e.newClient(t, client.WithWatchdogTimeout(time.Minute)) // no renewal runs in this test
+			name := "fair-gone:" + k.kind
+
+			// Never held.
+			assert.ErrorIs(t, k.make(c, name).Unlock(ctx), client.ErrNotHeld, "a handle that never held")
+
+			// Force-unlocked, then another owner came and went.
+			holder, other := k.make(c, name), k.make(c, name)
+			require.NoError(t, holder.Lock(ctx))
+			lost := holder.Lost()
+			_, err := other.ForceUnlock(ctx)
+			require.NoError(t, err)
+			require.NoError(t, other.Lock(ctx))
+			require.NoError(t, other.Unlock(ctx))
+			assert.ErrorIs(t, holder.Unlock(ctx), client.ErrNotHeld, "the force-unlocked holder")
+			assert.True(t, isClosed(lost), "its Lost closed though no renewal ran")
+
+			// The lease ran out in Redis (the key deleted behind the
+			// engine's back, as a lease the engine counts long would).
+			require.NoError(t, holder.LockLease(ctx, time.Minute))
+			lost = holder.Lost()
+			require.NoError(t, e.rdb.Del(ctx, name).Err())
+			assert.ErrorIs(t, holder.Unlock(ctx), client.ErrNotHeld, "the holder whose lock expired")
+			assert.True(t, isClosed(lost))
+
+			// A free lock's unlock wakes the queue's head (here a place
+			// written as a Redisson client writes it).
+			const head = "7a0c1d2e-redisson:9"
+			sub := e.rdb.Subscribe(ctx, redisio.FairChannel(name, head))
+			defer sub.Close()
+			_, err = sub.ReceiveTimeout(ctx, 5*time.Second)
+			require.NoError(t, err)
+			require.NoError(t, e.rdb.RPush(ctx, redisio.FairQueueKey(name), head).Err())
+			require.NoError(t, e.rdb.ZAdd(ctx, redisio.FairTimeoutKey(name),
+				redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: head}).Err())
+			assert.ErrorIs(t, k.make(c, name).Unlock(ctx), client.ErrNotHeld)
+			msg := await.Value(t, sub.Channel(), 5*time.Second, "the head's wake-up")
+			assert.Equal(t, "0", msg.Payload)
+			require.NoError(t, e.rdb.Del(ctx, redisio.FairQueueKey(name), redisio.FairTimeoutKey(name)).Err())
+
+			// Do: force-unlocked, and another owner came and went, while
+			// fn ran.
+			err = holder.Do(ctx, func(context.Context) error {
+				if _, err := other.ForceUnlock(ctx); err != nil {
+					return err
+				}
+				if err := other.Lock(ctx); err != nil {
+					return err
+				}
+				return other.Unlock(ctx)
+			})
+			assert.ErrorIs(t, err, client.ErrLockLost, "Do tells the holder someone else was inside")
+
+			// A MultiLock of fair members keeps the member's error.
+			a, b := k.make(c, name+":a"), k.make(c, name+":b")
+			m := client.NewMultiLock(a, b)
+			require.NoError(t, m.Lock(ctx))
+			_, err = k.make(c, name+":b").ForceUnlock(ctx)
+			require.NoError(t, err)
+			assert.ErrorIs(t, m.Unlock(ctx), client.ErrNotHeld, "the MultiLock's force-unlocked member")
+			locked, err := a.IsLocked(ctx)
+			require.NoError(t, err)
+			assert.False(t, locked, "the other member was released")
+		})
+	}
+}
+
+// An Unlock called as soon as Lost closed never says released, for every
+// lock kind with Lost: with a fixed lease the engine counts the holding
+// lost a little before Redis lets the key go, and the Unlock then returns
+// an error matching ErrLockLost and ErrNotHeld (before, it returned nil in
+// most tries). What Redis had left of the holding is deleted all the same:
+// a contender takes the lock at once.
+func TestUnlockRightAfterLostIsNeverReleased(t *testing.T) {
+	eachMutex(t, func(t *testing.T, e *env, mc mutexCase) {
+		ctx := testCtx(t)
+		s := mc.setup(t, e, "lost-unlock")
+		const tries = 10
+		const lease = 150 * time.Millisecond
+		released := 0
+		for i := range tries {
+			require.NoError(t, s.m.LockLease(ctx, lease), "try %d", i)
+			await.Value(t, s.m.Lost(), 5*time.Second, "Lost, once the lease ran out")
+			err := s.m.Unlock(ctx)
+			if err == nil {
+				released++
+				continue
+			}
+			assert.True(t, errors.Is(err, client.ErrLockLost) || errors.Is(err, client.ErrNotHeld),
+				"try %d: %v", i, err)
+			ok, err := s.other.TryLock(ctx)
+			require.NoError(t, err)
+			require.True(t, ok, "try %d: nothing is left of the lost holding", i)
+			require.NoError(t, s.other.Unlock(ctx))
+		}
+		assert.Zero(t, released, "Unlocks right after Lost that said released, of %d", tries)
+	})
+}
+
+// A reentrant holding (two holds) reported lost while Redis still has it
+// (the engine's clock ran ahead): its Unlock matches ErrLockLost and
+// ErrNotHeld and deletes both holds, for the reentrant and the fair lock.
+func TestUnlockOfALostReentrantHoldingDeletesWhatIsLeft(t *testing.T) {
+	for _, k := range lockKinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := miniEnv(t)
+			ctx := testCtx(t)
+			name := "lost-reentrant:" + k.name
+			l := k.of(e.newClient(t), name)
+			require.NoError(t, l.LockLease(ctx, time.Minute))
+			require.NoError(t, l.LockLease(ctx, time.Minute))
+			// The engine's clock passes the lease; Redis's stays behind.
+			e.fake.Advance(time.Minute)
+			await.Value(t, l.Lost(), 5*time.Second, "Lost")
+			require.Equal(t, "2", e.rdb.HGet(ctx, name, l.Owner()).Val(), "Redis still has both holds")
+			err := l.Unlock(ctx)
+			assert.ErrorIs(t, err, client.ErrLockLost)
+			assert.ErrorIs(t, err, client.ErrNotHeld)
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "what was left is gone")
+			assert.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld, "and a second Unlock finds nothing")
+		})
+	}
+}
