@@ -149,7 +149,7 @@ func TestCommandsOnRedis(t *testing.T) {
 	assert.Equal(t, 2, lock.Holders[0].Count)
 	assert.Equal(t, "", lock.Holders[0].Mode)
 	assert.Equal(t, []jsonHolder{{Owner: "svc-billing-1:3", ClientID: "svc-billing-1", Count: 1,
-		Registered: true, Service: "billing", Host: "db-7", PID: 4242}}, objs["app:svc"].Holders)
+		Registered: true, Service: "billing", Host: "db-7", PID: 4242, Alive: new(true)}}, objs["app:svc"].Holders)
 	assert.Greater(t, lock.TTLMs, int64(0))
 	assert.LessOrEqual(t, lock.TTLMs, int64(60_000))
 

@@ -31,7 +31,7 @@ func (c *inspectCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	if c.JSON {
-		b, err := json.MarshalIndent(toJSON(o), "", "  ")
+		b, err := json.MarshalIndent(toJSON(o, time.Now()), "", "  ")
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,12 @@ func printObject(a *app, o client.Object, now time.Time) {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", shown(h.Owner), h.Count, mode, shown(h.ClientID), "(unregistered)", "-", "-")
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", shown(h.Owner), h.Count, mode, shown(h.ClientID), shown(h.Client.Service), shown(h.Client.Host), h.Client.PID)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t", shown(h.Owner), h.Count, mode, shown(h.ClientID), shown(h.Client.Service), shown(h.Client.Host), h.Client.PID)
+			if !h.Client.Alive(now) {
+				// The process is gone; its entry stays for the retention.
+				fmt.Fprintf(tw, "%s\t", goneText(*h.Client, now))
+			}
+			fmt.Fprintln(tw)
 		}
 		_ = tw.Flush()
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/warden-go/warden/client"
 )
@@ -37,7 +38,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 	}
 	first, err := scan(ctx, a, rdb, l.Glob, func(o client.Object) error {
 		if l.JSON {
-			b, err := json.Marshal(toJSON(o))
+			b, err := json.Marshal(toJSON(o, time.Now()))
 			if err != nil {
 				return err
 			}
@@ -46,7 +47,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			}
 			fmt.Fprintf(a.stdout, "\n%s", b)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(o.Name), o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(o.Name), o.Kind, ttlText(o.TTL), holdersText(o, time.Now()), len(o.Waiters), detailText(o))
 			if (n+1)%lsFlush == 0 {
 				_ = tw.Flush()
 			}
