@@ -26,6 +26,9 @@ const (
 	exitNotFound = 3
 	exitNotLock  = 4
 	exitRefused  = 5
+	// exitProblem: doctor found the server short of what the family
+	// needs.
+	exitProblem = 6
 	// exitInterrupted: SIGINT or SIGTERM ended the command (128 + 2, as
 	// a shell reports a command ended by SIGINT).
 	exitInterrupted = 130
@@ -33,9 +36,9 @@ const (
 
 const description = `Show who holds what in warden's (and Redisson's) locks on a Redis.
 
-ls, inspect, watch and clients only read; unlock --force is the only command that writes.
+ls, inspect, watch, clients, doctor and acl only read; unlock --force and permits release are the only commands that write.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL); 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL); 6 doctor found a problem; 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
@@ -53,6 +56,7 @@ type cli struct {
 	Watch   watchCmd   `cmd:"" help:"Refresh a view of the held locks until interrupted."`
 	Clients clientsCmd `cmd:"" help:"List the registered clients and flag holders whose client is not registered."`
 	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs."`
+	Doctor  doctorCmd  `cmd:"" help:"Check the server against what the lock family needs, one line per finding (exit 6 on a problem)."`
 }
 
 // app is what every command runs with.
