@@ -55,7 +55,7 @@ type cli struct {
 	Unlock  unlockCmd  `cmd:"" help:"Force-unlock a lock whoever holds it (waiters wake, the holder is told)."`
 	Watch   watchCmd   `cmd:"" help:"Refresh a view of the held locks until interrupted."`
 	Clients clientsCmd `cmd:"" help:"List the registered clients and flag holders whose client is not registered."`
-	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs."`
+	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs; with --user NAME [--password P], a whole ACL SETUSER line for redis-cli."`
 	Doctor  doctorCmd  `cmd:"" help:"Check the server against what the lock family needs, one line per finding (exit 6 on a problem)."`
 }
 
@@ -71,6 +71,9 @@ type app struct {
 	// stdoutTerminal reports whether stdout is a terminal (watch then
 	// clears the screen between refreshes).
 	stdoutTerminal bool
+	// given are the flags the command line gave (not their defaults or
+	// environment variables), by name.
+	given map[string]bool
 }
 
 // exitError is an error with its exit code.
@@ -131,7 +134,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{cli: &c, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv,
-		terminal: isTerminal(stdin), stdoutTerminal: isTerminal(stdout)}
+		terminal: isTerminal(stdin), stdoutTerminal: isTerminal(stdout), given: map[string]bool{}}
+	for _, p := range kctx.Path {
+		if p.Flag != nil {
+			a.given[p.Flag.Name] = true
+		}
+	}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	if err == nil {
