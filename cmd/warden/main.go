@@ -38,7 +38,7 @@ const description = `Show who holds what in warden's (and Redisson's) locks on a
 
 ls, inspect, watch, clients, doctor and acl only read; unlock --force and permits release are the only commands that write.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL); 6 doctor found a problem; 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders (permits release: of a kind other than a semaphore); 5 refused (unlock or permits release not confirmed, or Redis refused the user: its password or its ACL); 6 doctor found a problem; 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
@@ -56,6 +56,7 @@ type cli struct {
 	Watch   watchCmd   `cmd:"" help:"Refresh a view of the held locks until interrupted."`
 	Clients clientsCmd `cmd:"" help:"List the registered clients and flag holders whose client is not registered."`
 	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs; with --user NAME [--password P], a whole ACL SETUSER line for redis-cli."`
+	Permits permitsCmd `cmd:"" help:"Give permits back to a semaphore (release)."`
 	Doctor  doctorCmd  `cmd:"" help:"Check the server against what the lock family needs, one line per finding (exit 6 on a problem)."`
 }
 
