@@ -322,6 +322,9 @@ func clockStatus(offset time.Duration) string {
 // fine renders a short duration to 10µs below a second, as age does
 // above.
 func fine(d time.Duration) string {
+	if d < 10*time.Microsecond {
+		return "under 10µs"
+	}
 	if d < time.Second {
 		return d.Round(10 * time.Microsecond).String()
 	}

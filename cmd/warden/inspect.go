@@ -69,7 +69,14 @@ func printObject(a *app, o client.Object, now time.Time) {
 		} else {
 			fmt.Fprint(tw, "  ")
 		}
-		fmt.Fprintln(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		fmt.Fprint(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		for _, h := range o.Holders {
+			if h.Client != nil && !h.Client.Alive(now) {
+				fmt.Fprint(tw, "STATE\t") // a holder's process is gone
+				break
+			}
+		}
+		fmt.Fprintln(tw)
 		for _, h := range o.Holders {
 			mode := h.Mode
 			if mode == "" {
