@@ -29,8 +29,10 @@
 // no expiry), holders [{owner, client_id, count, mode ("read", "write" or
 // ""), value (a group lock's: the value held; one holder per value),
 // registered, service, host, pid}], waiters [{owner, client_id,
-// deadline_ms}], and where they apply permits, count, token and leases
-// [{id, expires_ms (-1: never)}].
+// deadline_ms}], and where they apply permits, count, token, leases
+// [{id, expires_ms (-1: never)}] and total (a permit-expirable semaphore's
+// permits, available and held). A registered holder has alive: false once
+// its process is gone.
 //
 // unlock --force deletes the lock NAME whoever holds it and publishes the
 // unlock message, as client's ForceUnlock does for the name's kind: its

@@ -100,6 +100,8 @@ func TestPermitsRelease(t *testing.T) {
 	_, err = ps.Acquire(ctx, time.Minute) // a lease: the layout tells it from a semaphore
 	require.NoError(t, err)
 	require.NoError(t, c.Lock("p:lock").LockLease(ctx, time.Minute))
+	assert.Regexp(t, `(?m)^value:\s+permits=1 leases=1 total=2$`, ok(t, nil, append(addr, "inspect", "p:permits")...))
+	assert.EqualValues(t, 2, *inspectJSON(t, nil, "p:permits", addr...).Total)
 	before := dirty(t, rdb)
 	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", "p:permits", "1"), "leases end")
 	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", "p:lock", "1"), "not a semaphore")

@@ -22,6 +22,9 @@ type jsonObject struct {
 	Count   *int64       `json:"count,omitempty"`
 	Token   *int64       `json:"token,omitempty"`
 	Leases  []jsonLease  `json:"leases,omitempty"`
+	// Total is a permit-expirable semaphore's permits, available and
+	// held (Redisson's getPermits).
+	Total *int64 `json:"total,omitempty"`
 }
 
 type jsonHolder struct {
@@ -106,8 +109,12 @@ func toJSON(o client.Object, now time.Time) jsonObject {
 		}
 		j.Leases = append(j.Leases, jsonLease{ID: l.ID, ExpiresMs: e})
 	}
-	if o.Kind == client.ObjectPermitSemaphore && j.Leases == nil {
-		j.Leases = []jsonLease{}
+	if o.Kind == client.ObjectPermitSemaphore {
+		if j.Leases == nil {
+			j.Leases = []jsonLease{}
+		}
+		total := o.Permits + int64(len(o.Leases))
+		j.Total = &total
 	}
 	return j
 }
@@ -202,7 +209,10 @@ func detailText(o client.Object) string {
 	case client.ObjectSemaphore:
 		return "permits=" + strconv.FormatInt(o.Permits, 10)
 	case client.ObjectPermitSemaphore:
-		return fmt.Sprintf("permits=%d leases=%d", o.Permits, len(o.Leases))
+		// Its total is what is available and what is held, as Redisson
+		// counts it (getPermits); a dead holder's permits come back as
+		// their leases end.
+		return fmt.Sprintf("permits=%d leases=%d total=%d", o.Permits, len(o.Leases), o.Permits+int64(len(o.Leases)))
 	case client.ObjectCountDownLatch:
 		return "count=" + strconv.FormatInt(o.Count, 10)
 	case client.ObjectSemaphoreOrLatch:
