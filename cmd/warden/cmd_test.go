@@ -524,6 +524,9 @@ func TestCommandsThroughSentinel(t *testing.T) {
 	require.Contains(t, objs, "s:1")
 	assert.Equal(t, c.ID(), objs["s:1"].Holders[0].ClientID)
 	assert.Equal(t, "lock", inspectJSON(t, nil, "s:1", args...).Kind)
+	// doctor checks the master the sentinels name: it has a replica.
+	out := ok(t, nil, append(args, "doctor")...)
+	assert.Regexp(t, `(?m)^warn\s+replication\s+master `+redistest.SentinelMasterName+`\s+master with 1 replica`, out)
 	failsWith(t, exitFailed, nil, []string{"--sentinel", s.Addr(), "--master-name", "nosuch", "--timeout", "1s", "ls"}, "cannot reach Redis")
 	failsWith(t, exitUsage, nil, append(args, "--cluster", "127.0.0.1:1", "ls"), "exclude each other")
 	// --addr would be ignored beside the sentinels or a cluster's nodes.

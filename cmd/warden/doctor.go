@@ -60,7 +60,7 @@ func (c *doctorCmd) Run(ctx context.Context, a *app) error {
 	}
 	defer rdb.Close()
 	var findings []finding
-	nodes, err := doctorNodes(ctx, rdb)
+	nodes, err := doctorNodes(ctx, rdb, a.cli)
 	if err != nil {
 		return err
 	}
@@ -109,13 +109,15 @@ type doctorNode struct {
 }
 
 // doctorNodes are the servers to check: every master of a Cluster, else
-// the one server.
-func doctorNodes(ctx context.Context, rdb redis.UniversalClient) ([]doctorNode, error) {
+// the one server (through Sentinel: the master the sentinels name).
+func doctorNodes(ctx context.Context, rdb redis.UniversalClient, c *cli) ([]doctorNode, error) {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
 		addr := ""
-		if c, ok := rdb.(*redis.Client); ok {
-			addr = c.Options().Addr
+		if len(c.Sentinel) > 0 {
+			addr = "master " + c.MasterName
+		} else if rc, ok := rdb.(*redis.Client); ok {
+			addr = rc.Options().Addr
 		}
 		return []doctorNode{{addr: addr, rdb: rdb}}, nil
 	}
