@@ -89,7 +89,7 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		}
 		_ = tw.Flush()
 		if len(ids) > 0 {
-			fmt.Fprintln(a.stdout, "\nholders whose client is not registered (Redisson, registry off, or a process gone without Close):")
+			fmt.Fprintln(a.stdout, "\nholders whose client is not registered (Redisson, registry off, or a process gone for longer than its registry retention):")
 			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  CLIENT\tHOLDS\t")
 			for _, id := range ids {
