@@ -145,8 +145,8 @@ func TestDoctorReplication(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	replica := nodes[1].Client(t)
-	require.NoError(t, replica.SlaveOf(ctx, "127.0.0.1", strconv.Itoa(nodes[0].Port())).Err())
-	t.Cleanup(func() { _ = replica.SlaveOf(context.Background(), "no", "one").Err() })
+	require.NoError(t, replica.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(nodes[0].Port())).Err())
+	t.Cleanup(func() { _ = replica.ReplicaOf(context.Background(), "no", "one").Err() })
 	master := nodes[0].Client(t)
 	require.Eventually(t, func() bool {
 		return redistest.InfoInt(t, master, "replication", "connected_slaves") == 1
