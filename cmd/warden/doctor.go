@@ -144,20 +144,32 @@ func doctorNodes(ctx context.Context, rdb redis.UniversalClient, c *cli) ([]doct
 // refusedText says why a read came back empty: the user may not run
 // what, or the error.
 func refusedText(what string, err error) string {
-	if isNoPerm(err) {
+	switch {
+	case isNoPerm(err):
 		return "cannot tell: the user may not run " + what
+	case isUnsupported(err):
+		return "cannot tell: the server does not have " + what
 	}
 	return "cannot tell: " + what + ": " + strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // unknownOrFailed is a finding for a read that failed: unknown when Redis
-// refused the user (a read-only user runs doctor), a problem otherwise.
+// refused the user (a read-only user runs doctor) or does not have the
+// command (a managed Redis that renames or disables CONFIG), a problem
+// otherwise.
 func unknownOrFailed(check, node, what string, err error) finding {
 	st := statusUnknown
-	if !isNoPerm(err) {
+	if !isNoPerm(err) && !isUnsupported(err) {
 		st = statusProblem
 	}
 	return finding{check, node, st, refusedText(what, err)}
+}
+
+// isUnsupported reports whether err is Redis not knowing the command or
+// subcommand.
+func isUnsupported(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "unknown command") || strings.Contains(s, "unknown subcommand")
 }
 
 // checkNode checks one server: version, eviction, keyspace events,
@@ -369,7 +381,7 @@ func (c *doctorCmd) checkACL(ctx context.Context, a *app, rdb redis.UniversalCli
 	}
 	miss, err := client.MissingACL(ctx, rdb, user, c.Glob, false)
 	if err != nil {
-		if isNoPerm(err) || strings.Contains(err.Error(), "unknown subcommand") {
+		if isNoPerm(err) || isUnsupported(err) {
 			return finding{check, "", statusUnknown, fmt.Sprintf("user %s: cannot tell: ACL DRYRUN needs Redis 7 and an admin connection "+
 				"(run doctor as one with --acl-user %s)", user, user)}
 		}

@@ -201,3 +201,16 @@ func TestDoctorClockVerdicts(t *testing.T) {
 	assert.Equal(t, "ahead of", aheadBehind(time.Millisecond))
 	assert.Equal(t, "1.23ms", fine(1234567*time.Nanosecond))
 }
+
+// A server without CONFIG (renamed away, as managed services do): what
+// needs it is unknown, no failure.
+func TestDoctorWithoutConfig(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--rename-command", "CONFIG", ""))
+	res, by := doctorJSON(t, nil, 0, []string{"--addr", srv.Addr()})
+	assert.True(t, res.OK)
+	for _, c := range []string{"notify-keyspace-events", "persistence"} {
+		assert.Equal(t, statusUnknown, by[c].Status, "%s: %s", c, by[c].Message)
+		assert.Contains(t, by[c].Message, "does not have CONFIG GET", c)
+	}
+	assert.Equal(t, statusOK, by["maxmemory-policy"].Status, "from INFO")
+}
