@@ -2,7 +2,8 @@
 #
 # The integration tests start real redis-server processes (see
 # internal/redistest), so "make test" first runs "make deps" to make sure
-# redis-server is installed.
+# redis-server and promtool (package prometheus: examples/monitor's alert
+# rules tests) are installed.
 
 GO ?= go
 
@@ -39,9 +40,10 @@ help: ## Show this help
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "}; {printf "  %-11s %s\n", $$1, $$2}'
 
-deps: ## Install redis-server (and gcc, needed by -race) if missing, download Go modules
+deps: ## Install redis-server, promtool (the alert rules' tests) and gcc (needed by -race) if missing, download Go modules
 	$(call ensure_cmd,redis-server,redis-server)
 	$(call ensure_cmd,pg_ctlcluster,postgresql)
+	$(call ensure_cmd,promtool,prometheus)
 	$(call ensure_cmd,gcc,gcc libc6-dev)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m mod download); done
 

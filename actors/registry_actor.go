@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -10,14 +11,24 @@ import (
 )
 
 // Registry is the client's record in the client registry: the HASH Key,
-// written with Fields (field, value pairs) and a seen time, refreshed
-// every RegistryPeriod(Watchdog) with a TTL of three periods, on Redis
+// written with Fields (field, value pairs), a seen time and the refresh
+// period (redisio.RegistryBeat), refreshed every RegistryPeriod(Watchdog)
+// with a TTL of Retention (at least three periods), on Redis
 // (the Redis client itself, not an automatic pipeline: a write cancelled
 // by Close must not reach Redis after Close deleted the record).
 type Registry struct {
 	Key    string
 	Fields []string
 	Redis  redisio.TxRedis
+	// Retention is how long the record outlives the Client's last
+	// refresh, so that a holder that died stays named while its locks
+	// may live; below three periods, three periods.
+	Retention time.Duration
+}
+
+// ttl is the record's TTL for refresh period period.
+func (r *Registry) ttl(period time.Duration) time.Duration {
+	return max(r.Retention, 3*period)
 }
 
 // RegistryPeriod is how often the registry record is refreshed: once per
@@ -69,7 +80,7 @@ func (a *registryActor) Receive(ctx actor.Context) {
 	case *registryDone:
 		a.inflight = false
 		if m.Other != "" {
-			a.cfg.Logger.Warn("warden: another Client, running or stopped within the last three renewal periods, "+
+			a.cfg.Logger.Warn("warden: another Client, running or stopped within the last two renewal periods, "+
 				"used this client ID; Clients that share one share their owners and so each other's locks: "+
 				"give each its own WithClientID",
 				"key", a.cfg.Registry.Key, "other", m.Other)
@@ -96,9 +107,10 @@ func (a *registryActor) write(ctx actor.Context) {
 	a.checked = true
 	cfg, sys, self := a.cfg, ctx.ActorSystem(), ctx.Self()
 	reg := cfg.Registry
-	fields := make([]string, 0, len(reg.Fields)+2)
+	fields := make([]string, 0, len(reg.Fields)+4)
 	fields = append(fields, reg.Fields...)
-	fields = append(fields, redisio.RegistrySeen, redisio.UnixMillis(now))
+	fields = append(fields, redisio.RegistrySeen, redisio.UnixMillis(now),
+		redisio.RegistryBeat, strconv.FormatInt(period.Milliseconds(), 10))
 	a.io.Add(1)
 	cfg.Workers.Schedule(func() {
 		defer a.io.Done()
@@ -106,9 +118,9 @@ func (a *registryActor) write(ctx actor.Context) {
 		var other string
 		if check {
 			// A failed look is no reason not to write: the write reports.
-			other, _ = redisio.OtherClient(c, reg.Redis, reg.Key, reg.Fields)
+			other, _ = redisio.OtherClient(c, reg.Redis, reg.Key, reg.Fields, now)
 		}
-		err := redisio.RegisterClient(c, reg.Redis, reg.Key, fields, 3*period)
+		err := redisio.RegisterClient(c, reg.Redis, reg.Key, fields, reg.ttl(period))
 		cancel()
 		sys.Root.Send(self, &registryDone{Err: err, Other: other})
 	})

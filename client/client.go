@@ -99,8 +99,10 @@ type holdingKey struct {
 // warden_client:{<ID>} with the fields service (WithService), host, pid,
 // version (warden's), started and seen (Unix milliseconds on the Client's
 // clock). The engine writes it in the background as it starts, rewrites
-// it once per renewal period (a third of the watchdog timeout) with a TTL
-// of three periods, and Close deletes it. On a Cluster the record has a
+// it once per renewal period (a third of the watchdog timeout) with the
+// field beat (that period in ms) and a TTL of the registry retention
+// (WithRegistryRetention, 24 hours by default), so that a process killed
+// while it holds a lock stays named; Close deletes it. On a Cluster the record has a
 // slot of its own; no lock's keys are touched.
 //
 // The engine reuses the arguments of its lock and unlock commands once

@@ -135,6 +135,23 @@ type ClientRecord struct {
 	Started time.Time
 	// Seen is when the Client last refreshed its entry.
 	Seen time.Time
+	// Beat is how often the Client refreshes its entry; 0 for an entry
+	// an older warden wrote, which expires three periods after its last
+	// refresh.
+	Beat time.Duration
+}
+
+// Alive reports whether the entry's Client was running at now: it
+// refreshed the entry within two refresh periods (one missed refresh is
+// forgiven). An entry stays for the Client's registry retention
+// (WithRegistryRetention) after its last refresh, so that a process that
+// died holding a lock stays named; Alive tells it from a running one, and
+// Seen says when it was last heard of. An entry without a Beat is alive.
+func (r ClientRecord) Alive(now time.Time) bool {
+	if r.Beat <= 0 {
+		return true
+	}
+	return now.Sub(r.Seen) <= 2*r.Beat
 }
 
 // ClientIDOf returns the client ID of owner: the part before its last
@@ -428,6 +445,9 @@ func clientRecord(id string, f map[string]string) ClientRecord {
 	}
 	if ms, err := strconv.ParseInt(f[redisio.RegistrySeen], 10, 64); err == nil {
 		rec.Seen = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(f[redisio.RegistryBeat], 10, 64); err == nil && ms > 0 {
+		rec.Beat = time.Duration(ms) * time.Millisecond
 	}
 	return rec
 }

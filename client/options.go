@@ -31,6 +31,9 @@ type options struct {
 	// service is WithService's name; "" selects the executable's.
 	service    string
 	noRegistry bool
+	// registryRetention is WithRegistryRetention's value; 0 selects
+	// DefaultRegistryRetention.
+	registryRetention time.Duration
 	// meters and tracers are the OpenTelemetry providers; lockNames adds
 	// warden.name to the metrics.
 	meters    metric.MeterProvider

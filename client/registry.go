@@ -47,6 +47,35 @@ func WithoutRegistry() Option {
 	}
 }
 
+// DefaultRegistryRetention is how long a Client's registry record
+// outlives its last refresh unless WithRegistryRetention says otherwise:
+// long enough that the holder of any lease up to a day stays named after
+// its process died without Close.
+const DefaultRegistryRetention = 24 * time.Hour
+
+// WithRegistryRetention sets how long the Client's registry record outlives
+// its last refresh, so that a process killed while it holds a lock (a fixed
+// lease that outlives it, a semaphore's permits) stays named by service,
+// host and PID; Clients and Inspect tell such a record from a live one by
+// its refresh time (ClientRecord.Alive). Give at least the longest lease the
+// Client takes; a lease longer than the retention outlives its holder's
+// name. d is a whole number of milliseconds from 1ms to 30 days; a
+// retention below three renewal periods is three periods. Close deletes the
+// record whatever the retention. The default is DefaultRegistryRetention
+// (24 hours).
+func WithRegistryRetention(d time.Duration) Option {
+	return func(o *options) error {
+		if d < time.Millisecond || d > maxRegistryRetention || d%time.Millisecond != 0 {
+			return invalid("registry retention", "%v: want a whole number of ms from 1ms to %v", d, maxRegistryRetention)
+		}
+		o.registryRetention = d
+		return nil
+	}
+}
+
+// maxRegistryRetention bounds WithRegistryRetention.
+const maxRegistryRetention = 30 * 24 * time.Hour
+
 // validateService checks a service name.
 func validateService(name string) error {
 	if name == "" || len(name) > maxService {
@@ -120,9 +149,14 @@ func registry(rdb redis.UniversalClient, id string, o options, started time.Time
 	if service == "" {
 		service = defaultService()
 	}
+	retention := o.registryRetention
+	if retention == 0 {
+		retention = DefaultRegistryRetention
+	}
 	return &actors.Registry{
-		Key:   redisio.ClientRegistryKey(id),
-		Redis: rdb,
+		Key:       redisio.ClientRegistryKey(id),
+		Redis:     rdb,
+		Retention: retention,
 		Fields: []string{
 			redisio.RegistryService, service,
 			redisio.RegistryHost, host,

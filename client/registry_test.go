@@ -63,7 +63,7 @@ func millis(t *testing.T, s string) time.Time {
 }
 
 // The record is written as the Client starts, with every field, a TTL of
-// three renewal periods, refreshed every period, and deleted by Close.
+// the registry retention, refreshed every period, and deleted by Close.
 func TestRegistryRecordLifecycle(t *testing.T) {
 	e := realEnv(t)
 	before := time.Now().Add(-time.Millisecond)
@@ -80,13 +80,14 @@ func TestRegistryRecordLifecycle(t *testing.T) {
 	assert.False(t, started.Before(before.Truncate(time.Millisecond)), "started %v after the test began %v", started, before)
 	assert.False(t, seen.Before(started), "seen %v not before started %v", seen, started)
 	assert.WithinDuration(t, time.Now(), started, time.Minute)
-	assert.Len(t, rec, 6, "exactly the six fields: %v", rec)
+	assert.Equal(t, strconv.FormatInt((watchdog/3).Milliseconds(), 10), rec["beat"], "the refresh period")
+	assert.Len(t, rec, 7, "exactly the seven fields: %v", rec)
 
 	key := redisio.ClientRegistryKey(c.ID())
 	ttl, err := e.rdb.PTTL(context.Background(), key).Result()
 	require.NoError(t, err)
-	assert.Positive(t, ttl)
-	assert.LessOrEqual(t, ttl, watchdog, "TTL of three renewal periods (the watchdog timeout)")
+	assert.Greater(t, ttl, client.DefaultRegistryRetention-time.Minute, "TTL of the default retention")
+	assert.LessOrEqual(t, ttl, client.DefaultRegistryRetention)
 
 	// Refreshed: seen moves on, and the record outlives its first TTL.
 	refreshed := registryRecord(t, e.rdb, c, func(r map[string]string) bool { return r["seen"] != rec["seen"] })
@@ -173,7 +174,7 @@ func TestRegistryRefreshOnFakeClock(t *testing.T) {
 		rec = registryRecord(t, e.rdb, c, anyRecord)
 		assert.Equal(t, "batch", rec["service"], "refresh %d", i)
 		assert.Equal(t, redisio.UnixMillis(start), rec["started"], "refresh %d", i)
-		assert.Len(t, rec, 6, "refresh %d writes every field", i)
+		assert.Len(t, rec, 7, "refresh %d writes every field", i)
 	}
 }
 
@@ -240,4 +241,59 @@ func TestRegistrySharedClientIDWarnsAndCloseKeepsTheOthersRecord(t *testing.T) {
 	assert.Equal(t, "two", got, "the first Client's Close left the second's record")
 	require.NoError(t, second.Close(ctx))
 	assert.Zero(t, e.rdb.Exists(ctx, redisio.ClientRegistryKey("shared-id")).Val(), "the second deleted its own")
+}
+
+// WithRegistryRetention sets the record's TTL; a retention below three
+// renewal periods is three periods; a bad one is refused naming the field.
+func TestRegistryRetention(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		retention, want time.Duration
+	}{{time.Hour, time.Hour}, {time.Millisecond, watchdog}} {
+		c := e.newClient(t, client.WithRegistryRetention(tc.retention))
+		registryRecord(t, e.rdb, c, anyRecord)
+		ttl, err := e.rdb.PTTL(ctx, redisio.ClientRegistryKey(c.ID())).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, tc.want-10*time.Second, "retention %v", tc.retention)
+		assert.LessOrEqual(t, ttl, tc.want, "retention %v", tc.retention)
+	}
+	for _, d := range []time.Duration{0, -time.Second, 1500 * time.Microsecond, 31 * 24 * time.Hour} {
+		_, err := client.New(e.rdb, client.WithRegistryRetention(d))
+		require.ErrorIs(t, err, client.ErrInvalidArgument, "%v", d)
+		assert.Contains(t, err.Error(), "registry retention")
+	}
+}
+
+// A record left by a Client that stopped without Close (its refreshes
+// ended two periods ago) is no reason to warn: a Client that comes back
+// under the same client ID writes its own over it quietly.
+func TestRegistryStaleRecordUnderTheSameIDIsQuiet(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	key := redisio.ClientRegistryKey("restarted-id")
+	stale := time.Now().Add(-time.Minute)
+	require.NoError(t, e.rdb.HSet(ctx, key, "service", "old", "host", "elsewhere", "pid", "1",
+		"started", redisio.UnixMillis(stale), "seen", redisio.UnixMillis(stale), "beat", "1000").Err())
+	rec := newRecorder()
+	c, err := client.New(e.rdb, client.WithClientID("restarted-id"), client.WithService("new"),
+		client.WithLogger(slog.New(rec)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	registryRecord(t, e.rdb, c, func(r map[string]string) bool { return r["service"] == "new" })
+	for _, r := range rec.all() {
+		assert.NotContains(t, r.msg, "used this client ID")
+	}
+}
+
+// Alive tells a running Client's entry from one whose refreshes stopped
+// more than two periods ago; an entry without a period is alive.
+func TestClientRecordAlive(t *testing.T) {
+	now := time.Now()
+	r := client.ClientRecord{Seen: now.Add(-3 * time.Second), Beat: 2 * time.Second}
+	assert.True(t, r.Alive(now))
+	r.Beat = time.Second
+	assert.False(t, r.Alive(now))
+	r.Beat = 0
+	assert.True(t, r.Alive(now), "an older warden's entry")
 }

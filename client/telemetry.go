@@ -211,6 +211,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, withName boo
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	t.zeroCounters()
 	t.registration, err = m.RegisterCallback(t.observe, t.held, t.waiting)
 	if err != nil {
 		return nil, err
@@ -432,12 +433,38 @@ func (t *telemetry) holdStarted(k holdingKey) {
 
 // noteSeries makes warden.lock.held report the series of a holding that
 // begins now, 0 once it ends, even when it ends before the next
-// collection sees it. t.mu is held.
+// collection sees it; with lock names, it starts the series' loss count
+// at 0 (zeroCounters starts the kinds' without names). t.mu is held.
 func (t *telemetry) noteSeries(kind meterKind, name string) {
 	if !t.withName {
 		name = ""
 	}
-	t.heldSeries[series{kind, name}] = struct{}{}
+	s := series{kind, name}
+	if _, seen := t.heldSeries[s]; !seen && t.withName {
+		t.lost.Add(context.Background(), 0, t.addOptions(t.kinds[kind], name)...)
+	}
+	t.heldSeries[s] = struct{}{}
+}
+
+// zeroCounters reports warden.lock.lost and warden.renewal.failures at 0
+// from the start, for every kind that is held (and so can be lost and is
+// renewed by the watchdog): a counter that appeared only at its first
+// increment, already at 1, would hide that increment from a rate or
+// increase over it. With lock names the loss count of a kind and name
+// starts at its first holding (noteSeries).
+func (t *telemetry) zeroCounters() {
+	ctx := context.Background()
+	for k := range t.kinds {
+		kind := meterKind(k)
+		held := kind == meterMultiLock || kind == meterRedLock
+		renewed := k < int(meterMultiLock) && messages.Kind(k).Held()
+		if (held || renewed) && !t.withName {
+			t.lost.Add(ctx, 0, t.kinds[k].add...)
+		}
+		if renewed {
+			t.renewalFailures.Add(ctx, 0, t.kinds[k].add...)
+		}
+	}
 }
 
 // holdEnded ends the holding k as end says, if it is counted.

@@ -358,3 +358,54 @@ func TestMetricsEveryLockType(t *testing.T) {
 		assert.EqualValues(t, 2, m.count("warden.lock.acquire.duration", "warden.kind", kind, "warden.outcome", "acquired"))
 	})
 }
+
+// points are the data points of the sum name with the attributes want.
+func (m *meters) points(name string, want ...string) []metricdata.DataPoint[int64] {
+	m.t.Helper()
+	s, _ := m.collect()[name].(metricdata.Sum[int64])
+	var out []metricdata.DataPoint[int64]
+	for _, dp := range s.DataPoints {
+		if matches(dp.Attributes, want) {
+			out = append(out, dp)
+		}
+	}
+	return out
+}
+
+// warden.lock.lost and warden.renewal.failures are reported at 0 from the
+// Client's start, for every held kind, so that the first loss is a step
+// from 0 to 1 (what increase() sees), not a series born at 1; with lock
+// names a name's loss count starts at 0 with its first holding.
+func TestMetricsCountersStartAtZero(t *testing.T) {
+	e := realEnv(t)
+	m := newMeters(t)
+	c := e.newClient(t, client.WithMeterProvider(m.mp))
+	for _, kind := range []string{"lock", "fair_lock", "read_lock", "write_lock", "fenced_lock", "spin_lock",
+		"non_reentrant_lock", "non_reentrant_fair_lock", "group_lock", "multi_lock", "red_lock"} {
+		lost := m.points("warden.lock.lost", "warden.kind", kind)
+		require.Len(t, lost, 1, "warden.lock.lost{kind=%s} before any holding", kind)
+		assert.Zero(t, lost[0].Value)
+		if kind != "multi_lock" && kind != "red_lock" { // their members renew under their own kinds
+			failures := m.points("warden.renewal.failures", "warden.kind", kind)
+			require.Len(t, failures, 1, "warden.renewal.failures{kind=%s} before any renewal", kind)
+			assert.Zero(t, failures[0].Value)
+		}
+	}
+	assert.Empty(t, m.points("warden.lock.lost", "warden.kind", "semaphore"), "a semaphore is not held")
+
+	ctx := testCtx(t)
+	l := c.Lock("metrics-zero")
+	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, e.rdb.Del(ctx, "metrics-zero").Err()) // gone behind the holder's back
+	eventually(t, 10*time.Second, func() bool { return m.sum("warden.lock.lost", "warden.kind", "lock") == 1 }, "0 -> 1")
+
+	named := newMeters(t)
+	n := e.newClient(t, client.WithMeterProvider(named.mp), client.WithMetricLockNames())
+	assert.Empty(t, named.points("warden.lock.lost", "warden.kind", "lock"), "no name yet")
+	nl := n.Lock("metrics-zero-named")
+	require.NoError(t, nl.Lock(ctx))
+	lost := named.points("warden.lock.lost", "warden.name", "metrics-zero-named")
+	require.Len(t, lost, 1)
+	assert.Zero(t, lost[0].Value)
+	require.NoError(t, nl.Unlock(ctx))
+}

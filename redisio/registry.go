@@ -18,7 +18,29 @@ const (
 	RegistryVersion = "version" // warden's module version
 	RegistryStarted = "started" // when the client started, Unix milliseconds
 	RegistrySeen    = "seen"    // the last refresh, Unix milliseconds
+	// RegistryBeat is the refresh period in milliseconds: a record whose
+	// seen is more than two periods old belongs to a Client that stopped
+	// (see RecordAlive). A record without it (an older warden's) lives
+	// three periods after its last refresh, so it is alive while it exists.
+	RegistryBeat = "beat"
 )
+
+// RecordAlive reports whether a record with the fields seen and beat (as
+// stored: Unix milliseconds, milliseconds) still belongs to a running
+// Client at now: it was refreshed within two refresh periods (one missed
+// refresh is forgiven). A record without a beat is alive; one whose seen
+// does not parse is not.
+func RecordAlive(seen, beat string, now time.Time) bool {
+	b, err := strconv.ParseInt(beat, 10, 64)
+	if err != nil || b <= 0 {
+		return true
+	}
+	s, err := strconv.ParseInt(seen, 10, 64)
+	if err != nil {
+		return false
+	}
+	return now.UnixMilli()-s <= 2*b
+}
 
 // ClientRegistryKey is the key of a client's record in the client
 // registry: warden_client:{<clientID>}, a HASH of the Registry* fields.
@@ -84,14 +106,20 @@ func sameRecord(got []any, fields []string) bool {
 
 // OtherClient reads the record at key and returns "host pid <pid>" of the
 // Client that wrote it when that is not the one whose record fields are
-// (another Client using the same client ID, whose record lives while it
-// runs); "" when there is no record or it is this one's.
-func OtherClient(ctx context.Context, r TxRedis, key string, fields []string) (string, error) {
-	got, err := r.HMGet(ctx, key, recordIdentity...).Result()
+// and it is alive at now (RecordAlive: another Client running under the
+// same client ID); "" when there is no record, it is this one's, or its
+// Client stopped (a record is kept for a while after its Client is gone).
+func OtherClient(ctx context.Context, r TxRedis, key string, fields []string, now time.Time) (string, error) {
+	got, err := r.HMGet(ctx, key, append(recordIdentity[:len(recordIdentity):len(recordIdentity)], RegistrySeen, RegistryBeat)...).Result()
 	if err != nil {
 		return "", fmt.Errorf("warden: client registry %s: %w", key, err)
 	}
 	if got[0] == nil || sameRecord(got, fields) {
+		return "", nil
+	}
+	seen, _ := got[len(recordIdentity)].(string)
+	beat, _ := got[len(recordIdentity)+1].(string)
+	if !RecordAlive(seen, beat, now) {
 		return "", nil
 	}
 	host, _ := got[0].(string)

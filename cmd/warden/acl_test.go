@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -314,4 +316,93 @@ func TestLeastPrivilegeACLOnACluster(t *testing.T) {
 		assert.Empty(t, aclLog(t, a), "node %d refused nothing", i)
 	}
 	failsWith(t, exitRefused, []string{"REDIS_PASSWORD=vpass"}, append(args, "viewer", "unlock", "--force", "--yes", "acl:a"), "permission denied")
+}
+
+// redisCLI runs lines through redis-cli against addr, as an operator
+// pasting them would, and returns its output.
+func redisCLI(t *testing.T, addr, lines string) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-cli")
+	require.NoError(t, err, "redis-cli is missing: install it with: sudo apt-get install -y redis-tools")
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader(lines)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return string(out)
+}
+
+// acl --user NAME --password P GLOB prints a whole ACL SETUSER line:
+// pasted into redis-cli it makes a user that is on, logs in with P (a
+// password with a space and a quote included) and uses every kind of the
+// family on the names; the --read-only line makes a user ls and inspect
+// work for, and unlock is refused. Without --password the line has a
+// placeholder, said on stderr; REDIS_PASSWORD is never written.
+func TestACLSetUserLine(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := context.Background()
+
+	for _, pass := range []string{"s3cret", `pa ss"w\rd`} {
+		r := warden(t, []string{"REDIS_PASSWORD=admin-secret"}, "", "acl", "--user", "svc", "--password", pass, "orders:*")
+		require.Equal(t, 0, r.code, r.stderr)
+		line := strings.TrimSpace(r.stdout)
+		require.NotContains(t, line, "\n", "one line")
+		require.True(t, strings.HasPrefix(line, "ACL SETUSER svc on "), line)
+		assert.NotContains(t, line, "admin-secret")
+		assert.Empty(t, r.stderr)
+		replies := strings.Split(strings.TrimSpace(redisCLI(t, srv.Addr(), "ACL DELUSER svc\n"+line+"\n")), "\n")
+		assert.Equal(t, "OK", replies[len(replies)-1], "redis-cli ran the line: %q", replies)
+
+		user := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "svc", Password: pass})
+		t.Cleanup(func() { _ = user.Close() })
+		require.NoError(t, user.Ping(ctx).Err(), "the user is on and its password works")
+		c, w := newClient(t, user), newClient(t, user)
+		family(t, c, w, "orders:"+strings.ReplaceAll(pass[:2], " ", "_")+":")
+		plain := c.Lock("orders:plain")
+		require.NoError(t, plain.Lock(ctx))
+		require.NoError(t, plain.Unlock(ctx))
+		err := user.Set(ctx, "other:key", "x", 0).Err()
+		require.Error(t, err, "no key outside the glob")
+		assert.Contains(t, err.Error(), "NOPERM")
+	}
+
+	r := warden(t, nil, "", "acl", "--read-only", "--user", "viewer", "--password", "vpass", "orders:*")
+	require.Equal(t, 0, r.code, r.stderr)
+	redisCLI(t, srv.Addr(), r.stdout)
+	env := []string{"REDIS_PASSWORD=vpass"}
+	args := []string{"--addr", srv.Addr(), "--user", "viewer"}
+	assert.Contains(t, ok(t, env, append(args, "ls", "orders:*")...), "orders:s3:lock")
+	ok(t, env, append(args, "inspect", "orders:s3:lock")...)
+	ok(t, env, append(args, "doctor")...)
+	failsWith(t, exitRefused, env, append(args, "unlock", "--force", "--yes", "orders:s3:lock"), "permission denied")
+
+	r = warden(t, []string{"REDIS_PASSWORD=admin-secret"}, "", "acl", "--user", "svc2", "orders:*")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stdout, "ACL SETUSER svc2 on >"+aclPlaceholder+" resetkeys "), r.stdout)
+	assert.NotContains(t, r.stdout, "admin-secret", "REDIS_PASSWORD is not the new user's")
+	assert.Contains(t, r.stderr, "replace "+aclPlaceholder)
+
+	// Without --user, the rules alone, as before.
+	rules, err := client.ACLRules("orders:*")
+	require.NoError(t, err)
+	assert.Equal(t, rules+"\n", ok(t, nil, "acl", "orders:*"))
+
+	failsWith(t, exitUsage, nil, []string{"acl", "--password", "p", "orders:*"}, "needs --user")
+	failsWith(t, exitUsage, nil, []string{"acl", "--user", "a b", "orders:*"}, "--user")
+	failsWith(t, exitUsage, nil, []string{"acl", "--user", "svc", "bad glob"}, "names")
+	n, err := admin.Do(ctx, "acl", "users").StringSlice()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"default", "svc", "viewer"}, n, "acl writes nothing itself")
+}
+
+func TestCLIQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		">plain": ">plain", `>a b`: `">a b"`, `>q"`: `">q\""`, `>b\s`: `">b\\s"`, ">nl\n": `">nl\n"`, ">é": ">é", ">é x": `">\xc3\xa9 x"`,
+	} {
+		assert.Equal(t, want, cliQuote(in), "%q", in)
+	}
 }

@@ -58,6 +58,7 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 	}
 	slices.Sort(ids)
 
+	now := time.Now()
 	if c.JSON {
 		out := struct {
 			Clients      []jsonClient       `json:"clients"`
@@ -65,7 +66,7 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		}{Clients: []jsonClient{}, Unregistered: []jsonUnregistered{}}
 		for _, r := range recs {
 			out.Clients = append(out.Clients, jsonClient{ID: r.ID, Service: r.Service, Host: r.Host, PID: r.PID,
-				Version: r.Version, StartedMs: r.Started.UnixMilli(), SeenMs: r.Seen.UnixMilli()})
+				Version: r.Version, StartedMs: r.Started.UnixMilli(), SeenMs: r.Seen.UnixMilli(), Alive: r.Alive(now)})
 		}
 		for _, id := range ids {
 			out.Unregistered = append(out.Unregistered, jsonUnregistered{ClientID: id, Names: unreg[id]})
@@ -76,16 +77,19 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		}
 		fmt.Fprintf(a.stdout, "%s\n", b)
 	} else {
-		now := time.Now()
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CLIENT\tSERVICE\tHOST\tPID\tVERSION\tUP\tSEEN\t")
 		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\t\n", shown(r.ID), shown(r.Service), shown(r.Host), r.PID, shown(r.Version),
-				age(now.Sub(r.Started)), age(now.Sub(r.Seen)))
+			seen := age(now.Sub(r.Seen)) + " ago"
+			if !r.Alive(now) {
+				seen = goneText(r, now)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", shown(r.ID), shown(r.Service), shown(r.Host), r.PID, shown(r.Version),
+				age(now.Sub(r.Started)), seen)
 		}
 		_ = tw.Flush()
 		if len(ids) > 0 {
-			fmt.Fprintln(a.stdout, "\nholders whose client is not registered (Redisson, registry off, or a process gone without Close):")
+			fmt.Fprintln(a.stdout, "\nholders whose client is not registered (Redisson, registry off, or a process gone for longer than its registry retention):")
 			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  CLIENT\tHOLDS\t")
 			for _, id := range ids {

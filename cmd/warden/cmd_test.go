@@ -149,7 +149,7 @@ func TestCommandsOnRedis(t *testing.T) {
 	assert.Equal(t, 2, lock.Holders[0].Count)
 	assert.Equal(t, "", lock.Holders[0].Mode)
 	assert.Equal(t, []jsonHolder{{Owner: "svc-billing-1:3", ClientID: "svc-billing-1", Count: 1,
-		Registered: true, Service: "billing", Host: "db-7", PID: 4242}}, objs["app:svc"].Holders)
+		Registered: true, Service: "billing", Host: "db-7", PID: 4242, Alive: new(true)}}, objs["app:svc"].Holders)
 	assert.Greater(t, lock.TTLMs, int64(0))
 	assert.LessOrEqual(t, lock.TTLMs, int64(60_000))
 
@@ -524,6 +524,9 @@ func TestCommandsThroughSentinel(t *testing.T) {
 	require.Contains(t, objs, "s:1")
 	assert.Equal(t, c.ID(), objs["s:1"].Holders[0].ClientID)
 	assert.Equal(t, "lock", inspectJSON(t, nil, "s:1", args...).Kind)
+	// doctor checks the master the sentinels name: it has a replica.
+	out := ok(t, nil, append(args, "doctor")...)
+	assert.Regexp(t, `(?m)^warn\s+replication\s+master `+redistest.SentinelMasterName+`\s+master with 1 replica`, out)
 	failsWith(t, exitFailed, nil, []string{"--sentinel", s.Addr(), "--master-name", "nosuch", "--timeout", "1s", "ls"}, "cannot reach Redis")
 	failsWith(t, exitUsage, nil, append(args, "--cluster", "127.0.0.1:1", "ls"), "exclude each other")
 	// --addr would be ignored beside the sentinels or a cluster's nodes.

@@ -43,10 +43,12 @@ func TestCrashedHolderChild(t *testing.T) {
 	time.Sleep(10 * time.Minute) // until killed
 }
 
-// A process killed (kill -9) while it holds a fixed-lease lock: its
-// registry record expires within three refresh periods (one watchdog) of
-// its last refresh, and clients then flags the lock it still holds.
-func TestCrashedClientIsFlagged(t *testing.T) {
+// A process killed (kill -9) while it holds a fixed-lease lock stays
+// named: its registry record outlives three refresh periods (the TTL it
+// had before the retention), clients shows it gone since its last refresh
+// (alive false in --json) within two periods of the kill, and ls and
+// inspect still name the dead holder as service@host:pid.
+func TestCrashedClientStaysNamed(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()
@@ -89,26 +91,44 @@ func TestCrashedClientIsFlagged(t *testing.T) {
 	assert.Equal(t, id, got.Clients[0].ID)
 	assert.Equal(t, "crashy", got.Clients[0].Service)
 	assert.Equal(t, cmd.Process.Pid, got.Clients[0].PID)
+	assert.True(t, got.Clients[0].Alive, "a running client")
 	assert.Empty(t, got.Unregistered)
+	assert.NotContains(t, ok(t, nil, append(addr, "clients")...), "gone")
 
+	pid := cmd.Process.Pid
 	require.NoError(t, cmd.Process.Kill()) // kill -9
 	killed := time.Now()
-	key := "warden_client:{" + id + "}"
 	deadline := killed.Add(crashWatchdog + 5*time.Second) // generous: the machine is loaded
-	for rdb.Exists(ctx, key).Val() == 1 {
-		require.True(t, time.Now().Before(deadline), "the record outlived three periods")
+	for clients().Clients[0].Alive {
+		require.True(t, time.Now().Before(deadline), "still alive %v after the kill", time.Since(killed))
 		time.Sleep(20 * time.Millisecond)
 	}
-	gone := time.Since(killed)
-	t.Logf("registry record expired %v after the kill -9 (watchdog %v)", gone.Round(time.Millisecond), crashWatchdog)
-	assert.LessOrEqual(t, gone, crashWatchdog+time.Second)
-
-	got = clients()
-	assert.Empty(t, got.Clients)
-	assert.Equal(t, []jsonUnregistered{{ClientID: id, Names: []string{name}}}, got.Unregistered)
-	assert.EqualValues(t, 1, rdb.Exists(ctx, name).Val(), "the fixed-lease lock stays until its lease ends")
+	t.Logf("clients --json says alive false %v after the kill -9 (refresh period %v)",
+		time.Since(killed).Round(time.Millisecond), crashWatchdog/3)
 	s := ok(t, nil, append(addr, "clients")...)
-	assert.Regexp(t, `(?m)^\s+`+id+`\s+`+name, s)
+	assert.Regexp(t, `(?m)^`+id+`\s+crashy\s+\S+\s+`+fmt.Sprint(pid)+`\s+\S+\s+\S+\s+gone since \d{4}-\d\d-\d\dT[0-9:.]+Z \([0-9.]+(ms|s) ago\)`, s)
+	assert.NotContains(t, s, "not registered")
+	s = ok(t, nil, append(addr, "inspect", name)...)
+	assert.Regexp(t, `(?m)^\s+`+id+`:\S+\s+1\s+-\s+`+id+`\s+crashy\s+\S+\s+`+fmt.Sprint(pid)+`\s+gone since `, s)
 	s = ok(t, nil, append(addr, "ls", "crash:*")...)
-	assert.Regexp(t, `(?m)^`+name+`\s+lock\s+\S+\s+`+id+`\s+0`, s)
+	assert.Regexp(t, `(?m)^`+name+`\s+lock\s+\S+\s+crashy@\S+:`+fmt.Sprint(pid)+` \(gone\)\s+0`, s)
+
+	// Past the three periods the record used to live: still named.
+	time.Sleep(time.Until(killed.Add(crashWatchdog + time.Second)))
+	got = clients()
+	require.Len(t, got.Clients, 1, "the record outlives three refresh periods")
+	assert.False(t, got.Clients[0].Alive)
+	assert.Equal(t, pid, got.Clients[0].PID)
+	assert.Empty(t, got.Unregistered)
+	var o jsonObject
+	require.NoError(t, json.Unmarshal([]byte(ok(t, nil, append(addr, "inspect", "--json", name)...)), &o))
+	require.Len(t, o.Holders, 1)
+	assert.True(t, o.Holders[0].Registered)
+	assert.Equal(t, "crashy", o.Holders[0].Service)
+	assert.Equal(t, pid, o.Holders[0].PID)
+	require.NotNil(t, o.Holders[0].Alive)
+	assert.False(t, *o.Holders[0].Alive)
+	ttl := rdb.PTTL(ctx, "warden_client:{"+id+"}").Val()
+	assert.Greater(t, ttl, client.DefaultRegistryRetention-time.Minute, "kept for the retention")
+	assert.EqualValues(t, 1, rdb.Exists(ctx, name).Val(), "the fixed-lease lock stays until its lease ends")
 }

@@ -12,7 +12,9 @@
 //	warden [connection flags] unlock --force [--yes] NAME
 //	warden [connection flags] watch [GLOB] [--interval 1s] [--count N]
 //	warden [connection flags] clients [GLOB] [--json]
-//	warden acl [--read-only] [NAMES]
+//	warden [connection flags] permits release [--yes] NAME N
+//	warden [connection flags] doctor [GLOB] [--acl-user NAME] [--json]
+//	warden acl [--user NAME [--password P]] [--read-only] [NAMES]
 //
 // ls lists every object of the lock family whose name matches GLOB
 // (default "*"), one line each (name, kind, TTL, holders, waiters, and a
@@ -27,8 +29,10 @@
 // no expiry), holders [{owner, client_id, count, mode ("read", "write" or
 // ""), value (a group lock's: the value held; one holder per value),
 // registered, service, host, pid}], waiters [{owner, client_id,
-// deadline_ms}], and where they apply permits, count, token and leases
-// [{id, expires_ms (-1: never)}].
+// deadline_ms}], and where they apply permits, count, token, leases
+// [{id, expires_ms (-1: never)}] and total (a permit-expirable semaphore's
+// permits, available and held). A registered holder has alive: false once
+// its process is gone.
 //
 // unlock --force deletes the lock NAME whoever holds it and publishes the
 // unlock message, as client's ForceUnlock does for the name's kind: its
@@ -45,11 +49,26 @@
 // shows its age as ">" the time since the watch began.
 //
 // clients lists the client registry (warden_client:*): each Client's
-// service, host, pid, version, start and when it last refreshed its entry;
-// then the holders, of the names matching GLOB (default "*"), whose client
-// has no entry (a Redisson client, a Client with the registry off, or a
-// process that died without Close, whose fixed-lease lock stays until its
-// lease ends).
+// service, host, pid, version, start and when it last refreshed its entry,
+// or "gone since" its last refresh for one whose refreshes stopped (a
+// process killed without Close: its entry stays for the registry retention,
+// 24 hours by default, so that its locks' holder stays named; --json gives
+// "alive"); then the holders, of the names matching GLOB (default "*"),
+// whose client has no entry (a Redisson client, or a Client with the
+// registry off). ls, inspect and watch mark a gone holder "(gone)".
+//
+// permits release gives N permits back to the semaphore NAME (those a
+// process took and died holding), with the confirmation rules of unlock
+// --force. A permit-expirable semaphore's permits come back by themselves
+// as their leases end: it refuses one (exit 4).
+//
+// doctor checks the server against what the lock family needs, one line
+// per finding ("ok", "warn", "unknown" or "problem", the check, the node,
+// what it found): maxmemory-policy, the Redis version, keyspace events,
+// persistence, replication, the clock offset to this host, on every master
+// of a Cluster, and the ACL user's commands, keys and channels on GLOB (the
+// connecting user's, or --acl-user's; ACL DRYRUN needs an admin). What the
+// user may not read is "unknown", no failure; a problem exits 6.
 //
 // ls, watch and clients read every name SCAN finds; the names Redis
 // refuses to let the user read (a user whose ACL covers other names only)
@@ -59,7 +78,10 @@
 //
 // acl prints the Redis ACL rules a warden Client needs for the names
 // matching NAMES (default "*"), or with --read-only those of ls, inspect,
-// watch and clients (client.ACLRules, client.ReadOnlyACLRules).
+// watch, clients and doctor (client.ACLRules, client.ReadOnlyACLRules).
+// With --user NAME it prints a whole line for redis-cli, "ACL SETUSER NAME
+// on >PASSWORD rules...", the password from --password (never
+// REDIS_PASSWORD's) or a placeholder it says on stderr to replace.
 //
 // # Connection
 //
@@ -71,9 +93,10 @@
 // (or REDIS_PASSWORD) override its credentials. --timeout bounds each
 // Redis call (default 5s).
 //
-// ls, inspect, watch and clients only read (SCAN, TYPE, PTTL, GET,
-// GETRANGE, HLEN, HGETALL, LRANGE, ZRANGE): they never write. unlock
-// --force is the only command that writes. They do not copy a user's large
+// ls, inspect, watch, clients and doctor only read (SCAN, TYPE, PTTL,
+// GET, GETRANGE, HLEN, HGETALL, LRANGE, ZRANGE; doctor INFO, TIME, CONFIG
+// GET, ACL DRYRUN): they never write. unlock --force and permits release
+// are the only commands that write. They do not copy a user's large
 // values out of Redis: a string's first 64 bytes and the fields of a hash
 // of at most 65,536 are all they read (see client.Inspect).
 //
@@ -92,10 +115,12 @@
 //	3  nothing of the lock family under NAME (inspect, unlock), or
 //	   nobody holds the lock NAME (unlock)
 //	4  the key under NAME is no lock-family object (a user's own list, say),
-//	   or unlock of a kind that has no holder (a semaphore)
-//	5  refused: unlock not confirmed, or Redis refused the user (a wrong
-//	   password, or an ACL without the permission, as a read-only user's
-//	   for unlock)
+//	   or unlock of a kind that has no holder (a semaphore), or permits
+//	   release of a kind that is no semaphore
+//	5  refused: unlock or permits release not confirmed, or Redis refused
+//	   the user (a wrong password, or an ACL without the permission, as a
+//	   read-only user's for unlock)
+//	6  doctor found a problem
 //	130  interrupted (SIGINT, SIGTERM) before it was done; watch, which
 //	   runs until interrupted, exits 0
 package main

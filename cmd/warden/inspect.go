@@ -31,7 +31,7 @@ func (c *inspectCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	if c.JSON {
-		b, err := json.MarshalIndent(toJSON(o), "", "  ")
+		b, err := json.MarshalIndent(toJSON(o, time.Now()), "", "  ")
 		if err != nil {
 			return err
 		}
@@ -69,7 +69,14 @@ func printObject(a *app, o client.Object, now time.Time) {
 		} else {
 			fmt.Fprint(tw, "  ")
 		}
-		fmt.Fprintln(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		fmt.Fprint(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
+		for _, h := range o.Holders {
+			if h.Client != nil && !h.Client.Alive(now) {
+				fmt.Fprint(tw, "STATE\t") // a holder's process is gone
+				break
+			}
+		}
+		fmt.Fprintln(tw)
 		for _, h := range o.Holders {
 			mode := h.Mode
 			if mode == "" {
@@ -84,7 +91,12 @@ func printObject(a *app, o client.Object, now time.Time) {
 				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", shown(h.Owner), h.Count, mode, shown(h.ClientID), "(unregistered)", "-", "-")
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", shown(h.Owner), h.Count, mode, shown(h.ClientID), shown(h.Client.Service), shown(h.Client.Host), h.Client.PID)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t", shown(h.Owner), h.Count, mode, shown(h.ClientID), shown(h.Client.Service), shown(h.Client.Host), h.Client.PID)
+			if !h.Client.Alive(now) {
+				// The process is gone; its entry stays for the retention.
+				fmt.Fprintf(tw, "%s\t", goneText(*h.Client, now))
+			}
+			fmt.Fprintln(tw)
 		}
 		_ = tw.Flush()
 	}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
+	"strconv"
+	"time"
 
 	"github.com/warden-go/warden/client"
 )
@@ -28,16 +29,16 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 		return err
 	}
 	defer rdb.Close()
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	tw := &table{w: a.stdout}
 	n := 0
 	if l.JSON {
 		fmt.Fprint(a.stdout, "[")
 	} else {
-		fmt.Fprintln(tw, "NAME\tKIND\tTTL\tHOLDERS\tWAITERS\tVALUE")
+		tw.row("NAME", "KIND", "TTL", "HOLDERS", "WAITERS", "VALUE")
 	}
 	first, err := scan(ctx, a, rdb, l.Glob, func(o client.Object) error {
 		if l.JSON {
-			b, err := json.Marshal(toJSON(o))
+			b, err := json.Marshal(toJSON(o, time.Now()))
 			if err != nil {
 				return err
 			}
@@ -46,9 +47,9 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			}
 			fmt.Fprintf(a.stdout, "\n%s", b)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", shown(o.Name), o.Kind, ttlText(o.TTL), holdersText(o), len(o.Waiters), detailText(o))
+			tw.row(shown(o.Name), string(o.Kind), ttlText(o.TTL), holdersText(o, time.Now()), strconv.Itoa(len(o.Waiters)), detailText(o))
 			if (n+1)%lsFlush == 0 {
-				_ = tw.Flush()
+				tw.flush()
 			}
 		}
 		n++
@@ -57,7 +58,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 		if l.JSON {
 			fmt.Fprintln(a.stdout, "\n]")
 		} else {
-			_ = tw.Flush()
+			tw.flush()
 		}
 	})
 	if err != nil {

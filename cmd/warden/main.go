@@ -26,6 +26,9 @@ const (
 	exitNotFound = 3
 	exitNotLock  = 4
 	exitRefused  = 5
+	// exitProblem: doctor found the server short of what the family
+	// needs.
+	exitProblem = 6
 	// exitInterrupted: SIGINT or SIGTERM ended the command (128 + 2, as
 	// a shell reports a command ended by SIGINT).
 	exitInterrupted = 130
@@ -33,9 +36,9 @@ const (
 
 const description = `Show who holds what in warden's (and Redisson's) locks on a Redis.
 
-ls, inspect, watch and clients only read; unlock --force is the only command that writes.
+ls, inspect, watch, clients, doctor and acl only read; unlock --force and permits release are the only commands that write.
 
-Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders; 5 refused (unlock not confirmed, or Redis refused the user: its password or its ACL); 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
+Exit codes: 0 success; 1 Redis unreachable or a Redis error; 2 usage (unknown command or flag, invalid NAME or GLOB); 3 nothing of the lock family under NAME, or (unlock) nobody holds it; 4 the key under NAME is no lock-family object, or unlock of a kind without holders (permits release: of a kind other than a semaphore); 5 refused (unlock or permits release not confirmed, or Redis refused the user: its password or its ACL); 6 doctor found a problem; 130 interrupted (SIGINT, SIGTERM; watch: 0). Every failure prints one line on standard error.`
 
 // cli is the command line.
 type cli struct {
@@ -52,7 +55,9 @@ type cli struct {
 	Unlock  unlockCmd  `cmd:"" help:"Force-unlock a lock whoever holds it (waiters wake, the holder is told)."`
 	Watch   watchCmd   `cmd:"" help:"Refresh a view of the held locks until interrupted."`
 	Clients clientsCmd `cmd:"" help:"List the registered clients and flag holders whose client is not registered."`
-	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs."`
+	ACL     aclCmd     `cmd:"" name:"acl" help:"Print the Redis ACL rules a warden client (or --read-only, this command) needs; with --user NAME [--password P], a whole ACL SETUSER line for redis-cli."`
+	Permits permitsCmd `cmd:"" help:"Give permits back to a semaphore (release)."`
+	Doctor  doctorCmd  `cmd:"" help:"Check the server against what the lock family needs, one line per finding (exit 6 on a problem)."`
 }
 
 // app is what every command runs with.
@@ -67,6 +72,9 @@ type app struct {
 	// stdoutTerminal reports whether stdout is a terminal (watch then
 	// clears the screen between refreshes).
 	stdoutTerminal bool
+	// given are the flags the command line gave (not their defaults or
+	// environment variables), by name.
+	given map[string]bool
 }
 
 // exitError is an error with its exit code.
@@ -127,7 +135,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{cli: &c, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv,
-		terminal: isTerminal(stdin), stdoutTerminal: isTerminal(stdout)}
+		terminal: isTerminal(stdin), stdoutTerminal: isTerminal(stdout), given: map[string]bool{}}
+	for _, p := range kctx.Path {
+		if p.Flag != nil {
+			a.given[p.Flag.Name] = true
+		}
+	}
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	err = kctx.Run(a)
 	if err == nil {

@@ -22,6 +22,9 @@ type jsonObject struct {
 	Count   *int64       `json:"count,omitempty"`
 	Token   *int64       `json:"token,omitempty"`
 	Leases  []jsonLease  `json:"leases,omitempty"`
+	// Total is a permit-expirable semaphore's permits, available and
+	// held (Redisson's getPermits).
+	Total *int64 `json:"total,omitempty"`
 }
 
 type jsonHolder struct {
@@ -37,6 +40,9 @@ type jsonHolder struct {
 	Service    string `json:"service"`
 	Host       string `json:"host"`
 	PID        int    `json:"pid"`
+	// Alive: the registered client still refreshes its entry (absent
+	// when it has none).
+	Alive *bool `json:"alive,omitempty"`
 }
 
 type jsonWaiter struct {
@@ -59,6 +65,9 @@ type jsonClient struct {
 	Version   string `json:"version"`
 	StartedMs int64  `json:"started_ms"`
 	SeenMs    int64  `json:"seen_ms"`
+	// Alive: the client still refreshes its entry; false for one whose
+	// process is gone (its entry is kept for the registry retention).
+	Alive bool `json:"alive"`
 }
 
 // jsonUnregistered is a client ID that holds locks without a registry
@@ -69,12 +78,14 @@ type jsonUnregistered struct {
 }
 
 // toJSON renders o for --json.
-func toJSON(o client.Object) jsonObject {
+func toJSON(o client.Object, now time.Time) jsonObject {
 	j := jsonObject{Name: o.Name, Kind: string(o.Kind), TTLMs: ms(o.TTL), Holders: []jsonHolder{}, Waiters: []jsonWaiter{}}
 	for _, h := range o.Holders {
 		jh := jsonHolder{Owner: h.Owner, ClientID: h.ClientID, Count: h.Count, Mode: h.Mode, Value: h.Value}
 		if h.Client != nil {
 			jh.Registered, jh.Service, jh.Host, jh.PID = true, h.Client.Service, h.Client.Host, h.Client.PID
+			alive := h.Client.Alive(now)
+			jh.Alive = &alive
 		}
 		j.Holders = append(j.Holders, jh)
 	}
@@ -98,8 +109,12 @@ func toJSON(o client.Object) jsonObject {
 		}
 		j.Leases = append(j.Leases, jsonLease{ID: l.ID, ExpiresMs: e})
 	}
-	if o.Kind == client.ObjectPermitSemaphore && j.Leases == nil {
-		j.Leases = []jsonLease{}
+	if o.Kind == client.ObjectPermitSemaphore {
+		if j.Leases == nil {
+			j.Leases = []jsonLease{}
+		}
+		total := o.Permits + int64(len(o.Leases))
+		j.Total = &total
 	}
 	return j
 }
@@ -140,18 +155,29 @@ func shown(s string) string {
 	return s
 }
 
-// who names a holder's client: service@host:pid from the registry, or its
-// client ID when it has no entry.
-func who(clientID string, rec *client.ClientRecord) string {
+// who names a holder's client: service@host:pid from the registry,
+// followed by "(gone)" when its process no longer refreshes the entry, or
+// its client ID when it has no entry.
+func who(clientID string, rec *client.ClientRecord, now time.Time) string {
 	if rec == nil {
 		return shown(clientID)
 	}
-	return fmt.Sprintf("%s@%s:%d", shown(rec.Service), shown(rec.Host), rec.PID)
+	s := fmt.Sprintf("%s@%s:%d", shown(rec.Service), shown(rec.Host), rec.PID)
+	if !rec.Alive(now) {
+		s += " (gone)"
+	}
+	return s
+}
+
+// goneText says since when a client whose entry is no longer refreshed
+// has been gone: its last refresh, and how long ago that was.
+func goneText(rec client.ClientRecord, now time.Time) string {
+	return fmt.Sprintf("gone since %s (%s ago)", rec.Seen.UTC().Format("2006-01-02T15:04:05.0Z"), age(now.Sub(rec.Seen)))
 }
 
 // holderText renders a holder for a table: who, its mode, its count.
-func holderText(h client.Holder) string {
-	s := who(h.ClientID, h.Client)
+func holderText(h client.Holder, now time.Time) string {
+	s := who(h.ClientID, h.Client, now)
 	if h.Value != "" {
 		s = shown(h.Value) + ": " + s
 	}
@@ -165,13 +191,13 @@ func holderText(h client.Holder) string {
 }
 
 // holdersText renders every holder, "-" for none.
-func holdersText(o client.Object) string {
+func holdersText(o client.Object, now time.Time) string {
 	if len(o.Holders) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(o.Holders))
 	for i, h := range o.Holders {
-		parts[i] = holderText(h)
+		parts[i] = holderText(h, now)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -183,7 +209,10 @@ func detailText(o client.Object) string {
 	case client.ObjectSemaphore:
 		return "permits=" + strconv.FormatInt(o.Permits, 10)
 	case client.ObjectPermitSemaphore:
-		return fmt.Sprintf("permits=%d leases=%d", o.Permits, len(o.Leases))
+		// Its total is what is available and what is held, as Redisson
+		// counts it (getPermits); a dead holder's permits come back as
+		// their leases end.
+		return fmt.Sprintf("permits=%d leases=%d total=%d", o.Permits, len(o.Leases), o.Permits+int64(len(o.Leases)))
 	case client.ObjectCountDownLatch:
 		return "count=" + strconv.FormatInt(o.Count, 10)
 	case client.ObjectSemaphoreOrLatch:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/warden-go/warden/client"
 )
@@ -43,7 +44,7 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 		return fail(exitNotFound, "warden: unlock %q: nobody holds it", c.Name)
 	}
 	if !c.Yes {
-		fmt.Fprintf(a.stderr, "Force-unlock %s %q held by %s? [y/N] ", o.Kind, c.Name, holdersText(o))
+		fmt.Fprintf(a.stderr, "Force-unlock %s %q held by %s? [y/N] ", o.Kind, c.Name, holdersText(o, time.Now()))
 		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 			return fail(exitRefused, "warden: unlock %q: not confirmed", c.Name)
@@ -83,6 +84,6 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 	if !done {
 		return fail(exitNotFound, "warden: unlock %q: it was no longer held", c.Name)
 	}
-	fmt.Fprintf(a.stdout, "unlocked %s %q (was held by %s)\n", o.Kind, c.Name, holdersText(o))
+	fmt.Fprintf(a.stdout, "unlocked %s %q (was held by %s)\n", o.Kind, c.Name, holdersText(o, time.Now()))
 	return nil
 }

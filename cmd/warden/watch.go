@@ -143,7 +143,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 			if i > 0 {
 				name, kind, ttl, waiters = "", "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, kind, holderText(h), held, ttl, waiters)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, kind, holderText(h, now), held, ttl, waiters)
 		}
 	}
 	_ = tw.Flush()
