@@ -40,7 +40,7 @@ help: ## Show this help
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "}; {printf "  %-11s %s\n", $$1, $$2}'
 
-deps: ## Install redis-server, promtool (the alert rules' tests) and gcc (needed by -race) if missing, download Go modules
+deps: ## Install redis-server, PostgreSQL (the fence tests), promtool (the alert rules' tests) and gcc (-race) if missing, download Go modules
 	$(call ensure_cmd,redis-server,redis-server)
 	$(call ensure_cmd,pg_ctlcluster,postgresql)
 	$(call ensure_cmd,promtool,prometheus)
