@@ -28,7 +28,7 @@ import (
 // held, released, or found gone: then the holding is lost and Lost's
 // channel is closed), ErrLockLost when the old lease ran out while the
 // call was on its way, and ErrInvalidArgument, before any Redis call, for
-// a lease under 1ms (a lease between whole milliseconds is rounded up). On
+// a lease under MinLease (a lease between whole milliseconds is rounded up). On
 // a Redis error the lease is the old or the new one: the engine then
 // counts the earlier end.
 //
@@ -65,7 +65,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 // extended; otherwise the errors of those that were not, together in one
 // error that matches each of them (ErrNotHeld for a member not held,
 // ErrInvalidArgument for one in watchdog mode). The members that were
-// extended keep their new lease. A lease under 1ms is refused with
+// extended keep their new lease. A lease under MinLease is refused with
 // ErrInvalidArgument before any Redis call.
 func (m *MultiLock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := checkCtx(ctx); err != nil {
@@ -94,7 +94,7 @@ func (m *MultiLock) Extend(ctx context.Context, lease time.Duration) error {
 // returns ErrNotHeld joined with the masters' errors and the holding
 // keeps its old validity (the masters that were extended keep their new
 // lease). A RedLock held in watchdog mode is refused with
-// ErrInvalidArgument, as Lock.Extend refuses it; so is a lease under 1ms,
+// ErrInvalidArgument, as Lock.Extend refuses it; so is a lease under MinLease,
 // before any Redis call.
 func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := checkCtx(ctx); err != nil {

@@ -150,7 +150,8 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 // LockLease acquires the lock with a fixed lease and no renewal, waiting
-// until it is free or ctx ends. A lease that runs out before the acquire's
+// until it is free or ctx ends. A lease under MinLease is refused with
+// ErrInvalidArgument. A lease that runs out before the acquire's
 // answer comes (shorter than the round trip) fails with ErrLockLost and
 // leaves nothing held.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
@@ -173,9 +174,9 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 }
 
 // TryLockWait waits up to wait for the lock and holds it for lease (0:
-// watchdog mode). It returns false, with a nil error, when wait runs out,
-// and ErrLockLost when a lease shorter than the round trip ran out before
-// the answer came (nothing is held then).
+// watchdog mode; otherwise at least MinLease). It returns false, with a
+// nil error, when wait runs out, and ErrLockLost when a lease shorter than
+// the round trip ran out before the answer came (nothing is held then).
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return false, err
