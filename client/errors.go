@@ -11,8 +11,10 @@ import (
 var (
 	// ErrNotHeld: unlock by an owner that does not hold the lock.
 	ErrNotHeld = messages.ErrNotHeld
-	// ErrNotObtained: a blocking wait ended without the lock; the error
-	// matches the context's error too when the context ended it.
+	// ErrNotObtained: a wait ended without the lock: a blocking call's
+	// (Lock, Acquire, Await...) for any reason, any call's (Try* too)
+	// when its context ended it; the error then matches the context's
+	// error too (see the package doc).
 	ErrNotObtained = messages.ErrNotObtained
 	// ErrNotLocked: RemainTTL on an absent lock.
 	ErrNotLocked = messages.ErrNotLocked

@@ -67,7 +67,7 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 			cancel()
 			_, err := c.Lock("err:try").TryLock(cctx)
 			return err
-		}, []string{"try lock err:try", "context canceled"}, []error{context.Canceled}},
+		}, []string{"lock err:try not obtained", "context canceled"}, []error{client.ErrNotObtained, context.Canceled}},
 
 		{"TryLockWait cancelled while it waits", func(t *testing.T) error {
 			held(t, "err:trywait")
@@ -75,7 +75,8 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 			defer cancel()
 			_, err := c.Lock("err:trywait").TryLockWait(cctx, time.Minute, 0)
 			return err
-		}, []string{"try lock err:trywait", "context deadline exceeded"}, []error{context.DeadlineExceeded}},
+		}, []string{"lock err:trywait not obtained", "context deadline exceeded"},
+			[]error{client.ErrNotObtained, context.DeadlineExceeded}},
 
 		{"Semaphore.Acquire until ctx's deadline", func(t *testing.T) error {
 			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)

@@ -198,10 +198,10 @@ func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*mess
 }
 
 // acquire runs one Acquire through the engine and returns its Acquired
-// reply, nil when a try's wait ran out. blocking selects the error
-// contract of Lock (ErrNotObtained joined with ctx's error) over that of
-// TryLock (nil, ctx's error). wait is a fair lock waiter's allowance in
-// the queue (0: the default).
+// reply, nil when a try's wait ran out. blocking tells Lock (no deadline
+// of its own) from TryLock (see Client.wait); when ctx ends, both fail
+// with ErrNotObtained joined with ctx's error. wait is a fair lock
+// waiter's allowance in the queue (0: the default).
 func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (*messages.Acquired, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err

@@ -274,7 +274,7 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 	defer func() { measured.end(ctx, ok, err) }()
 	clock := r.clock()
 	full := r.lease(lease)
-	return retry(ctx, clock, deadline, func() (bool, error) {
+	return retry(ctx, clock, deadline, "redlock "+r.locks[0].name, func() (bool, error) {
 		start := clock.Now()
 		ok, errs := r.attempt(ctx, lease, quorum.NodeTimeout(full))
 		var held []*Lock

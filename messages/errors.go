@@ -12,7 +12,8 @@ var (
 	// (Redisson's IllegalMonitorStateException).
 	ErrNotHeld = errors.New("warden: lock not held")
 	// ErrNotObtained is returned when a wait ended without the lock. When a
-	// context ended the wait the error matches the context's error too.
+	// context ended the wait, of a blocking or a Try call alike, the error
+	// matches the context's error too.
 	ErrNotObtained = errors.New("warden: lock not obtained")
 	// ErrNotLocked is returned by RemainTTL when the lock does not exist.
 	ErrNotLocked = errors.New("warden: lock not locked")
