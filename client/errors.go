@@ -36,6 +36,16 @@ var (
 	ErrAlreadyHeld = messages.ErrAlreadyHeld
 )
 
+// ErrFencingReset: a FencedLock acquire got a token no higher than one
+// this Client handed out before for the name: the counter
+// redisson_lock_token:{name} went backwards (evicted under a
+// maxmemory-policy that evicts, lost in a restart without persistence or
+// in a failover). The acquire was given back and no token is handed out;
+// the error names the token got and the highest handed out. Only a Client
+// that handed out a higher token can tell: see docs/server.md for what the
+// server needs so that the counter survives.
+var ErrFencingReset = errors.New("warden: fencing token counter went backwards")
+
 // The errors of Inspect and Scan.
 var (
 	// ErrNoObject: nothing of the lock family is under the name.

@@ -223,11 +223,31 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		// still sees it and forgets the holding if this was its last hold.
 		l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(), Values: l.values})
 	})
+	var back *backwardsError
+	if errors.As(err, &back) {
+		return nil, l.giveBackBackwards(ctx, back)
+	}
 	if r == nil {
 		return nil, err
 	}
 	l.bindHolding(r.Holding)
 	return r, nil
+}
+
+// giveBackBackwards releases the hold a fenced lock's acquire took with a
+// token its Client refused (see fences), before the acquire returns back.
+func (l *Lock) giveBackBackwards(ctx context.Context, back *backwardsError) error {
+	l.bindHolding(back.acquired.Holding)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
+	defer cancel()
+	remaining, holding, err := l.c.release(uctx, l.name, l.kind, l.owner, l.values...)
+	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
+		l.endHolding(holding)
+	}
+	if err != nil && !errors.Is(err, ErrNotHeld) {
+		back.released = err
+	}
+	return back
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner

@@ -37,7 +37,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 		c.mailbox.forget(req.RequestID)
 		select {
 		case r := <-ch:
-			if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
+			if a, ok := acquiredIn(r); ok && giveBack != nil {
 				giveBack(a) // answered as the engine stopped: nobody will use it
 			}
 		default:
@@ -50,7 +50,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 		if err != nil {
 			return nil, messages.Join(reqCtxErr(ctx, req, blocking), err)
 		}
-		if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
+		if a, ok := acquiredIn(r); ok && giveBack != nil {
 			giveBack(a) // acquired just before the cancel arrived
 		}
 		return nil, reqCtxErr(ctx, req, blocking)
@@ -58,6 +58,8 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 	switch r := reply.(type) {
 	case *messages.Acquired:
 		return r, nil
+	case *backwardsError:
+		return nil, r // the caller gives the hold back (Lock.acquire)
 	case *messages.AcquireFailed:
 		switch {
 		case errors.Is(r.Err, messages.ErrTimeout):
