@@ -380,7 +380,7 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 				remaining, _, err := c.release(ctx, h.name, h.kind, h.owner)
 				if err != nil && !errors.Is(err, ErrNotHeld) {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("warden: close: release %s: %w", h.name, err))
+					errs = append(errs, fmt.Errorf("warden: close: release %s: %w", h.name, bare(err)))
 					mu.Unlock()
 				}
 				if err != nil || remaining == 0 {

@@ -115,9 +115,9 @@ func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 	r.mu.Unlock()
 	switch {
 	case holds == 0:
-		return fmt.Errorf("warden: redlock %s: extend: %w", r.locks[0].name, ErrNotHeld)
+		return fmt.Errorf("warden: redlock %s: extend: %w", r.locks[0].name, bare(ErrNotHeld))
 	case stop == nil:
-		return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost", r.locks[0].name, ErrNotHeld)
+		return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost", r.locks[0].name, bare(ErrNotHeld))
 	case !fixed:
 		return invalid("lease", "redlock %s is held in watchdog mode: the watchdog renews its members' leases, "+
 			"which have no end to extend", r.locks[0].name)
@@ -131,7 +131,7 @@ func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 		if err == nil {
 			extended++
 		} else {
-			failed = append(failed, fmt.Errorf("master %s: %w", held[i].name, err))
+			failed = append(failed, fmt.Errorf("master %s: %w", held[i].name, bare(err)))
 		}
 	}
 	validUntil := quorum.ValidUntil(start, lease)
@@ -139,14 +139,14 @@ func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.stop != stop {
-			return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost meanwhile", r.locks[0].name, ErrLockLost)
+			return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost meanwhile", r.locks[0].name, bare(ErrLockLost))
 		}
 		r.validUntil = validUntil
 		r.armExpiryLocked(validUntil, stop)
 		return nil
 	}
 	return fmt.Errorf("warden: redlock %s: extended on %d of %d masters: %w: %w",
-		r.locks[0].name, extended, len(r.locks), ErrNotHeld, messages.Join(failed...))
+		r.locks[0].name, extended, len(r.locks), bare(ErrNotHeld), messages.Join(failed...))
 }
 
 // extendAll extends every lock at once, each bounded by timeout when it is

@@ -200,11 +200,11 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	var failed []error
 	for i, err := range errs {
 		if err != nil {
-			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
+			failed = append(failed, fmt.Errorf("master %d: %w", i, bare(err)))
 		}
 	}
 	return fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
-		r.locks[0].name, released, len(r.locks), ErrNotHeld, messages.Join(failed...))
+		r.locks[0].name, released, len(r.locks), bare(ErrNotHeld), messages.Join(failed...))
 }
 
 // ValidUntil is when the current holding's validity ends if it is not
@@ -317,9 +317,9 @@ func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]
 			switch {
 			case errs[i] == nil:
 			case ctx.Err() == nil && nctx.Err() != nil:
-				errs[i] = fmt.Errorf("master %d: %w (%v)", i, errNodeTimeout, timeout)
+				errs[i] = fmt.Errorf("master %d: %w (%v)", i, bare(errNodeTimeout), timeout)
 			default:
-				errs[i] = fmt.Errorf("master %d: %w", i, errs[i])
+				errs[i] = fmt.Errorf("master %d: %w", i, bare(errs[i]))
 			}
 		}()
 	}
