@@ -8,9 +8,10 @@ GO ?= go
 
 # The repository's Go modules: the core module users import, and beside it
 # modules of their own for what would otherwise add to the core's
-# dependencies (the benchmark and its peers; the gocron adapter). Every
-# target that vets, tests or lints runs in each of them.
-MODULES := . bench integrations/gocron
+# dependencies (the benchmark and its peers; the gocron adapter; the
+# database drivers of fence's SQL tests). Every target that vets, tests or
+# lints runs in each of them.
+MODULES := . bench integrations/gocron fence/sqltest
 
 .DEFAULT_GOAL := help
 
@@ -40,6 +41,7 @@ help: ## Show this help
 
 deps: ## Install redis-server (and gcc, needed by -race) if missing, download Go modules
 	$(call ensure_cmd,redis-server,redis-server)
+	$(call ensure_cmd,pg_ctlcluster,postgresql)
 	$(call ensure_cmd,gcc,gcc libc6-dev)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m mod download); done
 

@@ -1,24 +1,153 @@
-// Package actors is warden's engine: one actor per concern, one file per
-// actor.
+// Package actors is warden's engine: one actor per concern, each holding
+// the state it owns.
 //
-//   - root (root_actor.go): spawns a key actor per (name, kind) on first use,
-//     routes every messages.* request to it, and stops idle key actors
-//     (passivation) with a handshake so no request is lost to a stopping
-//     actor.
-//   - key actor (key_actor.go): owns one lock name's local reentrancy table,
-//     FIFO waiter queue, renewal registrations and the one Redis request in
-//     flight.
-//   - subscriber (subscriber_actor.go): owns the client's single pub/sub
-//     connection and fans unlock messages out to key actors.
-//   - renewer (renewer_actor.go): renews every watchdog-mode lock in one
-//     batched script per tick and reports the ones found gone.
+// This package is internal to warden: only client, messages and sim are
+// supported API.
+//
+// # The actors
+//
+// Each actor's type, props and Receive are in a file named for it; code an
+// actor owns that reads best on its own is in files named for what it does
+// (one actor may span several files, as the key actor does). Only an
+// actor's Receive changes its state.
+//
+//   - root (root_actor.go, rootActor): spawns the subscriber, the renewer
+//     and (unless the Client keeps no record) the registry as it starts; owns the (name, kind) → key actor
+//     table (rootActor.keys), spawning a key actor, or a count actor for
+//     the counting kinds, on first use; validates and routes every
+//     messages.* request (rootActor.route, which forwards it keeping its
+//     sender); stops idle key actors (passivation) with a handshake, so no
+//     request is lost to a stopping actor.
+//   - key actor (keyActor), one per (name, kind) of the held kinds: owns
+//     the name's holdings in this process (owner → hold count, lease,
+//     watchers), its waiters, the Redis requests queued and the one in
+//     flight, its renewal registrations and its subscriptions. Its files:
+//     key_actor.go (the state, Receive, the op queue, the outcomes of
+//     attempts and releases, renewal and subscription upkeep, stop and
+//     failure), wait_queue.go (the waiter queue, which the count actor
+//     shares) with deadlines.go (its deadline heap), lock_io.go (the Redis
+//     calls of each lock kind, lockIO), extend.go (Extend), fair_place.go
+//     (a fair waiter's place kept alive in Redis's queue) and backoff.go (a
+//     spin lock waiter's polls).
+//   - count actor (count_actor.go, countActor), one per name of the
+//     counting kinds (semaphore, permit-expirable semaphore, count-down
+//     latch): their waiters and the one Redis request in flight; it holds
+//     and renews nothing.
+//   - subscriber (subscriber_actor.go, subscriberActor): owns the engine's
+//     pub/sub (one connection; on a Redis 7 Cluster, SSUBSCRIBE with one
+//     connection per shard), whose reader loop runs on the workers;
+//     subscribes a channel for the key actors and count actors listening
+//     on it, fans each message out to them (unlocked), and after a
+//     reconnect tells each to try again (retry), since messages sent
+//     meanwhile are lost.
+//   - renewer (renewer_actor.go, renewerActor): owns every watchdog-mode
+//     holding's registration; every watchdog/3 renews them all in batched
+//     scripts (one call per slot on a Cluster) and tells a key actor of a
+//     holding found gone (renewalGone) or not renewed for a whole watchdog
+//     timeout (renewalExpired).
+//   - registry (registry_actor.go, registryActor): writes the Client's
+//     registry record as the engine starts and every renewal period.
+//
+// The rest is shared: config.go (Config, read-only once the engine
+// starts, and the Redis calls' contexts), protocol.go (the messages
+// between the engine's own actors), mailbox.go (queueMailbox, every
+// actor's mailbox), workers.go (Workers, the goroutine pool that is every
+// actor's dispatcher and runs their Redis calls), timer.go (clockTimer and
+// idleTimer on the injected clock), schedulers.go (RunEnginesOn, for
+// package wardentest) and order.go (sortedKeys: map order made
+// deterministic for the simulation).
+//
+// # The life of an acquire
+//
+// Lock.Lock, from the call to its return; Lease 0 (watchdog mode) on a
+// lock nobody holds. Each hop says where it runs and what state changes.
+//
+//  1. Caller's goroutine, package client. Lock.Lock checks ctx and calls
+//     Lock.acquire, which builds a messages.Acquire (a fresh request ID,
+//     Watch set) and calls Client.wait: a span and the acquire's metrics
+//     begin, then Client.waitReply asks Client.request to register a
+//     reply channel under the request ID (mailbox.expect; the only state
+//     on this side, behind the mailbox's mutex) and send the Acquire to
+//     root with the Client's mailbox as its sender. The message lands in
+//     root's queueMailbox, whose queueMailbox.schedule hands a pass to
+//     Workers. The caller then blocks on the reply channel, the Client's
+//     end and ctx.
+//  2. A worker goroutine, root's turn. rootActor.Receive validates the
+//     request (its own checks and, on a Cluster, the slot rule) and
+//     rootActor.route looks the key actor up, spawning it on first use
+//     (state: rootActor.keys and the entry's routed count, for the
+//     passivation handshake), and forwards the Acquire to it, sender kept.
+//     The key actor's mailbox schedules a pass: another hand-off.
+//  3. A worker goroutine, the key actor's turn. keyActor.Receive counts the
+//     request (keyActor.seen) and keyActor.onAcquire queues a waiter
+//     (waitQueue.push: ready; a try when its deadline had passed). Then
+//     keyActor.pump picks the next Redis request (releases and undos first,
+//     then the head waiter's attempt) and keyActor.start makes it the one in
+//     flight (keyActor.inflight), registers the owner with the renewer
+//     before the round trip (keyActor.register sends register: a holding is
+//     never unrenewed between its acquire and its registration), and hands
+//     the op itself to Workers as a job. keyActor.settle re-arms the timer,
+//     brings the subscriptions in line (keyActor.syncSubscriptions) and the
+//     idle timer.
+//  4. A worker goroutine, off the actor: op.run. It takes a call context
+//     (Config.ioContext: shared deadlines, cancelled by Close) and runs
+//     lockIO.acquireSynced, which with replica sync undoes and retries an
+//     acquire the replicas did not acknowledge. lockIO.acquire picks the
+//     kind's script: Scripts.AcquireWith (redisio) for the plain, fenced,
+//     spin and non-reentrant locks, FairAcquire, ReadAcquire,
+//     WriteAcquire or GroupAcquire for the others. redisio builds the call
+//     from the key actor's LockArgs and sends it with scriptCall.run:
+//     EVALSHA, EVAL when the server lacks the script, through the
+//     AutoPipeline, which batches calls made at the same time on the
+//     callers' own goroutines (it has none of its own). In Redis,
+//     redisio/scripts/acquire.lua writes the lock hash (owner → hold
+//     count, the acquire record field) and its TTL: the state that counts.
+//     The reply becomes an AcquireResult; op.run fills the op's opDone and
+//     sends it to the key actor.
+//  5. A worker goroutine, the key actor's turn. keyActor.onOpDone clears
+//     keyActor.inflight and keyActor.onAttemptDone settles the outcome.
+//     Acquired: a holding is made or updated (keyActor.holdings: count,
+//     lease, end), the waiter leaves the queue, the sender becomes a
+//     watcher, and messages.Acquired goes to the Client's mailbox: its
+//     SendUserMessage runs right there on this goroutine, records the
+//     holding's start and puts the reply on the caller's channel.
+//     keyActor.syncRenewal keeps the renewer's registration in line.
+//     Refused (held elsewhere): the waiter is marked refused and listens on
+//     the lock's channel, sleeping until the holder's PTTL at most;
+//     keyActor.settle subscribes the channel (subscribe to the subscriber,
+//     which answers subscribed: one more attempt, for an unlock published
+//     before the subscription). An unlock message (unlocked, from the
+//     subscriber's reader on the workers), the timer (tick) or a local
+//     release wakes the waiter (keyActor.wakeChannel, waitQueue.wakeHead),
+//     and step 3's pump
+//     makes its next attempt.
+//  6. Caller's goroutine. Client.waitReply takes the reply off the channel
+//     and Lock.acquire binds the handle's Lost channel to the holding
+//     (Lock.bindHolding, Client.watchLost); the span and metrics end, and
+//     Lock.Lock returns nil.
+//
+// So a free lock costs four actor messages (Acquire to root, forwarded to
+// the key actor, the op's opDone, Acquired to the Client's mailbox), a
+// fifth in watchdog mode (register), four hand-offs to a worker (root's
+// pass, the key actor's pass, the Redis call, the key actor's pass for the
+// result) and the caller's wake-up on its channel.
+//
+// The other requests follow the same path to the key actor: a Release
+// becomes an op (opRelease) queued ahead of attempts; the unlock of a last
+// hold pauses its renewal first and may hand the lock to the next local
+// waiter in the same round trip (keyActor.handoffTo, lockIO.handoff). A
+// Cancel withdraws a waiter (an attempt in flight that acquires is then
+// released). The renewer's ticks run renewals on the workers and report
+// back to the key actors: a holding a renewal found gone is looked at
+// again first (opVerify), one not renewed for a whole watchdog timeout is
+// lost at once, and keyActor.lose sends messages.LockLost to the
+// holding's watchers.
+//
+// # Rules
 //
 // No mutex guards engine state: state lives in an actor and changes only in
 // its Receive. Redis I/O runs on goroutines the actor owns and waits for,
 // and comes back as a message. Every timer comes from the injected
 // clockwork.Clock, only sends a message, carries a generation so stale
 // ticks are ignored, and is stopped in Stopping.
-//
-// This package is internal to warden: only client, messages and sim are
-// supported API.
 package actors

@@ -34,11 +34,11 @@ type holding struct {
 	// expiresAt) while any of them is in watchdog mode, else it ends with
 	// the longest.
 	reads []readHold
-	// uncertain marks a holding a request of whose failed without an
+	// uncertain marks a holding one of whose requests failed without an
 	// answer: Redis may or may not have set its lease anew, so expiresAt
-	// is the earlier end, and when it comes the holds Redis may still
-	// keep are given back (a read/write lock's holdings are given back at
-	// their end anyway).
+	// is the earlier of the two ends, and when it comes, the holds Redis
+	// may still keep are given back (a read/write lock's holdings are
+	// given back at their end anyway).
 	uncertain bool
 	// unrenewed marks a watchdog holding whose last hold's unlock failed
 	// without an answer: it is not known released, so it lives on, no

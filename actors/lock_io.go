@@ -211,8 +211,10 @@ func allowance(req *messages.Acquire) time.Duration {
 	return fairAllowance
 }
 
-// acquire runs one attempt of w. enqueue is false for a try-once attempt,
-// which must never take a place in a fair lock's queue.
+// acquire runs one attempt of w with lease through its kind's script and
+// returns the outcome and how many replicas acknowledged it. A try-once
+// attempt (w.try) must never take a place in a fair lock's queue: the
+// fair scripts are told not to enqueue it.
 func (l lockIO) acquire(ctx context.Context, w *waiter, lease time.Duration) (redisio.AcquireResult, int, error) {
 	cfg, req := l.cfg, w.req
 	rs := cfg.ReplicaSync
@@ -294,7 +296,8 @@ func (l lockIO) handoff(ctx context.Context, o *op, lease time.Duration) redisio
 		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease})
 }
 
-// unlock releases one hold of owner's; see redisio.Scripts.UnlockSynced.
+// unlock releases one hold of owner's with its kind's script; see
+// redisio.Scripts.UnlockWith.
 func (l lockIO) unlock(ctx context.Context, owner, reqID string, lease time.Duration) (remaining int, held bool, acks int, err error) {
 	cfg := l.cfg
 	rs := cfg.ReplicaSync

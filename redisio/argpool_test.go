@@ -56,7 +56,7 @@ func TestPooledScriptArguments(t *testing.T) {
 		h := &argsDuringCall{}
 		rdb.AddHook(h)
 		for _, id := range []string{"req-a", "req-b"} {
-			_, _, err := s.AcquireSynced(ctx, rdb, ReplicaSync{}, "pooled", "owner", id, time.Minute)
+			_, _, err := s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs("pooled"), "owner", id, time.Minute, false, false)
 			require.NoError(t, err)
 			_, _, _, err = s.UnlockSynced(ctx, rdb, ReplicaSync{}, "pooled", "owner", id+"-u", time.Minute)
 			require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestPooledScriptArguments(t *testing.T) {
 
 		w := &keepingWrapper{Client: rdb}
 		for _, id := range []string{"req-c", "req-d"} {
-			_, _, err := s.AcquireSynced(ctx, w, ReplicaSync{}, "pooled", "owner", id, time.Minute)
+			_, _, err := s.AcquireWith(ctx, w, ReplicaSync{}, s.LockArgs("pooled"), "owner", id, time.Minute, false, false)
 			require.NoError(t, err)
 			_, _, _, err = s.UnlockSynced(ctx, w, ReplicaSync{}, "pooled", "owner", id+"-u", time.Minute)
 			require.NoError(t, err)

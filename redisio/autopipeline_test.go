@@ -29,7 +29,7 @@ func hammer(t *testing.T, r Redis, workers, rounds int) {
 			name := fmt.Sprintf("auto:%d", w)
 			for i := range rounds {
 				id := fmt.Sprintf("%d:%d", w, i)
-				res, err := s.Acquire(ctx, r, name, "o", id, time.Minute)
+				res, err := s.lockAcquire(ctx, r, name, "o", id, time.Minute)
 				if !assert.NoError(t, err) || !assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, res) {
 					return
 				}
@@ -107,7 +107,7 @@ func TestAutoPipelineBatchesConcurrentCalls(t *testing.T) {
 	p := NewAutoPipeline(rdb)
 	s := newScripts(t)
 	ctx := context.Background()
-	_, err := s.Acquire(ctx, p, "alone", "o", "r1", time.Minute)
+	_, err := s.lockAcquire(ctx, p, "alone", "o", "r1", time.Minute)
 	require.NoError(t, err)
 	batches, _ := p.Stats()
 	assert.Zero(t, batches, "a lone call is not a pipeline")

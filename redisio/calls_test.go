@@ -85,7 +85,7 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 	}
 
 	step("first acquire", map[string]int{"evalsha": 1, "pttl": 1, "hset": 1, "pexpire": 1}, func() {
-		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
+		r, err := s.lockAcquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
 	})
@@ -94,17 +94,17 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 	assert.Equal(t, []string{"calls"}, rdb.Keys(ctx, "*").Val(), "and no other key")
 	redisCalls(t, rdb)
 	step("the same acquire again", map[string]int{"evalsha": 1, "pttl": 1, "hmget": 1}, func() {
-		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
+		r, err := s.lockAcquire(ctx, rdb, "calls", "o1", "a1", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
 	})
 	step("reentry", map[string]int{"evalsha": 1, "pttl": 1, "hmget": 1, "hset": 1, "pexpire": 1}, func() {
-		r, err := s.Acquire(ctx, rdb, "calls", "o1", "a2", time.Minute)
+		r, err := s.lockAcquire(ctx, rdb, "calls", "o1", "a2", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 2}, r)
 	})
 	step("refused", map[string]int{"evalsha": 1, "pttl": 1, "hmget": 1}, func() {
-		r, err := s.Acquire(ctx, rdb, "calls", "o2", "b1", time.Minute)
+		r, err := s.lockAcquire(ctx, rdb, "calls", "o2", "b1", time.Minute)
 		require.NoError(t, err)
 		assert.False(t, r.Acquired)
 	})
@@ -133,7 +133,7 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, held)
 	})
-	_, err := s.Acquire(ctx, rdb, "calls", "o1", "a3", time.Minute)
+	_, err := s.lockAcquire(ctx, rdb, "calls", "o1", "a3", time.Minute)
 	require.NoError(t, err)
 	redisCalls(t, rdb)
 	step("undo the only hold", map[string]int{"evalsha": 1, "hmget": 1, "hincrby": 1, "hdel": 1, "exists": 1, "publish": 1}, func() {
@@ -144,7 +144,7 @@ func TestLockScriptsRedisCalls(t *testing.T) {
 	assert.Zero(t, rdb.Exists(ctx, "calls").Val(), "the undone hold's hash is gone, its record with it")
 	redisCalls(t, rdb)
 	step("a fenced first acquire", map[string]int{"evalsha": 1, "get": 1, "pttl": 1, "hset": 1, "pexpire": 1, "incr": 1}, func() {
-		r, _, err := s.FencedAcquire(ctx, rdb, ReplicaSync{}, "calls", "o1", "f1", time.Minute)
+		r, _, err := s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs("calls"), "o1", "f1", time.Minute, true, false)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1, Token: 1}, r)
 	})
@@ -157,10 +157,10 @@ func TestRetriedReentryIsAppliedOnce(t *testing.T) {
 		ctx := context.Background()
 		s := newScripts(t)
 		for _, id := range []string{"a1", "a2", "a2"} {
-			_, err := s.Acquire(ctx, rdb, "re", "o1", id, time.Minute)
+			_, err := s.lockAcquire(ctx, rdb, "re", "o1", id, time.Minute)
 			require.NoError(t, err)
 		}
-		r, err := s.Acquire(ctx, rdb, "re", "o2", "b1", time.Minute)
+		r, err := s.lockAcquire(ctx, rdb, "re", "o2", "b1", time.Minute)
 		require.NoError(t, err)
 		assert.False(t, r.Acquired)
 		assert.Equal(t, "2", rdb.HGet(ctx, "re", "o1").Val())

@@ -56,7 +56,7 @@ func fairKeys(name string) []string {
 // replicas acknowledged. Queued waiters whose deadline passed (<= now) are
 // dropped first, wherever they stand. The lock is free for owner when it is
 // absent and the queue is empty or owner is its head; reentry is as in
-// Acquire, and a repeated reqID that acquired returns its first result.
+// AcquireWith, and a repeated reqID that acquired returns its first result.
 // When refused and enqueue is true, owner joins the queue (once); PTTL is
 // then the time until the previous tail's deadline, or the lock's PTTL.
 // With enqueue false the queue is never touched.

@@ -564,7 +564,7 @@ func TestFairAttemptAfterGiveUpIsNotQueued(t *testing.T) {
 		ctx := context.Background()
 		s := newScripts(t)
 		now := time.Now()
-		_, err := s.Acquire(ctx, rdb, "g", "holder", "h1", time.Minute) // a plain hold keeps the fair lock busy
+		_, err := s.lockAcquire(ctx, rdb, "g", "holder", "h1", time.Minute) // a plain hold keeps the fair lock busy
 		require.NoError(t, err)
 		res, _, err := s.FairAcquire(ctx, rdb, ReplicaSync{}, "g", "w", "w1", time.Minute, time.Minute, 0, now, true)
 		require.NoError(t, err)

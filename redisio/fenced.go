@@ -3,12 +3,12 @@ package redisio
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // A fenced lock is a reentrant lock whose every first acquire also takes
-// the next value of a per-name counter: its fencing token. Unlock, undo,
-// renewal and force-unlock are the reentrant lock's.
+// the next value of a per-name counter: its fencing token (AcquireWith
+// with fenced set). Unlock, undo, renewal and force-unlock are the
+// reentrant lock's.
 
 var (
 	fencedTokenScript = newScript("fenced_token")
@@ -17,13 +17,6 @@ var (
 // TokenKey is a fenced lock's token counter: redisson_lock_token:{name}.
 func TokenKey(name string) string {
 	return prefixName("redisson_lock_token", name)
-}
-
-// FencedAcquire is AcquireSynced for a fenced lock: an acquired result
-// carries the holding's token (a first acquire increments the counter, a
-// reentry or a replay of the same request reads it).
-func (s *Scripts) FencedAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, s.LockArgs(name), owner, reqID, lease, true, false)
 }
 
 // FencedToken returns the token of owner's holding of the fenced lock

@@ -19,7 +19,7 @@ func TestFencedAcquireTokens(t *testing.T) {
 		s := newScripts(t)
 		acquire := func(owner, reqID string) AcquireResult {
 			t.Helper()
-			res, _, err := s.FencedAcquire(ctx, rdb, ReplicaSync{}, "f", owner, reqID, time.Minute)
+			res, _, err := s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs("f"), owner, reqID, time.Minute, true, false)
 			require.NoError(t, err)
 			return res
 		}
@@ -56,7 +56,8 @@ func TestFencedAcquireRejectsABadCounter(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		require.NoError(t, rdb.Set(ctx, TokenKey("f"), "junk", 0).Err())
-		_, _, err := newScripts(t).FencedAcquire(ctx, rdb, ReplicaSync{}, "f", "a", "r1", time.Minute)
+		s := newScripts(t)
+		_, _, err := s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs("f"), "a", "r1", time.Minute, true, false)
 		require.ErrorContains(t, err, "not an integer")
 		assert.Zero(t, rdb.Exists(ctx, "f", AcquireLatchKey("f", "a")).Val(), "nothing written")
 	})

@@ -189,7 +189,7 @@ func TestRenewWithGroupsIsOneRoundTrip(t *testing.T) {
 		_, _, err := s.GroupAcquire(ctx, rdb, ReplicaSync{}, g, "o:1", "r-"+g, time.Second, []string{"a", "b"})
 		require.NoError(t, err)
 	}
-	_, err := s.Acquire(ctx, rdb, "plain", "o:1", "r-plain", time.Second)
+	_, err := s.lockAcquire(ctx, rdb, "plain", "o:1", "r-plain", time.Second)
 	require.NoError(t, err)
 	batch := []Held{
 		{Name: "g1", Field: "o:1", Values: "a" + GroupValueSep + "b"},

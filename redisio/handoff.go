@@ -31,7 +31,7 @@ type Handoff struct {
 }
 
 // HandoffResult is a Handoff's two outcomes: the unlock's (as Unlock
-// returns them) and the acquire's (as AcquireSynced returns them).
+// returns them) and the acquire's (as AcquireWith returns them).
 type HandoffResult struct {
 	Remaining int
 	Held      bool

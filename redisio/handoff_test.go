@@ -17,7 +17,7 @@ func TestHandoff(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
-		_, err := s.Acquire(ctx, rdb, "h", "a", "a1", time.Minute)
+		_, err := s.lockAcquire(ctx, rdb, "h", "a", "a1", time.Minute)
 		require.NoError(t, err)
 		h := Handoff{Name: "h", From: "a", FromReqID: "u1", FromLease: time.Minute, To: "b", ToReqID: "b1", ToLease: time.Minute}
 		res := s.Handoff(ctx, rdb, h)
@@ -29,7 +29,7 @@ func TestHandoff(t *testing.T) {
 		assert.Equal(t, res, s.Handoff(ctx, rdb, h), "a replay answers the first result")
 
 		require.NoError(t, rdb.ScriptFlush(ctx).Err())
-		_, err = s.Acquire(ctx, rdb, "h", "b", "b2", time.Minute) // b holds twice
+		_, err = s.lockAcquire(ctx, rdb, "h", "b", "b2", time.Minute) // b holds twice
 		require.NoError(t, err)
 		res = s.Handoff(ctx, rdb, Handoff{Name: "h", From: "b", FromReqID: "u2", FromLease: time.Minute,
 			To: "c", ToReqID: "c1", ToLease: time.Minute})

@@ -42,13 +42,6 @@ func (a *LockArgs) ownerArgs(owner string) *ownerArgs {
 	return o
 }
 
-// AcquireWith is AcquireSynced (FencedAcquire when fenced,
-// NonReentrantAcquire when nonReentrant) on a's lock.
-func (s *Scripts) AcquireWith(ctx context.Context, r Redis, rs ReplicaSync, a *LockArgs, owner, reqID string, lease time.Duration,
-	fenced, nonReentrant bool) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, a, owner, reqID, lease, fenced, nonReentrant)
-}
-
 // UnlockWith is UnlockSynced on a's lock, or SpinUnlockSynced when
 // publish is false.
 func (s *Scripts) UnlockWith(ctx context.Context, r Redis, rs ReplicaSync, a *LockArgs, owner, reqID string, lease time.Duration,

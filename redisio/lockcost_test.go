@@ -77,7 +77,7 @@ func BenchmarkLockPairRedisCost(b *testing.B) {
 				args[i] = s.LockArgs(names[i])
 			}
 			// One pair first, so that both scripts' first calls are behind.
-			_, err := s.Acquire(ctx, rdb, names[0], "o:1", "warm-a", time.Minute)
+			_, err := s.lockAcquire(ctx, rdb, names[0], "o:1", "warm-a", time.Minute)
 			require.NoError(b, err)
 			_, _, err = s.Unlock(ctx, rdb, names[0], "o:1", "warm-u", time.Minute)
 			require.NoError(b, err)
@@ -88,7 +88,7 @@ func BenchmarkLockPairRedisCost(b *testing.B) {
 			case "sequential":
 				for i := range b.N {
 					id := strconv.Itoa(i)
-					r, err := s.Acquire(ctx, rdb, names[0], "o:1", "a"+id, time.Minute)
+					r, err := s.lockAcquire(ctx, rdb, names[0], "o:1", "a"+id, time.Minute)
 					if err != nil || !r.Acquired {
 						b.Fatalf("acquire: %v %v", r, err)
 					}

@@ -10,20 +10,12 @@ import (
 // channels and scripts: their acquire only refuses the owner that already
 // holds the lock (AcquireResult.AlreadyHeld, Redisson's
 // NON_REENTRANT_REACQUIRE) instead of adding a hold, so the owner's count
-// in the hash stays 1. Their unlock, undo, renewal and force unlock are the
+// in the hash stays 1 (AcquireWith with nonReentrant set, and
+// NonReentrantFairAcquire). Their unlock, undo, renewal and force unlock are the
 // reentrant and fair locks' own.
 
 // nonReentrantArg is the acquire scripts' non-reentrant flag.
 const nonReentrantArg = "1"
-
-// NonReentrantAcquire is AcquireSynced for a non-reentrant lock: an owner
-// that already holds the lock is answered AlreadyHeld, with nothing
-// changed (its lease included). A repeated reqID that acquired still
-// returns its first result.
-func (s *Scripts) NonReentrantAcquire(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string,
-	lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, s.LockArgs(name), owner, reqID, lease, false, true)
-}
 
 // NonReentrantFairAcquire is FairAcquire for a non-reentrant fair lock: an
 // owner that already holds the lock is answered AlreadyHeld, with nothing

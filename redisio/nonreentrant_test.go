@@ -33,7 +33,7 @@ func TestNonReentrantAcquireIsOnceAndRefusesTheHolder(t *testing.T) {
 					res, _, err = s.NonReentrantFairAcquire(ctx, rdb, ReplicaSync{}, name, owner, reqID, lease, time.Minute,
 						time.Minute, now, true)
 				} else {
-					res, _, err = s.NonReentrantAcquire(ctx, rdb, ReplicaSync{}, name, owner, reqID, lease)
+					res, _, err = s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs(name), owner, reqID, lease, false, true)
 				}
 				require.NoError(t, err)
 				return res
@@ -58,7 +58,7 @@ func TestNonReentrantAcquireIsOnceAndRefusesTheHolder(t *testing.T) {
 			// The plain lock keeps its reentrant acquire: the flag is all
 			// that differs.
 			if !fair {
-				r, err := s.Acquire(ctx, rdb, name, "w:1", "a3", time.Minute)
+				r, err := s.lockAcquire(ctx, rdb, name, "w:1", "a3", time.Minute)
 				require.NoError(t, err)
 				assert.Equal(t, 2, r.HoldCount, "the reentrant script still reenters")
 			}

@@ -64,14 +64,14 @@ func TestAcquireRecordKeepsRedissonInterop(t *testing.T) {
 			assert.Contains(t, fields, owner, "%s: a hash with fields has its holder's", what)
 		}
 
-		r, err := s.Acquire(ctx, rdb, "shared", "w:1", "a1", time.Minute)
+		r, err := s.lockAcquire(ctx, rdb, "shared", "w:1", "a1", time.Minute)
 		require.NoError(t, err)
 		require.True(t, r.Acquired)
 		assert.False(t, javaLock(), "Redisson is refused while warden holds")
-		r, err = s.Acquire(ctx, rdb, "shared", "w:1", "a2", time.Minute)
+		r, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a2", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, 2, r.HoldCount, "warden re-enters")
-		r, err = s.Acquire(ctx, rdb, "shared", "w:1", "a2", time.Minute)
+		r, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a2", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, 2, r.HoldCount, "a replayed reentry answers its first result")
 		assert.Equal(t, "2", rdb.HGet(ctx, "shared", "w:1").Val(), "and adds no hold")
@@ -87,7 +87,7 @@ func TestAcquireRecordKeepsRedissonInterop(t *testing.T) {
 		assert.Zero(t, rdb.Exists(ctx, "shared").Val(), "the last release takes the record with the key")
 
 		assert.True(t, javaLock(), "Redisson takes the lock warden released")
-		r, err = s.Acquire(ctx, rdb, "shared", "w:1", "a3", time.Minute)
+		r, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a3", time.Minute)
 		require.NoError(t, err)
 		assert.False(t, r.Acquired, "warden is refused while Redisson holds")
 		assert.Equal(t, []string{java}, rdb.HKeys(ctx, "shared").Val(), "a refused acquire writes no record")
@@ -99,21 +99,21 @@ func TestAcquireRecordKeepsRedissonInterop(t *testing.T) {
 
 		// An undone first acquire, a forced unlock and an expired lease
 		// each leave no key behind: Redisson can take the lock at once.
-		_, err = s.Acquire(ctx, rdb, "shared", "w:1", "a4", time.Minute)
+		_, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a4", time.Minute)
 		require.NoError(t, err)
 		undone, err = s.UndoAcquire(ctx, rdb, "shared", "w:1", "a4")
 		require.NoError(t, err)
 		assert.True(t, undone)
 		assert.True(t, javaLock(), "after an undone acquire")
 		javaUnlock()
-		_, err = s.Acquire(ctx, rdb, "shared", "w:1", "a5", time.Minute)
+		_, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a5", time.Minute)
 		require.NoError(t, err)
 		forced, err := s.ForceUnlock(ctx, rdb, "shared")
 		require.NoError(t, err)
 		assert.True(t, forced)
 		assert.True(t, javaLock(), "after a forced unlock")
 		javaUnlock()
-		_, err = s.Acquire(ctx, rdb, "shared", "w:1", "a6", 30*time.Millisecond)
+		_, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a6", 30*time.Millisecond)
 		require.NoError(t, err)
 		ff(60 * time.Millisecond)
 		assert.True(t, javaLock(), "after the lease ran out")
@@ -121,7 +121,7 @@ func TestAcquireRecordKeepsRedissonInterop(t *testing.T) {
 
 		// A record goes with its hold: a late copy of an earlier hold's
 		// acquire meets a free lock and acquires afresh, as a new one would.
-		r, err = s.Acquire(ctx, rdb, "shared", "w:1", "a5", time.Minute)
+		r, err = s.lockAcquire(ctx, rdb, "shared", "w:1", "a5", time.Minute)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r, "an old request ID on a free lock acquires afresh")
 	})

@@ -142,12 +142,6 @@ func Millis(d time.Duration) string {
 	return strconv.FormatInt(ms, 10)
 }
 
-// Acquire runs one acquire attempt for owner with request ID reqID.
-func (s *Scripts) Acquire(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (AcquireResult, error) {
-	res, _, err := s.AcquireSynced(ctx, r, ReplicaSync{}, name, owner, reqID, lease)
-	return res, err
-}
-
 // UndoAcquire reverses the acquire with request ID reqID if, and only if,
 // Redis applied it. It reports whether it undid anything.
 func (s *Scripts) UndoAcquire(ctx context.Context, r Redis, name, owner, reqID string) (bool, error) {
@@ -372,16 +366,17 @@ func unlockReply(op, name string, c *redis.Cmd) (remaining int, held bool, err e
 	return int(v), true, nil
 }
 
-// AcquireSynced is Acquire followed by WAIT for rs.Replicas on the same
-// connection. It returns how many replicas acknowledged.
-func (s *Scripts) AcquireSynced(ctx context.Context, r Redis, rs ReplicaSync, name, owner, reqID string, lease time.Duration) (AcquireResult, int, error) {
-	return s.acquireSynced(ctx, r, rs, s.LockArgs(name), owner, reqID, lease, false, false)
-}
-
-// acquireSynced runs the acquire script (with the fenced lock's token
-// counter when fenced; refusing the holder's reentry when nonReentrant)
-// and WAIT for rs.Replicas.
-func (s *Scripts) acquireSynced(ctx context.Context, r Redis, rs ReplicaSync, a *LockArgs, owner, reqID string, lease time.Duration,
+// AcquireWith runs one attempt of the reentrant lock's acquire script on
+// a's lock (the plain, fenced, spin and non-reentrant locks share it) for
+// owner with request ID reqID, then WAIT for rs.Replicas on the same
+// connection; it returns how many replicas acknowledged. A repeated reqID
+// that acquired returns its first result instead of adding a hold. With
+// fenced, a first acquire also takes the next value of the name's token
+// counter, and an acquired result carries the holding's token (a reentry
+// or a replay of the same request reads it). With nonReentrant, an owner
+// that already holds the lock is answered AlreadyHeld with nothing
+// changed, its lease included.
+func (s *Scripts) AcquireWith(ctx context.Context, r Redis, rs ReplicaSync, a *LockArgs, owner, reqID string, lease time.Duration,
 	fenced, nonReentrant bool) (AcquireResult, int, error) {
 	call := s.acquireCall(a, owner, reqID, lease, fenced, nonReentrant)
 	defer call.free()

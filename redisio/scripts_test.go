@@ -38,6 +38,13 @@ func newScripts(t testing.TB) *Scripts {
 	return s
 }
 
+// lockAcquire is one attempt of the reentrant lock's acquire as the engine
+// makes it (AcquireWith on the name's LockArgs), without replica sync.
+func (s *Scripts) lockAcquire(ctx context.Context, r Redis, name, owner, reqID string, lease time.Duration) (AcquireResult, error) {
+	res, _, err := s.AcquireWith(ctx, r, ReplicaSync{}, s.LockArgs(name), owner, reqID, lease, false, false)
+	return res, err
+}
+
 func TestNewScriptsRejectsUnknownPublish(t *testing.T) {
 	_, err := NewScripts("PUBLISH; FLUSHALL")
 	require.Error(t, err)
@@ -91,7 +98,7 @@ func TestAcquireRefusesCorruptValuesBeforeWriting(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	s := newScripts(t)
 	require.NoError(t, rdb.HSet(ctx, "bad", "o", "x1").Err())
-	_, err := s.Acquire(ctx, rdb, "bad", "o", "r1", time.Minute)
+	_, err := s.lockAcquire(ctx, rdb, "bad", "o", "r1", time.Minute)
 	require.ErrorContains(t, err, "not an integer")
 	_, _, err = s.Unlock(ctx, rdb, "bad", "o", "u1", time.Minute)
 	require.ErrorContains(t, err, "not an integer")
@@ -99,14 +106,14 @@ func TestAcquireRefusesCorruptValuesBeforeWriting(t *testing.T) {
 	assert.Equal(t, []string{"bad"}, rdb.Keys(ctx, "*").Val(), "no latch written")
 	for _, counter := range []string{"-0", "01", "1.5", "9007199254740993", "abc"} {
 		require.NoError(t, rdb.Set(ctx, TokenKey("f"), counter, 0).Err())
-		_, _, err = s.FencedAcquire(ctx, rdb, ReplicaSync{}, "f", "o", "r1", time.Minute)
+		_, _, err = s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs("f"), "o", "r1", time.Minute, true, false)
 		require.ErrorContains(t, err, "not an integer", "counter %q", counter)
 		assert.Zero(t, rdb.Exists(ctx, "f").Val(), "counter %q: nothing written", counter)
 	}
 	for _, counter := range []string{"0", "-5", "9007199254740991"} {
 		require.NoError(t, rdb.Del(ctx, "f").Err())
 		require.NoError(t, rdb.Set(ctx, TokenKey("f"), counter, 0).Err())
-		_, _, err = s.FencedAcquire(ctx, rdb, ReplicaSync{}, "f", "o", "r-"+counter, time.Minute)
+		_, _, err = s.AcquireWith(ctx, rdb, ReplicaSync{}, s.LockArgs("f"), "o", "r-"+counter, time.Minute, true, false)
 		require.NoError(t, err, "counter %q", counter)
 	}
 }
@@ -116,17 +123,17 @@ func TestAcquireAndUnlockAreIdempotentPerRequest(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	s := newScripts(t)
 
-	r, err := s.Acquire(ctx, rdb, "lk", "o1", "req-1", time.Minute)
+	r, err := s.lockAcquire(ctx, rdb, "lk", "o1", "req-1", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r)
-	r, err = s.Acquire(ctx, rdb, "lk", "o1", "req-1", time.Minute)
+	r, err = s.lockAcquire(ctx, rdb, "lk", "o1", "req-1", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r, "the same request again: its first result")
-	r, err = s.Acquire(ctx, rdb, "lk", "o1", "req-2", time.Minute)
+	r, err = s.lockAcquire(ctx, rdb, "lk", "o1", "req-2", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, 2, r.HoldCount, "a new request re-enters")
 
-	r, err = s.Acquire(ctx, rdb, "lk", "o2", "req-3", time.Minute)
+	r, err = s.lockAcquire(ctx, rdb, "lk", "o2", "req-3", time.Minute)
 	require.NoError(t, err)
 	assert.False(t, r.Acquired)
 	assert.InDelta(t, float64(time.Minute), float64(r.PTTL), float64(time.Second))
@@ -171,11 +178,11 @@ func TestUnlockLatchIsPerOwner(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
 	s := newScripts(t)
-	_, err := s.Acquire(ctx, rdb, "per-owner", "o1", "a", time.Minute)
+	_, err := s.lockAcquire(ctx, rdb, "per-owner", "o1", "a", time.Minute)
 	require.NoError(t, err)
 	_, _, err = s.Unlock(ctx, rdb, "per-owner", "o1", "same-id", time.Minute)
 	require.NoError(t, err)
-	_, err = s.Acquire(ctx, rdb, "per-owner", "o2", "a", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, "per-owner", "o2", "a", time.Minute)
 	require.NoError(t, err)
 	n, held, err := s.Unlock(ctx, rdb, "per-owner", "o2", "same-id", time.Minute)
 	require.NoError(t, err)
@@ -188,10 +195,10 @@ func TestAcquireLatchNeverRevivesAnExpiredHold(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
 	s := newScripts(t)
-	_, err := s.Acquire(ctx, rdb, "short", "o1", "req-1", 50*time.Millisecond)
+	_, err := s.lockAcquire(ctx, rdb, "short", "o1", "req-1", 50*time.Millisecond)
 	require.NoError(t, err)
 	time.Sleep(80 * time.Millisecond)
-	r, err := s.Acquire(ctx, rdb, "short", "o1", "req-1", 50*time.Millisecond)
+	r, err := s.lockAcquire(ctx, rdb, "short", "o1", "req-1", 50*time.Millisecond)
 	require.NoError(t, err)
 	assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, r, "a retry after expiry acquires afresh")
 }
@@ -204,9 +211,9 @@ func TestUndoAcquire(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, undone)
 
-	_, err = s.Acquire(ctx, rdb, "u", "o1", "a1", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, "u", "o1", "a1", time.Minute)
 	require.NoError(t, err)
-	_, err = s.Acquire(ctx, rdb, "u", "o1", "a2", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, "u", "o1", "a2", time.Minute)
 	require.NoError(t, err)
 	undone, err = s.UndoAcquire(ctx, rdb, "u", "o1", "a1")
 	require.NoError(t, err)
@@ -225,7 +232,7 @@ func TestRenewBatchAndForceUnlock(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	s := newScripts(t)
 	for i := range 3 {
-		_, err := s.Acquire(ctx, rdb, "r"+strconv.Itoa(i), "o", "q"+strconv.Itoa(i), time.Second)
+		_, err := s.lockAcquire(ctx, rdb, "r"+strconv.Itoa(i), "o", "q"+strconv.Itoa(i), time.Second)
 		require.NoError(t, err)
 	}
 	ok, err := s.Renew(ctx, rdb, []Held{{Name: "r0", Field: "o"}, {Name: "r1", Field: "other"}, {Name: "r2", Field: "o"}, {Name: "missing", Field: "o"}}, time.Hour)
@@ -248,7 +255,7 @@ func TestRenewBatchAndForceUnlock(t *testing.T) {
 func TestRenewSetsAnOwnHashAndRaisesASharedOne(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		f := newRWFixture(t, rdb)
-		_, err := f.s.Acquire(f.ctx, rdb, "plain", "o", "p1", time.Hour)
+		_, err := f.s.lockAcquire(f.ctx, rdb, "plain", "o", "p1", time.Hour)
 		require.NoError(t, err)
 		f.write("rw", "w", time.Second)
 		f.read("rw", "w", 40*time.Second) // a downgrade: the writer also reads
@@ -333,7 +340,7 @@ func TestSyncedCallsSendUncachedScripts(t *testing.T) {
 		s := newScripts(t)
 		rs := ReplicaSync{Replicas: 1, Timeout: 20 * time.Millisecond}
 		require.NoError(t, rdb.ScriptFlush(ctx).Err())
-		res, acks, err := s.AcquireSynced(ctx, rdb, rs, "sync", "o", "r1", time.Minute)
+		res, acks, err := s.AcquireWith(ctx, rdb, rs, s.LockArgs("sync"), "o", "r1", time.Minute, false, false)
 		require.NoError(t, err)
 		assert.Equal(t, AcquireResult{Acquired: true, HoldCount: 1}, res)
 		assert.Zero(t, acks, "no replicas")

@@ -6,7 +6,7 @@ import (
 )
 
 // The spin lock (Redisson's RedissonSpinLock) keeps the reentrant lock's
-// hash and acquires with its script (Acquire, AcquireSynced); its waiters
+// hash and acquires with its script (AcquireWith); its waiters
 // poll instead of listening on a channel, so none of its scripts publishes
 // anything.
 

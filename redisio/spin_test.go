@@ -43,7 +43,7 @@ func TestSpinScriptsPublishNothing(t *testing.T) {
 	require.NoError(t, err, "the subscription is confirmed")
 
 	for i := 1; i <= 2; i++ {
-		res, err := s.Acquire(ctx, rdb, name, owner, "a"+strconv.Itoa(i), time.Minute)
+		res, err := s.lockAcquire(ctx, rdb, name, owner, "a"+strconv.Itoa(i), time.Minute)
 		require.NoError(t, err)
 		require.True(t, res.Acquired)
 		assert.Equal(t, i, res.HoldCount)
@@ -65,14 +65,14 @@ func TestSpinScriptsPublishNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, held, "not held any more")
 
-	_, err = s.Acquire(ctx, rdb, name, owner, "a3", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, name, owner, "a3", time.Minute)
 	require.NoError(t, err)
 	undone, err := s.SpinUndoAcquire(ctx, rdb, name, owner, "a3")
 	require.NoError(t, err)
 	assert.True(t, undone)
 	assert.Zero(t, rdb.Exists(ctx, name).Val(), "the undo freed the lock")
 
-	_, err = s.Acquire(ctx, rdb, name, owner, "a4", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, name, owner, "a4", time.Minute)
 	require.NoError(t, err)
 	deleted, err := s.SpinForceUnlock(ctx, rdb, name)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestSpinScriptsPublishNothing(t *testing.T) {
 	assert.Equal(t, before, publishCalls(t, rdb), "no spin lock script published")
 
 	// The reentrant lock's scripts, on the same server, do publish.
-	_, err = s.Acquire(ctx, rdb, "plain", owner, "p1", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, "plain", owner, "p1", time.Minute)
 	require.NoError(t, err)
 	_, _, err = s.Unlock(ctx, rdb, "plain", owner, "p2", time.Minute)
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ func TestUnlockRecordAnswersARetryAndRefusesALateCopy(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	s := newScripts(t)
 	for _, req := range []string{"a1", "a2", "a3"} {
-		_, err := s.Acquire(ctx, rdb, "rec", "o1", req, time.Minute)
+		_, err := s.lockAcquire(ctx, rdb, "rec", "o1", req, time.Minute)
 		require.NoError(t, err)
 	}
 	first := s.unlockCall(s.LockArgs("rec"), "o1", "u1", time.Minute, s.publishArg)
@@ -55,7 +55,7 @@ func TestUnlockRecordAnswersARetryAndRefusesALateCopy(t *testing.T) {
 	n, held, err = s.Unlock(ctx, rdb, "rec", "o1", "u3", time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, []any{0, true}, []any{n, held})
-	_, err = s.Acquire(ctx, rdb, "rec", "o1", "a4", time.Minute)
+	_, err = s.lockAcquire(ctx, rdb, "rec", "o1", "a4", time.Minute)
 	require.NoError(t, err)
 	_, _, err = runUnlockCall(ctx, t, rdb, "rec", second)
 	require.ErrorIs(t, err, ErrSuperseded)
@@ -78,7 +78,7 @@ func TestUnlockRecordsAreOnePerClient(t *testing.T) {
 			s = b
 		}
 		owner := "o" + strconv.Itoa(i) // a new handle for every pair, as a user writes it
-		_, err := s.Acquire(ctx, rdb, "busy", owner, "a", time.Minute)
+		_, err := s.lockAcquire(ctx, rdb, "busy", owner, "a", time.Minute)
 		require.NoError(t, err)
 		n, held, err := s.Unlock(ctx, rdb, "busy", owner, "u", time.Minute)
 		require.NoError(t, err)

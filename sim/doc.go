@@ -31,4 +31,20 @@
 // the same scheduler and clock, under the same faults: one seed still
 // gives one trace. See Workload and ExampleWorkload; examples/simulate is
 // a job runner caught running a job twice without a fencing token.
+//
+// # Rules for a workload's actors
+//
+// Timers go through the simulated clock (Process.SendAfter, or
+// Process.Clock) and randomness through Process.Rand, drawn from the seed.
+// An actor must not block (no time.Sleep, no waiting on a channel or a
+// future): a step that does is reported with the actor and the step after
+// Workload.StepTimeout, and a panic ends only that seed, with its stack.
+// Sweep seeds in an ordinary go test with RunSeeds; a failing seed replays
+// exactly with Run and that Options.Seed (Options.KeepTrace for the
+// trace's lines), and Result.WriteTimelineFile draws it as HTML: each
+// process's lock holds, the workload's events on its rows, the faults and
+// the violations. warden's own checks run over the actors' lock requests
+// too and report what the injected faults excuse. Options.Faults chooses
+// the faults (AllFaults for all); a Redis restart loses the fencing
+// counter, so tokens start again from 1.
 package sim

@@ -10,7 +10,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/warden-go/warden/fence"
 	"github.com/warden-go/warden/messages"
 )
 
@@ -26,10 +28,12 @@ import (
 // order the seed draws, with the engines' actors and Redis; their timers
 // run on the simulated clock (Process.SendAfter, Process.Clock). They
 // share the resources the simulation provides: a key-value store that can
-// check fencing tokens (Process.KV) and a log that stamps every append
-// with the simulated time (Process.Log). Process.Record records an event
-// in the run's history, which Check reads and the timeline draws on the
-// process's rows. Give every owner a name of its own across the
+// check fencing tokens (Process.KV), a log that stamps every append with
+// the simulated time (Process.Log), and the simulated Redis itself,
+// through the process's own connection (Process.Redis: a fenced write
+// with package fence runs there the script it runs on a real Redis).
+// Process.Record records an event in the run's history, which Check
+// reads and the timeline draws on the process's rows. Give every owner a name of its own across the
 // processes (with Process.ID, say): warden's checks take one name for one
 // owner.
 //
@@ -142,6 +146,15 @@ func (p *Process) Rand() *rand.Rand { return p.rng }
 // KV is the simulated key-value store, shared by every process.
 func (p *Process) KV() *KV { return p.kv }
 
+// Redis is the process's connection to the simulated Redis, the one its
+// engine talks to: a user actor keeps its own keys there as a real
+// process does (its fenced writes through package fence's Redis guard,
+// say). Every call crosses the simulated network: the actor's step waits
+// for the reply in simulated time (a pause of the process holds the
+// reply back), and the run's network faults hit it. Call it from the
+// actor's Receive only.
+func (p *Process) Redis() *redis.Client { return p.cl.rdb }
+
 // Log is the simulated log, shared by every process.
 func (p *Process) Log() *Log { return p.log }
 
@@ -210,11 +223,15 @@ func (kv *KV) PutFenced(key, value string, token int64) error {
 	return nil
 }
 
+// fence is the KV's guard: package fence's decision (fence.Admit), the
+// one its Redis and SQL guards make in the store. A refusal matches
+// fence.ErrStaleToken too.
 func (kv *KV) fence(key string, token int64) error {
 	s := kv.u.kv
-	if f := s.fences[key]; token < f {
+	f := s.fences[key]
+	if err := fence.Admit(key, token, f); err != nil {
 		kv.u.w.tr.add(kv.u.w.now, "c%d kv fence %s token=%d refused (fence %d)", kv.proc, key, token, f)
-		return fmt.Errorf("%w: %d on %q, whose fence is %d", ErrStaleToken, token, key, f)
+		return fmt.Errorf("%w: %w", ErrStaleToken, err)
 	}
 	s.fences[key] = token
 	return nil

@@ -1,7 +1,7 @@
-// Command quickstart shows warden's reentrant lock: two workers, each with
-// its own handle on the same lock, take turns holding it; the first one
-// reenters it and holds it longer than its lease while the watchdog renews
-// it.
+// Command quickstart shows warden's reentrant lock: first the README's
+// quickstart (shipOrder), then two workers, each with its own handle on
+// the same lock, take turns holding it; the first one reenters it and
+// holds it longer than its lease while the watchdog renews it.
 //
 //	go run ./examples/quickstart
 //
@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/exampleredis"
@@ -47,6 +49,11 @@ func run() error {
 	}
 	defer stopRedis()
 	fmt.Println("redis:", where)
+
+	// The README's quickstart, on this Redis.
+	if err := shipOrder(ctx, rdb); err != nil {
+		return err
+	}
 
 	c, err := client.New(rdb, client.WithWatchdogTimeout(watchdog))
 	if err != nil {
@@ -140,6 +147,47 @@ func run() error {
 	}
 	fmt.Println("done: 4 turns, never two holders at once")
 	return nil
+}
+
+// shipOrder locks order 42 while it ships it. rdb is any go-redis client, such as
+// redis.NewClient(&redis.Options{Addr: "localhost:6379"}); the caller closes it.
+func shipOrder(ctx context.Context, rdb redis.UniversalClient) error {
+	c, err := client.New(rdb)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+
+	lock := c.Lock("order:42")
+
+	// Wait until the lock is free or ctx ends; the watchdog renews it while held.
+	if err := lock.Lock(ctx); err != nil {
+		return err
+	}
+	// ... critical section ...
+	if err := lock.Unlock(ctx); err != nil {
+		return err
+	}
+
+	// Lock, run fn, unlock (even if fn panics). fn's context is cancelled
+	// with cause ErrLockLost if the lock is lost while fn runs, or the Client
+	// closes (then the cause matches ErrClosed too).
+	if err := lock.Do(ctx, func(ctx context.Context) error { return ship(ctx, 42) }); err != nil {
+		return err
+	}
+
+	// Wait at most 2s; hold for a fixed 10s lease with no renewal.
+	ok, err := lock.TryLockWait(ctx, 2*time.Second, 10*time.Second)
+	if err != nil || !ok {
+		return err
+	}
+	return lock.Unlock(ctx)
+}
+
+// ship stands for the work the lock protects.
+func ship(ctx context.Context, order int) error {
+	fmt.Println("shipped order", order, "under its lock")
+	return ctx.Err()
 }
 
 // worker holds its own handle on the lock, so it is its own owner.

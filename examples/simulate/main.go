@@ -2,17 +2,18 @@
 // (package sim) and shows why its lock needs a fencing token.
 //
 // Each of three processes runs one runner actor. A runner takes the job at
-// the head of the queue (the first job the key-value store does not mark
-// done), locks it with a fixed lease of 2s, reads it again under the lock,
-// does it (which takes up to a second) and marks it done. Every job must
-// run at most once.
+// the head of the queue (the first job not marked done in Redis), locks it
+// with a fixed lease of 2s, reads it again under the lock, does it (which
+// takes up to a second) and marks it done. Every job must run at most
+// once.
 //
 // The naive runner takes a plain Lock and trusts it: when its process
 // pauses (a GC pause, a SIGSTOP) for longer than the lease while it works,
 // another runner takes the expired lock, finds the job not done and runs
-// it too. The fenced runner takes a FencedLock and hands its token to the
-// store with every read and write of the job: the store refuses the stale
-// runner's write once a newer holder has read the job.
+// it too. The fenced runner takes a FencedLock and reads and writes the
+// job through package fence's Redis guard with its token, the code a real
+// program runs: the guard's script, run by the simulated Redis, refuses
+// the stale runner's write once a newer holder has read the job.
 //
 //	go run ./examples/simulate                    # both runners, seeds 1..200, pauses
 //	go run ./examples/simulate -runner naive -seed 1 -runs 500 -timeline caught.html
@@ -23,6 +24,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -30,7 +33,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/warden-go/warden/fence"
 	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/sim"
 )
@@ -50,7 +55,8 @@ func Workload(fenced bool) *sim.Workload {
 	return &sim.Workload{
 		Actors: func(p *sim.Process) []actor.Producer {
 			return []actor.Producer{func() actor.Actor {
-				return &runner{p: p, fenced: fenced, owner: fmt.Sprintf("runner-%d", p.ID())}
+				return &runner{p: p, fenced: fenced, owner: fmt.Sprintf("runner-%d", p.ID()),
+					guard: fence.NewRedis(p.Redis())}
 			}}
 		},
 		Check: ranOnce,
@@ -94,9 +100,21 @@ type runner struct {
 	fenced bool
 	owner  string
 	self   *actor.PID
-	job    string // the job it locks or works on
-	token  int64
-	reqs   int
+	// guard is the fenced runner's way to the job's key.
+	guard *fence.Redis
+	job   string // the job it locks or works on
+	token int64
+	reqs  int
+}
+
+// readFenced is the fenced runner's read of a job under its lock: run
+// through the guard, it raises the job's fence to the token, so that an
+// older holder's later write is refused.
+const readFenced = `return redis.call('GET', KEYS[1])`
+
+// callCtx bounds one call to the simulated Redis.
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*time.Second)
 }
 
 func (r *runner) Receive(ctx actor.Context) {
@@ -124,8 +142,19 @@ func (r *runner) later(d time.Duration) { r.p.SendAfter(d, r.self, &next{}) }
 // lockHead asks for the lock of the first job not done.
 func (r *runner) lockHead(ctx actor.Context) {
 	r.job = ""
-	for i := range jobs {
-		if _, done := r.p.KV().Get(jobKey(i)); !done {
+	keys := make([]string, jobs)
+	for i := range keys {
+		keys[i] = doneKey(jobKey(i))
+	}
+	cctx, cancel := callCtx()
+	done, err := r.p.Redis().MGet(cctx, keys...).Result()
+	cancel()
+	if err != nil {
+		r.later(50 * time.Millisecond)
+		return
+	}
+	for i, v := range done {
+		if v == nil {
 			r.job = jobKey(i)
 			break
 		}
@@ -145,14 +174,18 @@ func (r *runner) lockHead(ctx actor.Context) {
 // start reads the job again under the lock and, if it is not done, does
 // it: the work takes 200ms..1s.
 func (r *runner) start(ctx actor.Context) {
-	var done bool
+	cctx, cancel := callCtx()
+	defer cancel()
 	var err error
 	if r.fenced {
-		_, done, err = r.p.KV().GetFenced(r.job, r.token)
+		_, err = r.guard.Eval(cctx, r.token, readFenced, []string{doneKey(r.job)})
 	} else {
-		_, done = r.p.KV().Get(r.job)
+		err = r.p.Redis().Get(cctx, doneKey(r.job)).Err()
 	}
-	if done || err != nil {
+	if !errors.Is(err, redis.Nil) { // done already, refused, or failed
+		if errors.Is(err, fence.ErrStaleToken) {
+			r.p.Record(sim.Event{Owner: r.owner, What: "refused", Key: r.job, Token: r.token})
+		}
 		r.release(ctx)
 		return
 	}
@@ -164,14 +197,22 @@ func (r *runner) start(ctx actor.Context) {
 // records that it ran, unless the store refused the stale token.
 func (r *runner) finish(ctx actor.Context) {
 	value := "done by " + r.owner
+	cctx, cancel := callCtx()
+	defer cancel()
+	var err error
 	if r.fenced {
-		if err := r.p.KV().PutFenced(r.job, value, r.token); err != nil {
-			r.p.Record(sim.Event{Owner: r.owner, What: "refused", Key: r.job, Token: r.token})
-			r.release(ctx)
-			return
-		}
+		err = r.guard.Set(cctx, r.token, doneKey(r.job), value, 0)
 	} else {
-		r.p.KV().Put(r.job, value)
+		err = r.p.Redis().Set(cctx, doneKey(r.job), value, 0).Err()
+	}
+	if err != nil {
+		what := "write failed"
+		if errors.Is(err, fence.ErrStaleToken) {
+			what = "refused"
+		}
+		r.p.Record(sim.Event{Owner: r.owner, What: what, Key: r.job, Token: r.token})
+		r.release(ctx)
+		return
 	}
 	r.p.Log().Append(r.job + " " + value)
 	r.p.Record(sim.Event{Owner: r.owner, What: "ran", Key: r.job, Token: r.token})
@@ -188,18 +229,29 @@ func (r *runner) release(ctx actor.Context) {
 		RequestID: fmt.Sprintf("%s-%d", r.owner, r.reqs)})
 }
 
+// jobKey is job i's name, its lock's.
 func jobKey(i int) string { return fmt.Sprintf("job-%02d", i) }
 
+// doneKey is the Redis key that marks job done: "{job-07}:done", in the
+// job's slot (the lock's key is the job's name).
+func doneKey(job string) string { return "{" + job + "}:done" }
+
 // caught runs seeds first..first+n-1 with o and returns the seeds whose
-// run broke an invariant (no injected fault excuses the user's), and the
-// first failing result.
-func caught(o sim.Options, first int64, n int) ([]int64, *sim.Result, error) {
+// run broke an invariant (no injected fault excuses the user's), the
+// first failing result, and how many reads and writes the fence refused.
+func caught(o sim.Options, first int64, n int) ([]int64, *sim.Result, int, error) {
 	results, errs := sim.RunSeeds(o, first, n)
 	var seeds []int64
 	var firstFailed *sim.Result
+	refused := 0
 	for i, res := range results {
 		if errs[i] != nil {
-			return nil, nil, errs[i]
+			return nil, nil, 0, errs[i]
+		}
+		for _, e := range res.Events {
+			if e.What == "refused" {
+				refused++
+			}
 		}
 		if len(res.Failed()) > 0 {
 			seeds = append(seeds, res.Seed)
@@ -208,7 +260,7 @@ func caught(o sim.Options, first int64, n int) ([]int64, *sim.Result, error) {
 			}
 		}
 	}
-	return seeds, firstFailed, nil
+	return seeds, firstFailed, refused, nil
 }
 
 func main() {
@@ -233,13 +285,16 @@ func main() {
 			continue
 		}
 		start := time.Now()
-		seeds, res, err := caught(Options(fenced), *seed, *runs)
+		seeds, res, refused, err := caught(Options(fenced), *seed, *runs)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 		fmt.Printf("%s runner: %d seeds (%d..%d) in %v, caught at %d: %v\n", name, *runs, *seed, *seed+int64(*runs)-1,
 			time.Since(start).Round(time.Millisecond), len(seeds), seeds)
+		if fenced {
+			fmt.Printf("  the fence refused %d stale reads and writes\n", refused)
+		}
 		if res != nil {
 			fmt.Printf("  seed %d: %v\n", res.Seed, res.Failed()[0])
 			if err := res.WriteTimelineFile(*timeline); err != nil {

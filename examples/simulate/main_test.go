@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // runner must run a job twice in at least one of them. It prints the
 // seeds and the first one's violation, and writes its timeline.
 func TestNaiveRunnerIsCaught(t *testing.T) {
-	caughtAt, res, err := caught(Options(false), 1, *seeds)
+	caughtAt, res, _, err := caught(Options(false), 1, *seeds)
 	require.NoError(t, err)
 	require.NotEmpty(t, caughtAt, "the naive runner ran every job at most once in seeds 1..%d", *seeds)
 	for _, v := range res.Failed() {
@@ -45,9 +45,10 @@ func TestNaiveRunnerIsCaught(t *testing.T) {
 
 // TestFencedRunnerIsClean sweeps the same seeds: the fenced runner never
 // runs a job twice, and no guarantee of warden's breaks but those the
-// pauses excuse.
+// pauses excuse; package fence's guard, on the simulated Redis, refused
+// the stale runners' reads and writes that would have.
 func TestFencedRunnerIsClean(t *testing.T) {
-	caughtAt, res, err := caught(Options(true), 1, *seeds)
+	caughtAt, res, refused, err := caught(Options(true), 1, *seeds)
 	require.NoError(t, err)
 	if res != nil {
 		path := filepath.Join(t.TempDir(), "fenced.html")
@@ -55,6 +56,8 @@ func TestFencedRunnerIsClean(t *testing.T) {
 		t.Fatalf("the fenced runner failed at seeds %v; seed %d: %v (timeline %s)", caughtAt, res.Seed, res.Failed(),
 			path)
 	}
+	require.Positive(t, refused, "the guard refused nothing in seeds 1..%d: the pauses never made a stale holder", *seeds)
+	t.Logf("fenced runner clean in %d seeds; the guard refused %d stale reads and writes", *seeds, refused)
 }
 
 // TestReplayIsByteIdentical runs every seed of both runners twice, keeping

@@ -1,0 +1,240 @@
+package fence
+
+import (
+	"context"
+	_ "embed" // the scripts
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/guard.lua
+	guardLua string
+	//go:embed scripts/set.lua
+	setLua string
+	//go:embed scripts/del.lua
+	delLua string
+	//go:embed scripts/hset.lua
+	hsetLua string
+	//go:embed scripts/incrby.lua
+	incrbyLua string
+	//go:embed scripts/eval.lua
+	evalLua string
+)
+
+// staleReply opens the error reply of a script that refused its token.
+const staleReply = "STALETOKEN "
+
+// Redis is the guard for resources kept in Redis: each write carries a
+// token, and runs in one Lua script with the check of the resource key's
+// guard (GuardKey names it), which keeps the highest token seen. A token
+// below it is refused with ErrStaleToken and nothing is written; else the
+// guard is raised to the token (equal tokens pass) and the write is made.
+//
+// The guard keys have no TTL and outlive the resource keys (Del and an
+// expiring Set leave the guard): a guard that vanished would let a stale
+// holder write again. A Redis that loses data (a restart without
+// persistence, a failover to a replica that missed the write, eviction
+// under maxmemory) loses guards too: see docs/fencing.md.
+//
+// A Redis is safe for concurrent use.
+type Redis struct {
+	rdb                    redis.UniversalClient
+	set, del, hset, incrby *redis.Script
+}
+
+// NewRedis returns the Redis guard on rdb. A nil rdb makes every write
+// fail with ErrInvalidArgument.
+func NewRedis(rdb redis.UniversalClient) *Redis {
+	return &Redis{
+		rdb:    rdb,
+		set:    redis.NewScript(guardLua + setLua),
+		del:    redis.NewScript(guardLua + delLua),
+		hset:   redis.NewScript(guardLua + hsetLua),
+		incrby: redis.NewScript(guardLua + incrbyLua),
+	}
+}
+
+// Set sets key to value, as SET does, if token is not below key's guard:
+// with a TTL of ttl, a whole number of milliseconds (0: no expiry). value
+// is encoded as go-redis encodes a command's arguments.
+func (r *Redis) Set(ctx context.Context, token int64, key string, value any, ttl time.Duration) error {
+	if ttl < 0 || (ttl > 0 && (ttl < time.Millisecond || ttl%time.Millisecond != 0)) {
+		return invalid("ttl", "%v is neither 0 nor a whole number of milliseconds", ttl)
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	_, err := r.run(ctx, r.set, token, key, []any{value, int64(ttl / time.Millisecond)})
+	return err
+}
+
+// Del deletes key, as DEL does, if token is not below key's guard. The
+// guard stays, so a stale holder cannot write the key again.
+func (r *Redis) Del(ctx context.Context, token int64, key string) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	_, err := r.run(ctx, r.del, token, key, nil)
+	return err
+}
+
+// HSet sets fields of the hash key, as HSET does, if token is not below
+// key's guard. values are field-value pairs ("f1", v1, "f2", v2), or one
+// map[string]any, map[string]string, []string or []any of them.
+func (r *Redis) HSet(ctx context.Context, token int64, key string, values ...any) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	pairs, err := hashPairs(values)
+	if err != nil {
+		return err
+	}
+	_, err = r.run(ctx, r.hset, token, key, pairs)
+	return err
+}
+
+// IncrBy adds n to the integer at key, as INCRBY does, if token is not
+// below key's guard, and returns the new value.
+func (r *Redis) IncrBy(ctx context.Context, token int64, key string, n int64) (int64, error) {
+	if err := r.check(); err != nil {
+		return 0, err
+	}
+	v, err := r.run(ctx, r.incrby, token, key, []any{n})
+	if err != nil {
+		return 0, err
+	}
+	i, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("warden: fence: incrby %s: reply %T, not an integer", key, v)
+	}
+	return i, nil
+}
+
+// Incr adds 1 to the integer at key, as IncrBy(ctx, token, key, 1).
+func (r *Redis) Incr(ctx context.Context, token int64, key string) (int64, error) {
+	return r.IncrBy(ctx, token, key, 1)
+}
+
+// Eval runs script, a Lua script of the caller's, with keys and args, if
+// token is not below the guard of keys[0] (the resource the token
+// fences), and returns its reply as go-redis's Cmd.Result does (redis.Nil
+// for a nil reply). The script sees its own keys and args as KEYS and
+// ARGV; it runs in the same script as the guard's check, after it. On a
+// Cluster every key must be in keys[0]'s slot (share its hash tag). The
+// guard is raised before the script runs, and stays raised if the script
+// then fails. A script that only reads raises the guard too: a read
+// through Eval makes every older holder's later write stale.
+//
+// A first line "#!lua ..." (the flags of Redis 7) stays the first line;
+// a script flagged no-writes is refused, as it could not raise the guard.
+func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []string, args ...any) (any, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, invalid("keys", "empty: keys[0] is the resource the token fences")
+	}
+	if strings.TrimSpace(script) == "" {
+		return nil, invalid("script", "empty")
+	}
+	shebang, body := "", script
+	if strings.HasPrefix(script, "#!") {
+		shebang, body, _ = strings.Cut(script, "\n")
+		if strings.Contains(shebang, "no-writes") {
+			return nil, invalid("script", "flagged no-writes: the guard must write its token")
+		}
+		shebang += "\n"
+	}
+	s := redis.NewScript(shebang + guardLua + evalLua + body)
+	return r.run(ctx, s, token, keys[0], args, keys[1:]...)
+}
+
+// check reports a nil guard or client.
+func (r *Redis) check() error {
+	if r == nil || r.rdb == nil {
+		return invalid("redis client", "nil")
+	}
+	return nil
+}
+
+// run runs s with the guard of key, key and more as KEYS, token and args
+// as ARGV, after checking what every write needs.
+func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, key string, args []any,
+	more ...string) (any, error) {
+	if ctx == nil {
+		return nil, invalid("ctx", "nil")
+	}
+	if err := validToken(token); err != nil {
+		return nil, err
+	}
+	guard, err := GuardKey(key)
+	if err != nil {
+		return nil, err
+	}
+	keys := append([]string{guard, key}, more...)
+	argv := append([]any{strconv.FormatInt(token, 10)}, args...)
+	v, err := s.Run(ctx, r.rdb, keys, argv...).Result()
+	if err == nil || errors.Is(err, redis.Nil) {
+		return v, err
+	}
+	if highest, ok := staleHighest(err); ok {
+		return nil, &StaleTokenError{Resource: key, Token: token, Highest: highest}
+	}
+	return nil, fmt.Errorf("warden: fence %s: %w", key, err)
+}
+
+// staleHighest reads the highest token from a script's STALETOKEN error.
+func staleHighest(err error) (int64, bool) {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(re.Error(), staleReply)
+	if !ok {
+		return 0, false
+	}
+	highest, perr := strconv.ParseInt(rest, 10, 64)
+	return highest, perr == nil
+}
+
+// hashPairs flattens HSet's values into field-value pairs.
+func hashPairs(values []any) ([]any, error) {
+	if len(values) == 1 {
+		switch v := values[0].(type) {
+		case []any:
+			values = v
+		case []string:
+			values = make([]any, len(v))
+			for i, s := range v {
+				values[i] = s
+			}
+		case map[string]any:
+			values = make([]any, 0, 2*len(v))
+			for _, f := range slices.Sorted(maps.Keys(v)) {
+				values = append(values, f, v[f])
+			}
+		case map[string]string:
+			values = make([]any, 0, 2*len(v))
+			for _, f := range slices.Sorted(maps.Keys(v)) {
+				values = append(values, f, v[f])
+			}
+		default:
+			return nil, invalid("values", "one %T: want field-value pairs, a map or a slice of them", v)
+		}
+	}
+	switch {
+	case len(values) == 0:
+		return nil, invalid("values", "no field")
+	case len(values)%2 != 0:
+		return nil, invalid("values", "%d values: want field-value pairs", len(values))
+	}
+	return values, nil
+}

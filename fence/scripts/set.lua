@@ -1,0 +1,13 @@
+-- set.lua: SET of the resource, after guard.lua.
+--
+-- KEYS[2]  the resource key
+-- ARGV[2]  the value
+-- ARGV[3]  the TTL in milliseconds, "0" for none
+--
+-- Reply: 1.
+if ARGV[3] == '0' then
+  redis.call('SET', KEYS[2], ARGV[2])
+else
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
+return 1
