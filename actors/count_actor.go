@@ -106,6 +106,9 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *messages.Cancel:
 		a.seen++
 		a.onCancel(ctx, m)
+	case *WaiterCount:
+		ctx.Respond(a.waiters.waiting())
+		return
 	case *countDone:
 		a.onDone(ctx, m)
 	case *subscribed:

@@ -342,6 +342,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.onCancel(ctx, m)
 	case *Closing:
 		a.onClosing(ctx)
+	case *WaiterCount:
+		ctx.Respond(a.waiters.waiting())
+		return
 	case *messages.Watch:
 		a.seen++
 		a.onWatch(ctx, m)

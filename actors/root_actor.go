@@ -90,6 +90,14 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		a.stopKeyActors(ctx)
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
+	case *KeyActorsOf:
+		var pids []*actor.PID
+		for k, e := range a.keys {
+			if k.Name == m.Name {
+				pids = append(pids, e.pid)
+			}
+		}
+		ctx.Respond(pids)
 	case *Closing:
 		for k, e := range a.keys {
 			if k.Kind.Held() {
@@ -185,3 +193,16 @@ type Closing struct{}
 // KeyActorCount asks root how many key actors are alive; the reply is an
 // int. It lets tests and diagnostics observe passivation.
 type KeyActorCount struct{}
+
+// KeyActorsOf asks root for the live actors of the name Name, one per kind
+// in use (key actors, count actors); the reply is a []*actor.PID, empty
+// when there are none. Asked in turn with WaiterCount, they tell a test
+// (package wardentest) that a call reached the engine.
+type KeyActorsOf struct {
+	Name string
+}
+
+// WaiterCount asks a key actor or count actor how many calls are waiting
+// in it (queued, not answered yet): for its lock, its permits, its latch's
+// zero. The reply is an int.
+type WaiterCount struct{}

@@ -76,6 +76,17 @@ func (q *waitQueue) wakeHead() {
 	}
 }
 
+// waiting counts the queued waiters not answered yet (WaiterCount).
+func (q *waitQueue) waiting() int {
+	n := 0
+	for _, w := range q.list {
+		if !w.cancelled {
+			n++
+		}
+	}
+	return n
+}
+
 // indexOf returns w's index, or -1.
 func (q *waitQueue) indexOf(w *waiter) int {
 	for i, x := range q.list {

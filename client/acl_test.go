@@ -70,7 +70,15 @@ func TestACLRulesForHashTaggedNames(t *testing.T) {
 	require.NoError(t, err)
 	entries, err := admin.Do(ctx, "acl", "log").Slice()
 	require.NoError(t, err)
-	assert.Empty(t, entries, "nothing refused")
+	var refused []any
+	for _, e := range entries {
+		// New's check of the eviction policy asks CONFIG GET, which the
+		// rules do not allow (it reads secrets too): refused, and noted.
+		if m, ok := e.(map[any]any); !ok || m["object"] != "config|get" {
+			refused = append(refused, e)
+		}
+	}
+	assert.Empty(t, refused, "nothing refused but New's CONFIG GET")
 
 	_, err = c.Lock("orders:6").TryLock(ctx) // not under the glob
 	require.ErrorContains(t, err, "NOPERM")

@@ -36,6 +36,7 @@ type Client struct {
 	requests  atomic.Uint64
 	idBlocks  sync.Pool // *idBlock (nextRequestID)
 	cancelIO  context.CancelFunc
+	checked   sync.WaitGroup // the eviction policy's check (checkEviction)
 	workers   *actors.Workers
 	closed    atomic.Bool
 	done      chan struct{}
@@ -51,6 +52,9 @@ type Client struct {
 	// forgetting the old ones does not scan them all on every loss.
 	early      map[holdingKey]time.Time
 	earlyOrder []earlyLoss
+
+	// fences keeps the highest fencing token handed out per name.
+	fences fences
 
 	// registry is the Client's record in the client registry (nil: off).
 	registry *actors.Registry
@@ -93,6 +97,13 @@ type holdingKey struct {
 // on a Cluster client New asks every master once whether it has sharded
 // pub/sub (Redis 7: SPUBLISH/SSUBSCRIBE, else PUBLISH/SUBSCRIBE), and fails
 // if the cluster cannot be reached.
+//
+// As it starts, in the background, the Client asks the server for its
+// maxmemory-policy (CONFIG GET; on a Cluster, every master) and logs one
+// warning (WithLogger) when the server may evict keys: every policy but
+// noeviction may delete held locks and fencing token counters (see
+// docs/server.md). A server that refuses CONFIG GET (an ACL, a managed
+// service) is noted at Debug, and nothing else changes.
 //
 // Unless WithoutRegistry says otherwise, the Client records itself in the
 // client registry, so that operators can tell who holds a lock: the HASH
@@ -200,6 +211,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.mailbox = &mailbox{c: c, pending: map[string]chan any{}}
 	c.mbPID, _ = c.sys.ProcessRegistry.Add(c.mailbox, "warden-client-"+c.sys.ProcessRegistry.NextID())
 	c.root = c.sys.Root.SpawnPrefix(props, "warden-")
+	c.checked.Go(func() { c.checkEviction(ioCtx) })
 	return c, nil
 }
 
@@ -307,6 +319,7 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		released = c.releaseAll(ctx, held)
 	}
 	c.cancelIO()
+	c.checked.Wait()
 	stopped := make(chan error, 1)
 	go func() { stopped <- c.sys.Root.PoisonFuture(c.root).Wait() }()
 	var err error
@@ -369,7 +382,7 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 				remaining, _, err := c.release(ctx, h.name, h.kind, h.owner)
 				if err != nil && !errors.Is(err, ErrNotHeld) {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("warden: close: release %s: %w", h.name, err))
+					errs = append(errs, fmt.Errorf("warden: close: release %s: %w", h.name, bare(err)))
 					mu.Unlock()
 				}
 				if err != nil || remaining == 0 {

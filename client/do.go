@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/warden-go/warden/redisio"
 )
@@ -81,7 +82,7 @@ func do(ctx context.Context, m Mutex, what func() string, closed func() bool, fn
 func doResult(what func() string, closed func() bool, fnErr, lostErr, unlockErr error) error {
 	if lostErr == nil && errors.Is(unlockErr, ErrNotHeld) {
 		// Lost before the unlock, and not yet told: the holding was gone.
-		lostErr = fmt.Errorf("%w: unlock: %w", &lostError{what: what(), closed: closed()}, unlockErr)
+		lostErr = fmt.Errorf("%w: unlock: %w", &lostError{what: what(), closed: closed()}, bare(unlockErr))
 	}
 	switch {
 	case lostErr != nil:
@@ -89,13 +90,16 @@ func doResult(what func() string, closed func() bool, fnErr, lostErr, unlockErr 
 		if fnErr == nil || errors.Is(fnErr, lostErr) {
 			return lostErr // fn returned nothing, or context.Cause(ctx)
 		}
-		return fmt.Errorf("%w: %w", lostErr, fnErr)
+		return fmt.Errorf("%w: %w", lostErr, bare(fnErr))
 	case unlockErr == nil:
 		return fnErr
 	}
-	unlockErr = fmt.Errorf("warden: %s: unlock: %w", what(), unlockErr)
+	unlockErr = fmt.Errorf("warden: %s: unlock: %w", what(), bare(unlockErr))
 	if fnErr == nil {
 		return unlockErr
+	}
+	if strings.HasPrefix(fnErr.Error(), "warden: ") {
+		unlockErr = bare(unlockErr) // one prefix, fn's
 	}
 	return fmt.Errorf("%w; %w", fnErr, unlockErr)
 }

@@ -12,7 +12,24 @@
 // running warden and a Java service running Redisson exclude each other on
 // the same lock.
 //
-// Every call takes a context. Blocking calls (Lock, LockLease) wait until
-// the lock is obtained or the context ends; Try* calls wait at most their
-// wait time and report false, with a nil error, when it runs out.
+// Every call takes a context. Blocking calls (Lock, LockLease, LockToken,
+// Acquire, Await, ...) wait until the lock (the permits, the latch's zero)
+// is obtained or the context ends; Try* calls wait at most their wait
+// time and report false, with a nil error, when it runs out.
+//
+// One rule for every call that waits, blocking or Try*, of every type
+// (Lock and its kinds, FencedLock, Semaphore, PermitExpirableSemaphore,
+// CountDownLatch, MultiLock, RedLock): when its context ends before it
+// obtained what it waited for (or had already ended when it was called),
+// it returns an error that matches both ErrNotObtained and the context's
+// error (context.Canceled or context.DeadlineExceeded, and the context's
+// cause when the canceller gave one), with errors.Is, in one line that
+// names what was waited for:
+//
+//	warden: lock order:42 not obtained: context deadline exceeded
+//	warden: 2 permits of semaphore jobs not obtained: context canceled
+//	warden: multilock a, b not obtained: context canceled (cause: shutting down)
+//
+// Nothing is held afterwards: a wait withdrawn as its lock was granted
+// gives it back.
 package client

@@ -11,8 +11,10 @@ import (
 var (
 	// ErrNotHeld: unlock by an owner that does not hold the lock.
 	ErrNotHeld = messages.ErrNotHeld
-	// ErrNotObtained: a blocking wait ended without the lock; the error
-	// matches the context's error too when the context ended it.
+	// ErrNotObtained: a wait ended without the lock: a blocking call's
+	// (Lock, Acquire, Await...) for any reason, any call's (Try* too)
+	// when its context ended it; the error then matches the context's
+	// error too (see the package doc).
 	ErrNotObtained = messages.ErrNotObtained
 	// ErrNotLocked: RemainTTL on an absent lock.
 	ErrNotLocked = messages.ErrNotLocked
@@ -33,6 +35,16 @@ var (
 	// at once: it neither waits nor adds a hold.
 	ErrAlreadyHeld = messages.ErrAlreadyHeld
 )
+
+// ErrFencingReset: a FencedLock acquire got a token no higher than one
+// this Client handed out before for the name: the counter
+// redisson_lock_token:{name} went backwards (evicted under a
+// maxmemory-policy that evicts, lost in a restart without persistence or
+// in a failover). The acquire was given back and no token is handed out;
+// the error names the token got and the highest handed out. Only a Client
+// that handed out a higher token can tell: see docs/server.md for what the
+// server needs so that the counter survives.
+var ErrFencingReset = errors.New("warden: fencing token counter went backwards")
 
 // The errors of Inspect and Scan.
 var (

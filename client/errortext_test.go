@@ -67,7 +67,7 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 			cancel()
 			_, err := c.Lock("err:try").TryLock(cctx)
 			return err
-		}, []string{"try lock err:try", "context canceled"}, []error{context.Canceled}},
+		}, []string{"lock err:try not obtained", "context canceled"}, []error{client.ErrNotObtained, context.Canceled}},
 
 		{"TryLockWait cancelled while it waits", func(t *testing.T) error {
 			held(t, "err:trywait")
@@ -75,7 +75,8 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 			defer cancel()
 			_, err := c.Lock("err:trywait").TryLockWait(cctx, time.Minute, 0)
 			return err
-		}, []string{"try lock err:trywait", "context deadline exceeded"}, []error{context.DeadlineExceeded}},
+		}, []string{"lock err:trywait not obtained", "context deadline exceeded"},
+			[]error{client.ErrNotObtained, context.DeadlineExceeded}},
 
 		{"Semaphore.Acquire until ctx's deadline", func(t *testing.T) error {
 			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -185,4 +186,118 @@ func TestErrorTextIsOneLineWithTheName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A composite error (a RedLock's or MultiLock's members, a Do's loss and
+// unlock, several invalid arguments, a cause that is a warden error) has
+// one "warden: " prefix however many warden errors it holds, and still
+// matches each of them.
+func TestCompositeErrorsHaveOnePrefix(t *testing.T) {
+	_, clients := nodes(t, 3)
+	c := clients[0]
+	ctx := testCtx(t)
+	errMine := errors.New("the caller's own failure")
+
+	tests := []struct {
+		what  string
+		call  func(t *testing.T) error
+		text  []string
+		match []error
+	}{
+		{"RedLock.Unlock of a lock not held", func(t *testing.T) error {
+			return client.NewRedLock(members(clients, "comp:red")...).Unlock(ctx)
+		}, []string{"redlock comp:red: released on 0 of 3 masters: lock not held", "master 0: lock not held: lock comp:red",
+			"master 2: lock not held"}, []error{client.ErrNotHeld}},
+
+		{"RedLock.Extend of a lock not held", func(t *testing.T) error {
+			return client.NewRedLock(members(clients, "comp:redext")...).Extend(ctx, time.Second)
+		}, []string{"redlock comp:redext: extend: lock not held"}, []error{client.ErrNotHeld}},
+
+		{"RedLock.Extend with members lost", func(t *testing.T) error {
+			r := client.NewRedLock(members(clients, "comp:redlost")...)
+			require.NoError(t, r.LockLease(ctx, time.Minute))
+			for _, o := range clients {
+				_, err := o.Lock("comp:redlost").ForceUnlock(ctx)
+				require.NoError(t, err)
+			}
+			return r.Extend(ctx, time.Minute)
+		}, []string{"redlock comp:redlost: extended on 0 of 3 masters: lock not held", "master comp:redlost: lock not held"},
+			[]error{client.ErrNotHeld}},
+
+		{"MultiLock.Unlock of members not held", func(t *testing.T) error {
+			return client.NewMultiLock(members(clients, "comp:multi")...).Unlock(ctx)
+		}, []string{"multilock comp:multi, comp:multi, comp:multi: unlock: member comp:multi: lock not held"},
+			[]error{client.ErrNotHeld}},
+
+		{"GroupLock.Unlock not held", func(t *testing.T) error {
+			return c.GroupLock("comp:group", "a", "b").Unlock(ctx)
+		}, []string{"lock not held", "group lock comp:group"}, []error{client.ErrNotHeld}},
+
+		{"Do whose lock was lost, fn returning nothing", func(t *testing.T) error {
+			return c.Lock("comp:do").Do(ctx, func(ctx context.Context) error {
+				_, err := c.Lock("comp:do").ForceUnlock(ctx)
+				return err
+			})
+		}, []string{"lock comp:do lost: unlock: lock not held: lock comp:do"}, []error{client.ErrLockLost, client.ErrNotHeld}},
+
+		{"Do whose lock was lost, fn returning a warden error", func(t *testing.T) error {
+			return c.Lock("comp:do2").Do(ctx, func(ctx context.Context) error {
+				_, err := c.Lock("comp:do2").ForceUnlock(ctx)
+				require.NoError(t, err)
+				return c.Lock("comp:other").Unlock(ctx) // warden: lock not held: ...
+			})
+		}, []string{"lock comp:do2 lost: unlock: lock not held", "lock comp:other"}, []error{client.ErrLockLost, client.ErrNotHeld}},
+
+		{"Do whose fn fails and whose lock was lost", func(t *testing.T) error {
+			return c.Lock("comp:do3").Do(ctx, func(ctx context.Context) error {
+				_, err := c.Lock("comp:do3").ForceUnlock(ctx)
+				require.NoError(t, err)
+				return errMine
+			})
+		}, []string{"lock comp:do3 lost", "the caller's own failure"}, []error{client.ErrLockLost, errMine}},
+
+		{"several invalid arguments", func(t *testing.T) error {
+			_, _, err := c.PermitExpirableSemaphore("").TryAcquirePermits(ctx, 0, -time.Second, 0)
+			return err
+		}, []string{"invalid argument"}, []error{client.ErrInvalidArgument}},
+
+		{"a wait cancelled with a warden error as its cause", func(t *testing.T) error {
+			require.NoError(t, c.Lock("comp:cause").Lock(ctx))
+			t.Cleanup(func() { _, _ = c.Lock("comp:cause").ForceUnlock(ctx) })
+			cctx, cancel := context.WithCancelCause(ctx)
+			time.AfterFunc(100*time.Millisecond, func() { cancel(client.ErrLockLost) })
+			_, err := c.Lock("comp:cause").TryLockWait(cctx, time.Minute, 0)
+			return err
+		}, []string{"lock comp:cause not obtained: context canceled (cause: lock lost)"},
+			[]error{client.ErrNotObtained, context.Canceled, client.ErrLockLost}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.what, func(t *testing.T) {
+			err := tt.call(t)
+			require.Error(t, err)
+			msg := err.Error()
+			t.Log(msg)
+			assert.NotContains(t, msg, "\n", "one line")
+			assert.True(t, strings.HasPrefix(msg, "warden: "), "prefixed: %q", msg)
+			assert.Equal(t, 1, strings.Count(msg, "warden:"), "one prefix: %q", msg)
+			for _, s := range tt.text {
+				assert.Contains(t, msg, s)
+			}
+			for _, target := range tt.match {
+				assert.ErrorIs(t, err, target)
+			}
+		})
+	}
+
+	t.Run("RedLock with a majority out of reach", func(t *testing.T) {
+		envs, clients := nodes(t, 3)
+		envs[1].srv.Stop(t)
+		envs[2].srv.Stop(t)
+		err := client.NewRedLock(members(clients, "comp:down")...).Lock(ctx)
+		require.Error(t, err)
+		msg := err.Error()
+		t.Log(msg)
+		assert.Equal(t, 1, strings.Count(msg, "warden:"), "one prefix: %q", msg)
+		assert.Contains(t, msg, "redlock comp:down: 2 of 3 masters failed, a majority is out of reach: master ")
+	})
 }

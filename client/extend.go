@@ -28,7 +28,7 @@ import (
 // held, released, or found gone: then the holding is lost and Lost's
 // channel is closed), ErrLockLost when the old lease ran out while the
 // call was on its way, and ErrInvalidArgument, before any Redis call, for
-// a lease under 1ms (a lease between whole milliseconds is rounded up). On
+// a lease under MinLease (a lease between whole milliseconds is rounded up). On
 // a Redis error the lease is the old or the new one: the engine then
 // counts the earlier end.
 //
@@ -65,7 +65,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 // extended; otherwise the errors of those that were not, together in one
 // error that matches each of them (ErrNotHeld for a member not held,
 // ErrInvalidArgument for one in watchdog mode). The members that were
-// extended keep their new lease. A lease under 1ms is refused with
+// extended keep their new lease. A lease under MinLease is refused with
 // ErrInvalidArgument before any Redis call.
 func (m *MultiLock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := checkCtx(ctx); err != nil {
@@ -94,7 +94,7 @@ func (m *MultiLock) Extend(ctx context.Context, lease time.Duration) error {
 // returns ErrNotHeld joined with the masters' errors and the holding
 // keeps its old validity (the masters that were extended keep their new
 // lease). A RedLock held in watchdog mode is refused with
-// ErrInvalidArgument, as Lock.Extend refuses it; so is a lease under 1ms,
+// ErrInvalidArgument, as Lock.Extend refuses it; so is a lease under MinLease,
 // before any Redis call.
 func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := checkCtx(ctx); err != nil {
@@ -115,9 +115,9 @@ func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 	r.mu.Unlock()
 	switch {
 	case holds == 0:
-		return fmt.Errorf("warden: redlock %s: extend: %w", r.locks[0].name, ErrNotHeld)
+		return fmt.Errorf("warden: redlock %s: extend: %w", r.locks[0].name, bare(ErrNotHeld))
 	case stop == nil:
-		return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost", r.locks[0].name, ErrNotHeld)
+		return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost", r.locks[0].name, bare(ErrNotHeld))
 	case !fixed:
 		return invalid("lease", "redlock %s is held in watchdog mode: the watchdog renews its members' leases, "+
 			"which have no end to extend", r.locks[0].name)
@@ -131,7 +131,7 @@ func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 		if err == nil {
 			extended++
 		} else {
-			failed = append(failed, fmt.Errorf("master %s: %w", held[i].name, err))
+			failed = append(failed, fmt.Errorf("master %s: %w", held[i].name, bare(err)))
 		}
 	}
 	validUntil := quorum.ValidUntil(start, lease)
@@ -139,14 +139,14 @@ func (r *RedLock) Extend(ctx context.Context, lease time.Duration) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.stop != stop {
-			return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost meanwhile", r.locks[0].name, ErrLockLost)
+			return fmt.Errorf("warden: redlock %s: extend: %w: the holding was lost meanwhile", r.locks[0].name, bare(ErrLockLost))
 		}
 		r.validUntil = validUntil
 		r.armExpiryLocked(validUntil, stop)
 		return nil
 	}
 	return fmt.Errorf("warden: redlock %s: extended on %d of %d masters: %w: %w",
-		r.locks[0].name, extended, len(r.locks), ErrNotHeld, messages.Join(failed...))
+		r.locks[0].name, extended, len(r.locks), bare(ErrNotHeld), messages.Join(failed...))
 }
 
 // extendAll extends every lock at once, each bounded by timeout when it is

@@ -20,9 +20,15 @@ import (
 // of overwriting its successor's work.
 //
 // Tokens increase strictly as long as the counter survives: a failover to
-// a replica that missed the last increment, or a restart that loses data,
-// can hand a token out again (WithReplicaSync narrows that window but does
-// not close it). An owner that holds the name through another kind of lock
+// a replica that missed the last increment, a restart that loses data, or
+// an eviction (a maxmemory-policy other than noeviction; see
+// docs/server.md) starts it again (WithReplicaSync narrows that window but
+// does not close it). A Client never hands out a token lower than, or
+// equal to, one it handed out before for the name (it keeps the highest
+// per name it acquired): an acquire that got one is given back and fails
+// with ErrFencingReset, and Token reports a counter read lower than that
+// the same way. A process that never handed out the higher tokens cannot
+// tell, and takes them. An owner that holds the name through another kind of lock
 // (a plain Lock with the same owner) and then enters the fenced lock is a
 // reentry and takes no new token: use fenced handles only for a name.
 //
@@ -221,6 +227,10 @@ func (f *FencedLock) Token(ctx context.Context) (int64, error) {
 	}
 	if !held {
 		return 0, fmt.Errorf("%w: fenced lock %s, owner %s", ErrNotHeld, f.l.name, f.l.owner)
+	}
+	if highest, lower := f.l.c.fences.below(f.l.name, token); lower {
+		return 0, fmt.Errorf("%w: fenced lock %s: the counter %s reads %d, this Client handed out %d before (evicted, or lost in a restart or failover)",
+			ErrFencingReset, f.l.name, redisio.TokenKey(f.l.name), token, highest)
 	}
 	return token, nil
 }

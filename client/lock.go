@@ -155,7 +155,8 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 // LockLease acquires the lock with a fixed lease and no renewal, waiting
-// until it is free or ctx ends. A lease that runs out before the acquire's
+// until it is free or ctx ends. A lease under MinLease is refused with
+// ErrInvalidArgument. A lease that runs out before the acquire's
 // answer comes (shorter than the round trip) fails with ErrLockLost and
 // leaves nothing held.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
@@ -178,9 +179,9 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 }
 
 // TryLockWait waits up to wait for the lock and holds it for lease (0:
-// watchdog mode). It returns false, with a nil error, when wait runs out,
-// and ErrLockLost when a lease shorter than the round trip ran out before
-// the answer came (nothing is held then).
+// watchdog mode; otherwise at least MinLease). It returns false, with a
+// nil error, when wait runs out, and ErrLockLost when a lease shorter than
+// the round trip ran out before the answer came (nothing is held then).
 func (l *Lock) TryLockWait(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	if err := checkCtx(ctx); err != nil {
 		return false, err
@@ -202,10 +203,10 @@ func (l *Lock) tryAcquire(ctx context.Context, wait, lease time.Duration) (*mess
 }
 
 // acquire runs one Acquire through the engine and returns its Acquired
-// reply, nil when a try's wait ran out. blocking selects the error
-// contract of Lock (ErrNotObtained joined with ctx's error) over that of
-// TryLock (nil, ctx's error). wait is a fair lock waiter's allowance in
-// the queue (0: the default).
+// reply, nil when a try's wait ran out. blocking tells Lock (no deadline
+// of its own) from TryLock (see Client.wait); when ctx ends, both fail
+// with ErrNotObtained joined with ctx's error. wait is a fair lock
+// waiter's allowance in the queue (0: the default).
 func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.Time, blocking bool, wait time.Duration) (*messages.Acquired, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
@@ -227,11 +228,31 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 		// still sees it and forgets the holding if this was its last hold.
 		l.c.send(&messages.Release{Name: l.name, Kind: l.kind, Owner: l.owner, RequestID: l.c.nextRequestID(), Values: l.values})
 	})
+	var back *backwardsError
+	if errors.As(err, &back) {
+		return nil, l.giveBackBackwards(ctx, back)
+	}
 	if r == nil {
 		return nil, err
 	}
 	l.bindHolding(r.Holding)
 	return r, nil
+}
+
+// giveBackBackwards releases the hold a fenced lock's acquire took with a
+// token its Client refused (see fences), before the acquire returns back.
+func (l *Lock) giveBackBackwards(ctx context.Context, back *backwardsError) error {
+	l.bindHolding(back.acquired.Holding)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
+	defer cancel()
+	remaining, holding, err := l.c.release(uctx, l.name, l.kind, l.owner, l.values...)
+	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
+		l.endHolding(holding)
+	}
+	if err != nil && !errors.Is(err, ErrNotHeld) {
+		back.released = err
+	}
+	return back
 }
 
 // Unlock releases one hold. It returns ErrNotHeld when the handle's owner
@@ -294,7 +315,7 @@ type lostUnlockError struct {
 func (e *lostUnlockError) Error() string {
 	msg := ErrLockLost.Error() + ": " + e.what + ": the holding was reported lost before its unlock, so it is not held"
 	if e.cause != nil {
-		msg += " (" + e.cause.Error() + ")"
+		msg += " (" + bare(e.cause).Error() + ")"
 	}
 	return msg
 }

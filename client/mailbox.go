@@ -90,12 +90,18 @@ func (m *mailbox) SendUserMessage(_ *actor.PID, message any) {
 	default:
 		return
 	}
+	reply := actor.UnwrapEnvelopeMessage(message)
+	if a, ok := reply.(*messages.Acquired); ok && a.Kind == messages.KindFencedLock {
+		if highest, ok := m.c.fences.admit(a); !ok {
+			reply = &backwardsError{acquired: a, highest: highest}
+		}
+	}
 	m.mu.Lock()
 	ch := m.pending[id]
 	delete(m.pending, id)
 	m.mu.Unlock()
 	if ch != nil {
-		ch <- actor.UnwrapEnvelopeMessage(message)
+		ch <- reply
 	}
 }
 

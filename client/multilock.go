@@ -410,7 +410,7 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 	defer func() { measured.end(ctx, ok, err) }()
 	clock := m.clock()
 	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease}
-	return retry(ctx, clock, deadline, func() (bool, error) {
+	return retry(ctx, clock, deadline, m.describe(), func() (bool, error) {
 		a, err := m.attempt(ctx, plan)
 		if err != nil {
 			return false, err
@@ -485,23 +485,23 @@ func unlockAll(ctx context.Context, locks []*Lock) []error {
 // retry calls try until it takes the set (true) or fails (an error),
 // pausing a random moment between calls (multi.Again, multi.Pause). A
 // zero deadline is the blocking calls' (Lock, LockLease): they try until
-// ctx ends, then fail with ErrNotObtained joined with ctx's error.
-// Otherwise it is a Try call's: when deadline passes retry returns false
-// with a nil error, and when ctx ends, ctx's error.
-func retry(ctx context.Context, clock clockwork.Clock, deadline time.Time, try func() (bool, error)) (bool, error) {
+// ctx ends. Otherwise it is a Try call's: when deadline passes retry
+// returns false with a nil error. Either fails, when ctx ends, with
+// ErrNotObtained joined with ctx's error, naming what (waitCtxErr).
+func retry(ctx context.Context, clock clockwork.Clock, deadline time.Time, what string, try func() (bool, error)) (bool, error) {
 	blocking := deadline.IsZero()
 	for {
 		if ok, err := try(); ok || err != nil {
 			return ok, err
 		}
 		if ctx.Err() != nil {
-			return false, waitCtxErr(ctx, blocking)
+			return false, waitCtxErr(ctx, what, blocking)
 		}
 		if !multi.Again(deadline, clock.Now()) {
 			return false, nil
 		}
 		if err := pause(ctx, clock, deadline); err != nil {
-			return false, waitCtxErr(ctx, blocking)
+			return false, waitCtxErr(ctx, what, blocking)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func defaultOptions() options {
 // must be a whole number of milliseconds, at least 30ms. The default is 30s.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 30*time.Millisecond || d%time.Millisecond != 0 {
+		if d < MinLease || d%time.Millisecond != 0 {
 			return invalid("watchdog timeout", "%v: want a whole number of ms, at least 30ms", d)
 		}
 		o.watchdog = d
@@ -210,7 +210,7 @@ func WithOwner(owner string) LockOption {
 // is the watchdog timeout (WithWatchdogTimeout).
 func WithFairPlaceTime(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 30*time.Millisecond || d%time.Millisecond != 0 {
+		if d < MinLease || d%time.Millisecond != 0 {
 			return invalid("fair place time", "%v: want a whole number of ms, at least 30ms", d)
 		}
 		o.fairPlaceTime = d

@@ -13,7 +13,8 @@ import (
 // have an ID and a lease of their own (Redisson's
 // RPermitExpirableSemaphore): a permit not released within its lease
 // returns to the semaphore by itself, and its late release fails. A
-// handle is safe for concurrent use.
+// permit's lease is 0 (it never expires) or at least MinLease. A handle is
+// safe for concurrent use.
 type PermitExpirableSemaphore struct {
 	c    *Client
 	name string

@@ -201,13 +201,13 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	var failed []error
 	for i, err := range errs {
 		if err != nil {
-			failed = append(failed, fmt.Errorf("master %d: %w", i, err))
+			failed = append(failed, fmt.Errorf("master %d: %w", i, bare(err)))
 		}
 	}
 	var err error
 	if released < r.quorum {
 		err = fmt.Errorf("warden: redlock %s: released on %d of %d masters: %w: %w",
-			r.locks[0].name, released, len(r.locks), ErrNotHeld, messages.Join(failed...))
+			r.locks[0].name, released, len(r.locks), bare(ErrNotHeld), messages.Join(failed...))
 	}
 	if lost && !errors.Is(err, ErrLockLost) {
 		// Reported lost: never released, whatever the masters said.
@@ -283,7 +283,7 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 	defer func() { measured.end(ctx, ok, err) }()
 	clock := r.clock()
 	full := r.lease(lease)
-	return retry(ctx, clock, deadline, func() (bool, error) {
+	return retry(ctx, clock, deadline, "redlock "+r.locks[0].name, func() (bool, error) {
 		start := clock.Now()
 		ok, errs := r.attempt(ctx, lease, quorum.NodeTimeout(full))
 		var held []*Lock
@@ -326,9 +326,9 @@ func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]
 			switch {
 			case errs[i] == nil:
 			case ctx.Err() == nil && nctx.Err() != nil:
-				errs[i] = fmt.Errorf("master %d: %w (%v)", i, errNodeTimeout, timeout)
+				errs[i] = fmt.Errorf("master %d: %w (%v)", i, bare(errNodeTimeout), timeout)
 			default:
-				errs[i] = fmt.Errorf("master %d: %w", i, errs[i])
+				errs[i] = fmt.Errorf("master %d: %w", i, bare(errs[i]))
 			}
 		}()
 	}

@@ -45,7 +45,19 @@ func validateLockHandle(c *Client, kind messages.Kind, name, owner string) error
 	return validateOwner(owner)
 }
 
-// validateLease checks a lease a caller gave: at least 1ms, or 0 when
+// MinLease is the shortest lease any call takes (a lock's fixed lease,
+// Extend, a permit's lease): 30ms. A shorter one is refused with
+// ErrInvalidArgument, naming the minimum, before any Redis call. A lease
+// must outlive the acquire that takes it: the engine counts it from when
+// the request was sent, less Redis's 1ms clock grain, so a lease of 1ms has
+// always run out when its answer comes (ErrLockLost), and one of a few
+// milliseconds leaves no room for a scheduling delay. It is also the
+// shortest watchdog timeout and fair place time. A lease of MinLease or
+// more still fails with ErrLockLost when the acquire takes longer than the
+// lease (a slow network, a long pause); nothing is held then.
+const MinLease = messages.MinLease
+
+// validateLease checks a lease a caller gave: at least MinLease, or 0 when
 // zeroOK (watchdog mode). Unlike the engine's protocol, the client takes a
 // lease between whole milliseconds (time.Until(deadline), say): its calls
 // round it up with wholeMillis, since Redis keeps leases in milliseconds.

@@ -11,11 +11,12 @@ import (
 
 // wait runs one Acquire through the engine and waits for its answer: the
 // Acquired reply; nil and a nil error when a try's wait ran out; or the
-// error. blocking selects the error contract of the blocking calls
-// (ErrNotObtained, also matching the context's error when it ended the wait)
-// over that of the Try calls (false, the context's error). When ctx ends
-// first the request is cancelled; an Acquired that crossed the Cancel is
-// handed to giveBack, which undoes it.
+// error. When ctx ends first the request is cancelled and the error, for
+// blocking and Try calls alike, matches ErrNotObtained and the context's
+// error (reqCtxErr); blocking tells a blocking call, whose wait the engine
+// ending is ErrNotObtained, from a Try call, for which it is a wait that
+// ran out (false, nil). An Acquired that crossed the Cancel is handed to
+// giveBack, which undoes it.
 func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (r *messages.Acquired, err error) {
 	ctx, measured := c.tel.begin(ctx, meterKind(req.Kind), req.Name)
 	defer func() { measured.end(ctx, r != nil, err) }()
@@ -36,7 +37,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 		c.mailbox.forget(req.RequestID)
 		select {
 		case r := <-ch:
-			if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
+			if a, ok := acquiredIn(r); ok && giveBack != nil {
 				giveBack(a) // answered as the engine stopped: nobody will use it
 			}
 		default:
@@ -49,7 +50,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 		if err != nil {
 			return nil, messages.Join(reqCtxErr(ctx, req, blocking), err)
 		}
-		if a, ok := r.(*messages.Acquired); ok && giveBack != nil {
+		if a, ok := acquiredIn(r); ok && giveBack != nil {
 			giveBack(a) // acquired just before the cancel arrived
 		}
 		return nil, reqCtxErr(ctx, req, blocking)
@@ -57,6 +58,8 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 	switch r := reply.(type) {
 	case *messages.Acquired:
 		return r, nil
+	case *backwardsError:
+		return nil, r // the caller gives the hold back (Lock.acquire)
 	case *messages.AcquireFailed:
 		switch {
 		case errors.Is(r.Err, messages.ErrTimeout):
@@ -72,43 +75,38 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 	return nil, fmt.Errorf("warden: %s %s: unexpected reply %T", req.Kind, req.Name, reply)
 }
 
-// reqCtxErr is the error of a wait for req that ctx ended: for a blocking
-// call it matches ErrNotObtained and ctx's error (and its cause), as in
-// "warden: lock order:42 not obtained: context deadline exceeded"; for a
-// Try call ctx's error (and cause) with the name, as in "warden: try lock
-// order:42: context canceled". The text is one line.
+// reqCtxErr is the error of a wait for req that ctx ended, the same for
+// every call, blocking or Try: it matches ErrNotObtained and ctx's error
+// (and its cause), in one line that names what was waited for, as in
+// "warden: lock order:42 not obtained: context deadline exceeded". Should
+// ctx not have ended (the engine gave the wait up by itself), it is
+// ErrNotObtained for a blocking call and nil for a Try call, whose wait
+// then ran out.
 func reqCtxErr(ctx context.Context, req *messages.Acquire, blocking bool) error {
-	if blocking {
-		return ctxWaitError(ctx, notObtained(req), ErrNotObtained)
-	}
-	return ctxWaitError(ctx, fmt.Sprintf("warden: try %s %s", req.Kind, req.Name))
+	return ctxWaitError(ctx, notObtained(req), blocking)
 }
 
-// waitCtxErr is reqCtxErr for a wait on several locks, which the caller
-// names: "warden: lock not obtained: context deadline exceeded" for a
-// blocking call, "warden: context canceled" for a Try call.
-func waitCtxErr(ctx context.Context, blocking bool) error {
-	if blocking {
-		return ctxWaitError(ctx, ErrNotObtained.Error(), ErrNotObtained)
-	}
-	return ctxWaitError(ctx, "warden")
+// waitCtxErr is reqCtxErr for a wait on several locks, which what names:
+// "warden: multilock a, b not obtained: context deadline exceeded".
+func waitCtxErr(ctx context.Context, what string, blocking bool) error {
+	return ctxWaitError(ctx, "warden: "+what+" not obtained", blocking)
 }
 
 // ctxWaitError is "<what>: <ctx's error>", with ctx's cause in brackets
-// when the canceller gave one, matching sentinels, ctx's error and its
-// cause. Should ctx not have ended, it is what and the sentinels, or nil
-// when there are none.
-func ctxWaitError(ctx context.Context, what string, sentinels ...error) error {
+// when the canceller gave one, matching ErrNotObtained, ctx's error and
+// its cause. Should ctx not have ended, it is what matching ErrNotObtained
+// for a blocking call, nil for a Try call.
+func ctxWaitError(ctx context.Context, what string, blocking bool) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
 	if err == nil { // the engine gave the wait up by itself
-		if len(sentinels) == 0 {
+		if !blocking {
 			return nil // a Try call: as if its wait ran out
 		}
-		return &waitError{msg: what, errs: sentinels}
+		return &waitError{msg: what, errs: []error{ErrNotObtained}}
 	}
-	e := &waitError{msg: what + ": " + err.Error(), errs: append(sentinels, err)}
+	e := &waitError{msg: what + ": " + err.Error(), errs: []error{ErrNotObtained, err}}
 	if cause != nil && cause != err {
-		e.msg += " (cause: " + strings.ReplaceAll(cause.Error(), "\n", "; ") + ")"
+		e.msg += " (cause: " + strings.TrimPrefix(strings.ReplaceAll(cause.Error(), "\n", "; "), "warden: ") + ")"
 		e.errs = append(e.errs, cause)
 	}
 	return e

@@ -14,7 +14,8 @@
 // with client.WithActorSystem(sys) and send these structs to c.PID() with
 // ctx.Request; the replies come back as messages:
 //
-//   - [Acquire] → [Acquired] or [AcquireFailed]. Lease 0 is watchdog mode;
+//   - [Acquire] → [Acquired] or [AcquireFailed]. Lease 0 is watchdog mode,
+//     any other at least [MinLease];
 //     Deadline bounds the wait; Watch: true subscribes the sender to
 //     [LockLost]. Kind selects the primitive: KindLock, KindFairLock (Wait
 //     is its place-keeping allowance), KindReadLock, KindWriteLock,

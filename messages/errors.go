@@ -12,7 +12,8 @@ var (
 	// (Redisson's IllegalMonitorStateException).
 	ErrNotHeld = errors.New("warden: lock not held")
 	// ErrNotObtained is returned when a wait ended without the lock. When a
-	// context ended the wait the error matches the context's error too.
+	// context ended the wait, of a blocking or a Try call alike, the error
+	// matches the context's error too.
 	ErrNotObtained = errors.New("warden: lock not obtained")
 	// ErrNotLocked is returned by RemainTTL when the lock does not exist.
 	ErrNotLocked = errors.New("warden: lock not locked")
@@ -42,8 +43,9 @@ var (
 
 // Join returns an error that wraps the non-nil errs, like errors.Join
 // (errors.Is and errors.As see each of them), but whose text is one line:
-// their texts separated by "; ". It returns nil when every err is nil, and
-// the error itself when only one is not nil.
+// their texts separated by "; ", each but the first without its leading
+// "warden: ", so that the text has one prefix at most. It returns nil
+// when every err is nil, and the error itself when only one is not nil.
 func Join(errs ...error) error {
 	var kept []error
 	for _, err := range errs {
@@ -66,10 +68,12 @@ type joined []error
 func (j joined) Error() string {
 	var b strings.Builder
 	for i, err := range j {
+		text := oneLine(err.Error())
 		if i > 0 {
 			b.WriteString("; ")
+			text = strings.TrimPrefix(text, "warden: ")
 		}
-		b.WriteString(oneLine(err.Error()))
+		b.WriteString(text)
 	}
 	return b.String()
 }

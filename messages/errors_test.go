@@ -23,6 +23,15 @@ func TestJoinIsOneLine(t *testing.T) {
 	assert.ErrorIs(t, err, multi)
 }
 
+// Join keeps one "warden: " prefix: the parts after the first lose theirs.
+func TestJoinKeepsOnePrefix(t *testing.T) {
+	err := Join(Invalid("name", "empty"), Invalid("wait", "negative"), ErrNotHeld)
+	assert.Equal(t, "warden: invalid argument: name: empty; invalid argument: wait: negative; lock not held", err.Error())
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorIs(t, err, ErrNotHeld)
+	assert.Equal(t, "context canceled; lock lost", Join(context.Canceled, ErrLockLost).Error())
+}
+
 // Within keeps the error for errors.Is and drops its own "warden: ", so
 // the message it goes into keeps one prefix.
 func TestWithinDropsTheInnerPrefix(t *testing.T) {

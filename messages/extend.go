@@ -24,7 +24,7 @@ type Extend struct {
 	// owner's requests.
 	RequestID string
 	// Lease is the holding's new lease: a whole number of milliseconds,
-	// at least 1ms.
+	// at least MinLease.
 	Lease time.Duration
 }
 

@@ -107,8 +107,9 @@ type Acquire struct {
 	// be unique among the owner's requests; it also makes the Redis write
 	// idempotent under retries.
 	RequestID string
-	// Lease is the time the lock lives without renewal. Zero selects
-	// watchdog mode: the engine renews the lock while it is held.
+	// Lease is the time the lock lives without renewal: a whole number of
+	// milliseconds, at least MinLease. Zero selects watchdog mode: the
+	// engine renews the lock while it is held.
 	Lease time.Duration
 	// Deadline bounds the wait; the zero value waits until cancelled.
 	Deadline time.Time

@@ -36,15 +36,24 @@ func ValidateOwner(owner string) error {
 	return nil
 }
 
+// MinLease is the shortest lease accepted, by every leased primitive: a
+// lock's fixed lease, an Extend, a permit's lease. A lease must outlive
+// the acquire that takes it: the engine counts a lease from when its
+// request was sent, less Redis's 1ms clock grain, so a lease of 1ms has
+// always run out when its answer comes, and a few milliseconds leave no
+// room for a scheduling delay. 30ms is also the shortest watchdog timeout
+// (a watchdog-mode lock's lease).
+const MinLease = 30 * time.Millisecond
+
 // ValidateLease checks a lease: a whole number of milliseconds, at least
-// 1ms; zero too when zeroOK (watchdog mode). A time.Duration never exceeds
-// 2^53 ms, the scripts' upper bound.
+// MinLease; zero too when zeroOK (watchdog mode). A time.Duration never
+// exceeds 2^53 ms, the scripts' upper bound.
 func ValidateLease(lease time.Duration, zeroOK bool) error {
 	switch {
 	case lease == 0 && zeroOK:
 		return nil
-	case lease < time.Millisecond:
-		return Invalid("lease", "%v is less than 1ms", lease)
+	case lease < MinLease:
+		return Invalid("lease", "%v is less than the minimum lease, %v", lease, MinLease)
 	case lease%time.Millisecond != 0:
 		return Invalid("lease", "%v is not a whole number of milliseconds", lease)
 	}

@@ -22,12 +22,14 @@ func TestValidation(t *testing.T) {
 		{"name too long", ValidateName(strings.Repeat("n", MaxNameLen+1)), "name"},
 		{"owner empty", ValidateOwner(""), "owner"},
 		{"owner ok", ValidateOwner("svc:1"), ""},
-		{"lease 1ms", ValidateLease(time.Millisecond, false), ""},
+		{"lease MinLease", ValidateLease(MinLease, false), ""},
+		{"lease 1ms", ValidateLease(time.Millisecond, false), "lease"},
+		{"lease just under MinLease", ValidateLease(MinLease-time.Millisecond, false), "lease"},
 		{"lease zero, watchdog allowed", ValidateLease(0, true), ""},
 		{"lease zero, explicit wanted", ValidateLease(0, false), "lease"},
 		{"lease negative", ValidateLease(-time.Second, true), "lease"},
 		{"lease under 1ms", ValidateLease(999*time.Microsecond, false), "lease"},
-		{"lease fraction of ms", ValidateLease(1500*time.Microsecond, false), "lease"},
+		{"lease fraction of ms", ValidateLease(MinLease+500*time.Microsecond, false), "lease"},
 		{"lease max duration", ValidateLease(time.Duration(1<<63-1)/time.Millisecond*time.Millisecond, false), ""},
 		{"wait zero", ValidateWait(0), ""},
 		{"wait negative", ValidateWait(-time.Nanosecond), "wait"},
@@ -126,7 +128,7 @@ func FuzzValidate(f *testing.F) {
 		}
 		d := time.Duration(lease)
 		errLease := ValidateLease(d, true)
-		wantLease := d == 0 || (d >= time.Millisecond && d%time.Millisecond == 0)
+		wantLease := d == 0 || (d >= MinLease && d%time.Millisecond == 0)
 		if wantLease != (errLease == nil) {
 			t.Fatalf("ValidateLease(%v) = %v", d, errLease)
 		}

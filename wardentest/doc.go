@@ -34,9 +34,14 @@
 // test if a goroutine started since New is still running.
 //
 // The kit's controls are for the test's goroutine, one at a time; the
-// code under test may run on other goroutines, but a test that starts a
-// call there must know that the call reached the engine before it moves
-// the time (a wait's deadline counts from the call). The engine's
+// code under test may run on other goroutines. A test that starts a call
+// there must know that the call reached the engine before it moves the
+// time or frees the lock (a wait's deadline counts from the call, and a
+// fair queue's order from the arrivals): [Kit.WaitWaiters](name, n)
+// returns once n calls wait for name in the engines of the kit's clients,
+// each past its first attempt, with no sleep in the test; [Kit.Waiters]
+// reads the count, and WaitWaiters(name, 0) waits until every waiter has
+// gone. The engine's
 // built-in Redis is miniredis: the kit checks the lock's logic as code
 // meets it, not Redis's own behaviour; keep the tests that need a real
 // server (replication, cluster) on one.
@@ -113,6 +118,31 @@
 // RestartRedis(true), followed by Advance over minutes, shows the lock
 // kept: Lost stays open and the key's TTL keeps being renewed.
 //
-// The package's own tests (recipes_test.go) run these three recipes in
+// # Recipe: my code waits its turn
+//
+// Code that waits for a lock on a goroutine of its own must be waiting in
+// the engine before the test moves the time, or its wait would count from
+// a later moment. WaitWaiters says when:
+//
+//	func TestRefreshIsSkippedWhileAnotherHoldsTheLock(t *testing.T) {
+//		kit := wardentest.New(t)
+//		ctx := context.Background()
+//		holder := kit.NewClient().Lock("cache")
+//		require.NoError(t, holder.Lock(ctx))
+//		done := make(chan bool, 1)
+//		go func() {
+//			ok, _ := refreshOrSkip(ctx, kit.Client().Lock("cache"), 10*time.Second)
+//			done <- ok
+//		}()
+//		kit.WaitWaiters("cache", 1)   // refreshOrSkip waits in the engine
+//		kit.Advance(10 * time.Second) // its wait runs out
+//		require.False(t, <-done, "skipped while another held the lock")
+//	}
+//
+// where refreshOrSkip, the code under test, calls TryLockWait with the
+// wait it is given. Unlocking the holder before the wait ends, and
+// Advance(0), shows the other branch: the waiter is woken and refreshes.
+//
+// The package's own tests (recipes_test.go) run these four recipes in
 // full.
 package wardentest

@@ -320,3 +320,79 @@ func (k *Kit) waitGone(limit time.Duration) error {
 		}
 	}
 }
+
+// WaitWaiters waits until exactly n calls wait for name in the engines of
+// the kit's clients, together: calls of any kind on the name (Lock and
+// TryLockWait of a lock of any kind, a semaphore's Acquire, a latch's
+// Await, ...) that reached their engine, made their first attempt and
+// were refused, and wait now. The engines are idle when it returns. A test
+// that starts a call on another goroutine calls it before it moves the
+// time or frees the lock: the call's wait is then under way, its deadline
+// counted from the call, its place in a fair queue taken. n = 0 waits
+// until every waiter has gone (answered or withdrawn). It fails the test
+// if the count is not n within 10s of wall time.
+func (k *Kit) WaitWaiters(name string, n int) {
+	k.t.Helper()
+	if n < 0 {
+		k.t.Fatalf("wardentest: WaitWaiters(%q, %d): want n >= 0", name, n)
+	}
+	k.advanceMu.Lock()
+	defer k.advanceMu.Unlock()
+	deadline := time.NewTimer(settleLimit)
+	defer deadline.Stop()
+	for {
+		k.settle()
+		k.mu.Lock()
+		changed := k.changed
+		k.mu.Unlock()
+		got := k.waiters(name)
+		if got == n {
+			return
+		}
+		select {
+		case <-changed: // the engine did something: look again
+		case <-deadline.C:
+			k.t.Fatalf("wardentest: %d calls wait for %q after %v, want %d", got, name, settleLimit, n)
+		}
+	}
+}
+
+// Waiters returns how many calls wait for name in the engines of the
+// kit's clients, together, once the engines are idle (see WaitWaiters).
+func (k *Kit) Waiters(name string) int {
+	k.t.Helper()
+	k.advanceMu.Lock()
+	defer k.advanceMu.Unlock()
+	k.settle()
+	return k.waiters(name)
+}
+
+// waiters asks every live engine of the kit's clients for its actors of
+// name, and each of them for its waiters. A closed client's engine, which
+// does not answer, has none.
+func (k *Kit) waiters(name string) int {
+	k.mu.Lock()
+	clients := append([]*client.Client(nil), k.clients...)
+	k.mu.Unlock()
+	n := 0
+	for _, c := range clients {
+		if _, live := k.sys.ProcessRegistry.Get(c.PID()); !live {
+			continue // closed
+		}
+		res, err := k.sys.Root.RequestFuture(c.PID(), &actors.KeyActorsOf{Name: name}, settleLimit).Result()
+		pids, ok := res.([]*actor.PID)
+		if err != nil || !ok {
+			continue
+		}
+		for _, pid := range pids {
+			if _, live := k.sys.ProcessRegistry.Get(pid); !live {
+				continue
+			}
+			res, err := k.sys.Root.RequestFuture(pid, &actors.WaiterCount{}, settleLimit).Result()
+			if w, ok := res.(int); ok && err == nil {
+				n += w
+			}
+		}
+	}
+	return n
+}

@@ -22,7 +22,7 @@ type result struct {
 }
 
 // startWaiter calls l.TryLockWait(wait) on a goroutine and returns once
-// the engine is waiting for the lock (subscribed to its channel); the
+// the engine is waiting for the lock (the only waiter of its name); the
 // outcome comes on the channel.
 func startWaiter(t *testing.T, kit *wardentest.Kit, l *client.Lock, wait time.Duration) <-chan result {
 	t.Helper()
@@ -31,7 +31,7 @@ func startWaiter(t *testing.T, kit *wardentest.Kit, l *client.Lock, wait time.Du
 		ok, err := l.TryLockWait(context.Background(), wait, 0)
 		out <- result{ok, err}
 	}()
-	awaitSubscribers(t, kit, "redisson_lock__channel:{"+l.Name()+"}", 1)
+	kit.WaitWaiters(l.Name(), 1)
 	return out
 }
 
@@ -286,16 +286,10 @@ func TestAdvanceEndsAFairWaitersWaitAndItsPlace(t *testing.T) {
 		out <- result{ok, err}
 	}()
 	queue := "redisson_lock_queue:{f}"
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := kit.Redis().LLen(ctx, queue).Result()
-		require.NoError(t, err)
-		if n == 1 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the waiter took no place in 5s")
-		time.Sleep(time.Millisecond)
-	}
+	kit.WaitWaiters("f", 1)
+	n, err := kit.Redis().LLen(ctx, queue).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the waiter has its place")
 	kit.Advance(20 * time.Second)
 	select {
 	case r := <-out:
@@ -304,7 +298,7 @@ func TestAdvanceEndsAFairWaitersWaitAndItsPlace(t *testing.T) {
 	default:
 		t.Fatal("Advance returned before the fair wait ended")
 	}
-	n, err := kit.Redis().LLen(ctx, queue).Result()
+	n, err = kit.Redis().LLen(ctx, queue).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "the waiter's place is gone")
 	require.NoError(t, holder.Unlock(ctx))
@@ -327,4 +321,43 @@ func TestBadInputFailsTheTestNamingTheArgument(t *testing.T) {
 	start := kit.Now()
 	kit.Advance(time.Second) // the kit still works
 	assert.Equal(t, time.Second, kit.Now().Sub(start))
+}
+
+// WaitWaiters returns once the calls started on other goroutines wait in
+// their engines, of every client (and a semaphore's too): the time moved
+// right after it counts in every one's wait. Waiters reads the
+// count; WaitWaiters(name, 0) waits until they have all gone.
+func TestWaitWaitersKnowsTheCallsReachedTheEngine(t *testing.T) {
+	defer wallLimit(t, time.Now())
+	kit := wardentest.New(t)
+	ctx := context.Background()
+	holder := kit.NewClient().Lock("w")
+	require.NoError(t, holder.Lock(ctx))
+	assert.Zero(t, kit.Waiters("w"))
+
+	out := make(chan result, 4)
+	for _, c := range []*client.Client{kit.Client(), kit.NewClient(), kit.NewClient()} {
+		go func() {
+			ok, err := c.Lock("w").TryLockWait(ctx, 20*time.Second, 0)
+			out <- result{ok, err}
+		}()
+	}
+	go func() {
+		ok, err := kit.Client().Semaphore("permits").TryAcquire(ctx, 1, 20*time.Second) // none yet: it waits
+		out <- result{ok, err}
+	}()
+	kit.WaitWaiters("w", 3)
+	kit.WaitWaiters("permits", 1)
+	assert.Equal(t, 3, kit.Waiters("w"))
+	assert.Zero(t, kit.Waiters("other"))
+
+	kit.Advance(20 * time.Second) // every wait counted from its call: all end now
+	for range 4 {
+		r := await.Value(t, out, time.Second, "a wait that fell due")
+		require.NoError(t, r.err)
+		assert.False(t, r.ok)
+	}
+	kit.WaitWaiters("w", 0)
+	assert.Zero(t, kit.Waiters("permits"))
+	require.NoError(t, holder.Unlock(ctx))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/warden-go/warden/wardentest"
 )
 
-// The three recipes of the package documentation, as tests. Each runs on
+// The four recipes of the package documentation, as tests. Each runs on
 // the kit's fake clock: minutes of lock time in well under a second.
 
 // copyRows is code under test for recipe 1: it copies batches while it
@@ -147,6 +147,72 @@ func TestRecipeMyCodeSurvivesRedisRestart(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrLockLost, "the holder was told it lost the lock")
 		require.NoError(t, other.Unlock(ctx))
 	})
+}
+
+// refreshOrSkip is code under test for recipe 4: it waits up to wait for
+// the lock, refreshes under it, and skips the refresh when another owner
+// keeps the lock all that time.
+func refreshOrSkip(ctx context.Context, l *client.Lock, wait time.Duration, refresh func()) (bool, error) {
+	ok, err := l.TryLockWait(ctx, wait, 0)
+	if err != nil || !ok {
+		return false, err
+	}
+	defer func() { _ = l.Unlock(context.WithoutCancel(ctx)) }()
+	refresh()
+	return true, nil
+}
+
+// Recipe 4: my code waits its turn, and gives up in time.
+func TestRecipeMyCodeWaitsItsTurn(t *testing.T) {
+	defer wallLimit(t, time.Now())
+	type outcome struct {
+		refreshed bool
+		err       error
+	}
+	for _, tc := range []struct {
+		name      string
+		heldFor   time.Duration
+		refreshed bool
+	}{
+		{"the holder keeps the lock past the wait", time.Minute, false},
+		{"the holder lets go within the wait", 5 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kit := wardentest.New(t)
+			ctx := context.Background()
+			holder := kit.NewClient().Lock("cache")
+			require.NoError(t, holder.Lock(ctx))
+
+			done := make(chan outcome, 1)
+			go func() {
+				ok, err := refreshOrSkip(ctx, kit.Client().Lock("cache"), 10*time.Second, func() {})
+				done <- outcome{ok, err}
+			}()
+			// The call runs on its own goroutine: wait until it waits in
+			// the engine before moving the time, or its 10s would count
+			// from a later moment.
+			kit.WaitWaiters("cache", 1)
+
+			if tc.heldFor < 10*time.Second {
+				kit.Advance(tc.heldFor)
+				require.NoError(t, holder.Unlock(ctx))
+				kit.Advance(0) // the unlock's message wakes the waiter
+			} else {
+				kit.Advance(10 * time.Second) // the wait runs out
+			}
+			select {
+			case got := <-done:
+				require.NoError(t, got.err)
+				assert.Equal(t, tc.refreshed, got.refreshed)
+			default:
+				t.Fatal("the code under test still waits")
+			}
+			kit.WaitWaiters("cache", 0)
+			if !tc.refreshed {
+				require.NoError(t, holder.Unlock(ctx))
+			}
+		})
+	}
 }
 
 // wallLimit fails the test if it took more than a second of wall time

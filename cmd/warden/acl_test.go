@@ -39,6 +39,11 @@ func aclLog(t *testing.T, admin *redis.Client) []string {
 			out = append(out, strings.TrimSpace(strings.ReplaceAll(strings.Join(strings.Fields(stringOf(e)), " "), "\n", " ")))
 			continue
 		}
+		if m["object"] == "config|get" {
+			// A Client's check of the eviction policy as it starts: the
+			// rules do not allow CONFIG GET (it reads secrets too).
+			continue
+		}
 		out = append(out, stringOf(m["username"])+": "+stringOf(m["reason"])+" "+stringOf(m["object"]))
 	}
 	return out

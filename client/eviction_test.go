@@ -1,0 +1,175 @@
+package client_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/redisproc"
+	"github.com/warden-go/warden/internal/redistest"
+	"github.com/warden-go/warden/redisio"
+)
+
+// policyRecords returns what a Client started on rdb logged: once it
+// logged something when logs is set, else once the server (admin's) ran
+// its CONFIG GET; the Client is closed then.
+func policyRecords(t *testing.T, rdb redis.UniversalClient, admin *redis.Client, logs bool) []recorded {
+	t.Helper()
+	configCalls := func() int64 {
+		var n int64
+		for name, rest := range redisproc.InfoFields(admin.Info(context.Background(), "commandstats").Val()) {
+			if strings.HasPrefix(name, "cmdstat_config") {
+				calls, _, err := redisproc.CommandStat(rest)
+				require.NoError(t, err)
+				n += int64(calls)
+			}
+		}
+		return n
+	}
+	before := configCalls()
+	rec := newRecorder()
+	c, err := client.New(rdb, client.WithLogger(slog.New(rec)))
+	require.NoError(t, err)
+	if logs {
+		eventually(t, 5*time.Second, func() bool { return len(rec.all()) > 0 }, "the check's record")
+	} else {
+		eventually(t, 5*time.Second, func() bool { return configCalls() > before }, "the Client asked for the policy")
+	}
+	time.Sleep(50 * time.Millisecond) // for a second record, if any
+	require.NoError(t, c.Close(testCtx(t)))
+	return rec.all()
+}
+
+// A Client started on a server whose maxmemory-policy may evict keys
+// (allkeys-*, and volatile-*: every lock has a TTL) logs one warning that
+// names the policy; on noeviction it logs nothing; a user the ACL refuses
+// CONFIG GET is noted at Debug, and the Client works.
+func TestClientWarnsOnceWhenTheServerMayEvictLocks(t *testing.T) {
+	for _, policy := range []string{"allkeys-lru", "volatile-lru", "allkeys-random", "volatile-ttl"} {
+		t.Run(policy, func(t *testing.T) {
+			srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", policy))
+			admin := srv.Client(t)
+			got := policyRecords(t, admin, admin, true)
+			require.Len(t, got, 1, "one record: %+v", got)
+			assert.Equal(t, slog.LevelWarn, got[0].level)
+			assert.Equal(t, policy, got[0].attrs["policy"])
+			assert.Contains(t, got[0].msg, "noeviction", "it says what to set")
+		})
+	}
+	t.Run("noeviction", func(t *testing.T) {
+		admin := redistest.Start(t).Client(t)
+		assert.Empty(t, policyRecords(t, admin, admin, false), "nothing logged")
+	})
+	t.Run("CONFIG refused", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+		admin := srv.Client(t)
+		ctx := testCtx(t)
+		require.NoError(t, admin.Do(ctx, "acl", "setuser", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config").Err())
+		user := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "noconfig", Password: "pw"})
+		t.Cleanup(func() { _ = user.Close() })
+		got := policyRecords(t, user, admin, true)
+		require.Len(t, got, 1, "one record: %+v", got)
+		assert.Equal(t, slog.LevelDebug, got[0].level)
+		assert.Contains(t, got[0].attrs["err"], "NOPERM")
+
+		c, _, _ := ownSystemClient(t, user)
+		l := c.Lock("works")
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	})
+}
+
+// On a server with maxmemory-policy allkeys-lru, memory pressure evicts a
+// fenced lock's token counter, which INCR then starts again at 1. The
+// Client that handed out tokens up to 3 never hands out 1, 2 or 3 again:
+// the acquire fails with ErrFencingReset, naming both tokens, and is given
+// back. Once the counter is put back past them, tokens go on.
+func TestFencedLockRefusesATokenTheCounterGaveOutBefore(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	rdb := srv.Client(t)
+	c, _, _ := ownSystemClient(t, rdb)
+	ctx := testCtx(t)
+	const name = "fence"
+	counter := redisio.TokenKey(name)
+	f := c.FencedLock(name)
+	for want := int64(1); want <= 3; want++ {
+		token, err := f.LockToken(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, token)
+		require.NoError(t, f.Unlock(ctx))
+	}
+
+	// Evict for real: a memory limit just above what is used, and writes
+	// until the server has evicted the counter.
+	used, err := strconv.ParseInt(infoField(t, rdb, "memory", "used_memory"), 10, 64)
+	require.NoError(t, err)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used+1<<20, 10)).Err())
+	value := strings.Repeat("x", 2048)
+	evicted := false
+	for i := 0; i < 200 && !evicted; i++ {
+		pipe := rdb.Pipeline()
+		for j := range 100 {
+			pipe.Set(ctx, "filler:"+strconv.Itoa(i*100+j), value, 0)
+		}
+		_, err := pipe.Exec(ctx)
+		require.NoError(t, err)
+		evicted = rdb.Exists(ctx, counter).Val() == 0
+	}
+	require.True(t, evicted, "the server evicted the counter")
+	t.Logf("the counter was evicted (evicted_keys %s)", infoField(t, rdb, "stats", "evicted_keys"))
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+
+	token, err := f.LockToken(ctx)
+	require.ErrorIs(t, err, client.ErrFencingReset, "token %d", token)
+	assert.Zero(t, token)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "got token 1")
+	assert.Contains(t, err.Error(), "handed out 3")
+	assert.Equal(t, 1, strings.Count(err.Error(), "warden: "), "one prefix")
+	locked, err := f.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked, "the acquire was given back")
+	select {
+	case <-f.Lost():
+		t.Fatal("no holding began, none was lost")
+	default:
+	}
+
+	// Every way in refuses the lower tokens (2, then 3).
+	_, ok, err := f.TryLockToken(ctx, 0, time.Minute)
+	require.ErrorIs(t, err, client.ErrFencingReset)
+	assert.False(t, ok)
+	require.ErrorIs(t, f.Lock(ctx), client.ErrFencingReset, "Lock, which hands the token out through Token")
+	assert.Zero(t, rdb.Exists(ctx, name).Val(), "nothing held")
+
+	// The counter past the highest token: tokens go on from there.
+	token, err = f.LockToken(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), token)
+
+	// A counter lost while the lock is held: Token says so too.
+	require.NoError(t, rdb.Del(ctx, counter).Err())
+	_, err = f.Token(ctx)
+	require.ErrorIs(t, err, client.ErrFencingReset)
+	require.NoError(t, f.Unlock(ctx))
+}
+
+// infoField reads one field of an INFO section.
+func infoField(t *testing.T, rdb *redis.Client, section, field string) string {
+	t.Helper()
+	for _, line := range strings.Split(rdb.Info(context.Background(), section).Val(), "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s in INFO %s", field, section)
+	return ""
+}
