@@ -280,11 +280,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	bound, lostCh := l.boundHolding()
+	lostBefore := lostCh != nil && isClosed(lostCh)
 	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
-	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || errors.Is(err, ErrNotHeld)) {
+	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || (lostBefore && errors.Is(err, ErrNotHeld))) {
 		// Reported lost before its answer came (the loss and the answer
 		// come in order): what Redis had left of it is gone now, holds
-		// beyond the first included.
+		// beyond the first included. A release that itself found the
+		// holding gone (it closed Lost on its way) answers ErrNotHeld as
+		// it is.
 		for tries := 0; err == nil && remaining > 0 && tries < maxLostHolds; tries++ {
 			remaining, _, err = l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
 		}
