@@ -216,22 +216,23 @@ func TestSQLGuardBadInput(t *testing.T) {
 	})
 }
 
-// A holder frozen past its lease (SIGSTOP) while the next holder takes
-// the lock and writes is refused when it wakes (SIGCONT) and writes: the
-// next holder's work is all there.
+// A holder frozen (SIGSTOP) until its watchdog-renewed lease ran out,
+// while the next holder takes the lock and writes, is refused when it
+// wakes (SIGCONT) and writes: the next holder's work is all there. No
+// step is timed: the paused holder writes when told, after the next
+// holder's write.
 func TestPausedHolderIsRefused(t *testing.T) {
 	each(t, func(t *testing.T, st store, dsn string, db *sql.DB) {
 		setUpJob(t, st, db)
 		srv := redistest.Start(t)
 		t.Setenv("FENCE_TEST_STORE", st.dialect.String())
 		t.Setenv("FENCE_TEST_DSN", dsn)
-		const lease, work = 300 * time.Millisecond, 600 * time.Millisecond
-		r := holdertest.Run(t, srv.Addr(), "job", lease, work, func(ctx context.Context, token int64) error {
+		r := holdertest.Run(t, srv.Addr(), "job", watchdog, func(ctx context.Context, token int64) error {
 			return jobWrite(ctx, newGuard(db, st), token, "the next holder", 3)
 		})
 		r.Log(t, st.dialect.String())
-		assert.Greater(t, r.NextToken, r.PausedToken)
-		assert.Greater(t, r.Continued.Sub(r.Stopped), lease, "frozen past its lease")
+		assert.Greater(t, r.NextToken, r.PausedToken, "the next holder took the lock: the frozen holder's lease ran out")
+		assert.False(t, r.StillHeld, "the resumed holder no longer holds the lock")
 		assert.True(t, r.Wrote.After(r.Continued), "the stale write came after the resume")
 		require.Equal(t, "stale", r.Outcome, "the paused holder's write: %s", r.Err)
 		assert.Contains(t, r.Err, fmt.Sprintf("token %d, highest seen %d", r.PausedToken, r.NextToken))
@@ -305,6 +306,10 @@ func TestInterleavedWriters(t *testing.T) {
 			st.dialect, total, writers, len(applied), len(refused))
 	})
 }
+
+// watchdog is the paused holder's watchdog timeout: its lease runs out
+// this long after it is frozen.
+const watchdog = time.Second
 
 // noCtx is a nil context, for the tests that pass one.
 var noCtx context.Context
