@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,9 +51,13 @@ type Redis struct {
 	set, del, hset, incrby *redis.Script
 }
 
-// NewRedis returns the Redis guard on rdb. A nil rdb makes every write
-// fail with ErrInvalidArgument.
+// NewRedis returns the Redis guard on rdb. A nil rdb (a nil interface,
+// or one holding a nil pointer, such as a nil *redis.Client) makes every
+// write fail with ErrInvalidArgument.
 func NewRedis(rdb redis.UniversalClient) *Redis {
+	if isNil(rdb) {
+		rdb = nil
+	}
 	return &Redis{
 		rdb:    rdb,
 		set:    redis.NewScript(guardLua + setLua),
@@ -72,7 +77,7 @@ func (r *Redis) Set(ctx context.Context, token int64, key string, value any, ttl
 	if err := r.check(); err != nil {
 		return err
 	}
-	_, err := r.run(ctx, r.set, token, key, []any{value, int64(ttl / time.Millisecond)})
+	_, err := r.run(ctx, r.set, token, "key", key, []any{value, int64(ttl / time.Millisecond)})
 	return err
 }
 
@@ -82,7 +87,7 @@ func (r *Redis) Del(ctx context.Context, token int64, key string) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	_, err := r.run(ctx, r.del, token, key, nil)
+	_, err := r.run(ctx, r.del, token, "key", key, nil)
 	return err
 }
 
@@ -97,7 +102,7 @@ func (r *Redis) HSet(ctx context.Context, token int64, key string, values ...any
 	if err != nil {
 		return err
 	}
-	_, err = r.run(ctx, r.hset, token, key, pairs)
+	_, err = r.run(ctx, r.hset, token, "key", key, pairs)
 	return err
 }
 
@@ -107,7 +112,7 @@ func (r *Redis) IncrBy(ctx context.Context, token int64, key string, n int64) (i
 	if err := r.check(); err != nil {
 		return 0, err
 	}
-	v, err := r.run(ctx, r.incrby, token, key, []any{n})
+	v, err := r.run(ctx, r.incrby, token, "key", key, []any{n})
 	if err != nil {
 		return 0, err
 	}
@@ -142,8 +147,10 @@ func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []str
 	if len(keys) == 0 {
 		return nil, invalid("keys", "empty: keys[0] is the resource the token fences")
 	}
-	if strings.TrimSpace(script) == "" {
-		return nil, invalid("script", "empty")
+	for i, k := range keys[1:] {
+		if err := notGuard(fmt.Sprintf("keys[%d]", i+1), k); err != nil {
+			return nil, err
+		}
 	}
 	shebang, body := "", script
 	if strings.HasPrefix(script, "#!") {
@@ -153,8 +160,11 @@ func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []str
 		}
 		shebang += "\n"
 	}
+	if strings.TrimSpace(body) == "" {
+		return nil, invalid("script", "empty (after its #! line, if any)")
+	}
 	s := redis.NewScript(shebang + guardLua + evalLua + body)
-	return r.run(ctx, s, token, keys[0], args, keys[1:]...)
+	return r.run(ctx, s, token, "keys[0]", keys[0], args, keys[1:]...)
 }
 
 // check reports a nil guard or client.
@@ -165,9 +175,23 @@ func (r *Redis) check() error {
 	return nil
 }
 
+// isNil tells a nil interface from one that holds a nil pointer (or
+// another nil reference) too.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
 // run runs s with the guard of key, key and more as KEYS, token and args
-// as ARGV, after checking what every write needs.
-func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, key string, args []any,
+// as ARGV, after checking what every write needs; field names key in the
+// errors of a bad key.
+func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, field, key string, args []any,
 	more ...string) (any, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", "nil")
@@ -175,7 +199,7 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, key strin
 	if err := validToken(token); err != nil {
 		return nil, err
 	}
-	guard, err := GuardKey(key)
+	guard, err := guardKey(field, key)
 	if err != nil {
 		return nil, err
 	}

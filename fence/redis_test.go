@@ -168,13 +168,48 @@ func TestRedisGuardBadInput(t *testing.T) {
 		"no keys":         evalErr(g.Eval(ctx, 1, "return 1", nil)),
 		"empty script":    evalErr(g.Eval(ctx, 1, " ", []string{"k"})),
 		"no-writes flags": evalErr(g.Eval(ctx, 1, "#!lua flags=no-writes\nreturn 1", []string{"k"})),
+		"shebang only":    evalErr(g.Eval(ctx, 1, "#!lua", []string{"k"})),
+		"shebang, blank":  evalErr(g.Eval(ctx, 1, "#!lua flags=allow-oom\n \t\n", []string{"k"})),
 		"incr zero token": evalErr(g.IncrBy(ctx, 0, "k", 1)),
+		"empty tag":       g.Set(ctx, 1, "x{}y", "v", 0),
+		"a guard key":     g.Set(ctx, 1, "warden:fence{k}", "v", 0),
+		"a tagged guard":  g.Del(ctx, 1, "warden:fence:{u}:b"),
+		"eval guard key":  evalErr(g.Eval(ctx, 1, "return 1", []string{"warden:fence{k}"})),
+		"eval more guard": evalErr(g.Eval(ctx, 1, "return 1", []string{"{k}", "warden:fence:{k}"})),
+		"nil *Client":     fence.NewRedis((*redis.Client)(nil)).Set(ctx, 1, "k", "v", 0),
+		"nil *Cluster":    evalErr(fence.NewRedis((*redis.ClusterClient)(nil)).Incr(ctx, 1, "k")),
+		"nil *Ring":       fence.NewRedis((*redis.Ring)(nil)).Del(ctx, 1, "k"),
 	} {
 		require.ErrorIs(t, err, fence.ErrInvalidArgument, name)
 	}
+	_, err := g.Eval(ctx, 1, "return 1", []string{""})
+	assert.ErrorContains(t, err, "keys[0]", "Eval names the field keys[0]")
+	_, err = g.Eval(ctx, 1, "return 1", []string{"{k}", "warden:fence:{k}"})
+	assert.ErrorContains(t, err, "keys[1]")
 	keys, err := rdb.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "nothing was written")
+}
+
+// A resource key cannot be another key's guard: writing "through" a guard
+// key would lower the guard and let a stale token in.
+func TestRedisGuardKeyIsNoResource(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	g := fence.NewRedis(rdb)
+	for _, key := range []string{"bal", "{u}:b"} {
+		guard, err := fence.GuardKey(key)
+		require.NoError(t, err)
+		require.NoError(t, g.Set(ctx, 10, key, "ten", 0))
+		require.ErrorIs(t, g.Set(ctx, 1, guard, "1", 0), fence.ErrInvalidArgument, guard)
+		_, err = g.IncrBy(ctx, 1, guard, -9)
+		require.ErrorIs(t, err, fence.ErrInvalidArgument, guard)
+		_, err = g.Eval(ctx, 11, `return redis.call('SET', KEYS[2], '1')`, []string{"{" + key + "}x", guard})
+		require.ErrorIs(t, err, fence.ErrInvalidArgument, guard)
+		assert.Equal(t, "10", rdb.Get(ctx, guard).Val(), "the guard of %s", key)
+		stale(t, g.Set(ctx, 2, key, "stale", 0), key, 2, 10)
+		assert.Equal(t, "ten", rdb.Get(ctx, key).Val())
+	}
 }
 
 func evalErr[T any](_ T, err error) error { return err }
