@@ -202,11 +202,11 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	}()
 	if err := s.raise(ctx, tx, token, resource); err != nil {
 		done = true
-		return errors.Join(err, rollback(tx))
+		return rollback(tx, err)
 	}
 	if err := fn(tx); err != nil {
 		done = true
-		return errors.Join(err, rollback(tx))
+		return rollback(tx, err)
 	}
 	done = true
 	if err := tx.Commit(); err != nil {
@@ -215,13 +215,14 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	return nil
 }
 
-// rollback rolls tx back; one already ended (by fn, or the context) is no
-// error.
-func rollback(tx *sql.Tx) error {
-	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-		return fmt.Errorf("warden: fence: rollback: %w", err)
+// rollback rolls tx back after err, and returns err as it is, or joined
+// with the rollback's error when the rollback failed (one already ended,
+// by fn or the context, is no failure).
+func rollback(tx *sql.Tx, err error) error {
+	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+		return errors.Join(err, fmt.Errorf("warden: fence: rollback: %w", rerr))
 	}
-	return nil
+	return err
 }
 
 // raise raises resource's fence row to token in tx, or reports the
