@@ -33,11 +33,38 @@ var (
 // staleReply opens the error reply of a script that refused its token.
 const staleReply = "STALETOKEN "
 
+// evalPrelude is what Eval puts in front of the caller's script: the
+// guard and the prelude of eval.lua, on one line, which the script's first
+// line continues.
+var evalPrelude = oneLine(guardLua + evalLua)
+
+// oneLine joins the lines of a Lua source with spaces, without its
+// comment lines and blank lines. A comment after code on a line would
+// swallow what follows it: the scripts have none, and oneLine panics on
+// one.
+func oneLine(lua string) string {
+	var code []string
+	for line := range strings.Lines(lua) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		if strings.Contains(line, "--") {
+			panic("fence: a comment after code in a script: " + line)
+		}
+		code = append(code, line)
+	}
+	return strings.Join(code, " ")
+}
+
 // Redis is the guard for resources kept in Redis: each write carries a
 // token, and runs in one Lua script with the check of the resource key's
 // guard (GuardKey names it), which keeps the highest token seen. A token
 // below it is refused with ErrStaleToken and nothing is written; else the
-// guard is raised to the token (equal tokens pass) and the write is made.
+// write is made (equal tokens pass) and the guard raised to the token. A
+// write that fails (WRONGTYPE, or IncrBy on a value that is no integer)
+// writes nothing and leaves the guard as it was; Eval is the exception
+// (see there).
 //
 // The guard keys have no TTL and outlive the resource keys (Del and an
 // expiring Set leave the guard): a guard that vanished would let a stale
@@ -68,16 +95,22 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 }
 
 // Set sets key to value, as SET does, if token is not below key's guard:
-// with a TTL of ttl, a whole number of milliseconds (0: no expiry). value
-// is encoded as go-redis encodes a command's arguments.
+// with a TTL of ttl, a whole number of milliseconds; 0 for no expiry, or
+// redis.KeepTTL to keep the key's TTL (SET's KEEPTTL, Redis 6.0 and
+// later). value is encoded as go-redis encodes a command's arguments.
 func (r *Redis) Set(ctx context.Context, token int64, key string, value any, ttl time.Duration) error {
-	if ttl < 0 || (ttl > 0 && (ttl < time.Millisecond || ttl%time.Millisecond != 0)) {
-		return invalid("ttl", "%v is neither 0 nor a whole number of milliseconds", ttl)
+	if ttl != redis.KeepTTL && (ttl < 0 || ttl%time.Millisecond != 0) {
+		return invalid("ttl", "%v: want 0 (no expiry), redis.KeepTTL (keep the key's TTL) "+
+			"or a positive whole number of milliseconds", ttl)
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
-	_, err := r.run(ctx, r.set, token, "key", key, []any{value, int64(ttl / time.Millisecond)})
+	px := int64(ttl / time.Millisecond) // 0: none
+	if ttl == redis.KeepTTL {
+		px = -1 // set.lua's KEEPTTL
+	}
+	_, err := r.run(ctx, r.set, token, "key", key, []any{value, px})
 	return err
 }
 
@@ -118,7 +151,7 @@ func (r *Redis) IncrBy(ctx context.Context, token int64, key string, n int64) (i
 	}
 	i, ok := v.(int64)
 	if !ok {
-		return 0, fmt.Errorf("warden: fence: incrby %s: reply %T, not an integer", key, v)
+		return 0, fmt.Errorf("warden: fence: %s: incrby: reply %T, not an integer", key, v)
 	}
 	return i, nil
 }
@@ -133,13 +166,21 @@ func (r *Redis) Incr(ctx context.Context, token int64, key string) (int64, error
 // fences), and returns its reply as go-redis's Cmd.Result does (redis.Nil
 // for a nil reply). The script sees its own keys and args as KEYS and
 // ARGV; it runs in the same script as the guard's check, after it. On a
-// Cluster every key must be in keys[0]'s slot (share its hash tag). The
-// guard is raised before the script runs, and stays raised if the script
-// then fails. A script that only reads raises the guard too: a read
-// through Eval makes every older holder's later write stale.
+// Cluster every key must be in keys[0]'s slot (share its hash tag). No
+// key may be in the guards' namespace (GuardNamespace).
 //
-// A first line "#!lua ..." (the flags of Redis 7) stays the first line;
-// a script flagged no-writes is refused, as it could not raise the guard.
+// Unlike the other writes, which raise the guard after their command
+// succeeded, Eval raises the guard before the script runs, and it stays
+// raised if the script then fails: Redis undoes none of a failed script's
+// writes, so the script may have written before its error. A script that
+// only reads raises the guard too: a read through Eval makes every older
+// holder's later write stale.
+//
+// The guard's part goes on the script's first line, in front of it, so
+// the line numbers in the script's errors are the script's own. A first
+// line "#!lua ..." (the flags of Redis 7) stays the first line; a script
+// flagged no-writes is refused, as it could not raise the guard, and so
+// is a script empty but for that line.
 func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []string, args ...any) (any, error) {
 	if err := r.check(); err != nil {
 		return nil, err
@@ -163,7 +204,7 @@ func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []str
 	if strings.TrimSpace(body) == "" {
 		return nil, invalid("script", "empty (after its #! line, if any)")
 	}
-	s := redis.NewScript(shebang + guardLua + evalLua + body)
+	s := redis.NewScript(shebang + evalPrelude + " " + body)
 	return r.run(ctx, s, token, "keys[0]", keys[0], args, keys[1:]...)
 }
 
@@ -212,7 +253,7 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, field, ke
 	if highest, ok := staleHighest(err); ok {
 		return nil, &StaleTokenError{Resource: key, Token: token, Highest: highest}
 	}
-	return nil, fmt.Errorf("warden: fence %s: %w", key, err)
+	return nil, fmt.Errorf("warden: fence: %s: %w", key, err)
 }
 
 // staleHighest reads the highest token from a script's STALETOKEN error.

@@ -64,6 +64,9 @@ func testGuardOps(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		require.NoError(t, g.Set(ctx, 7, k("s"), 7, 10*time.Second))
 		assert.Equal(t, "7", rdb.Get(ctx, k("s")).Val())
 		assert.InDelta(t, 10*time.Second, rdb.PTTL(ctx, k("s")).Val(), float64(time.Second))
+		require.NoError(t, g.Set(ctx, 7, k("s"), "kept", redis.KeepTTL))
+		assert.Equal(t, "kept", rdb.Get(ctx, k("s")).Val())
+		assert.InDelta(t, 10*time.Second, rdb.PTTL(ctx, k("s")).Val(), float64(time.Second), "redis.KeepTTL keeps the TTL")
 		guard, err := fence.GuardKey(k("s"))
 		require.NoError(t, err)
 		assert.Equal(t, "7", rdb.Get(ctx, guard).Val())
@@ -134,16 +137,72 @@ func testGuardOps(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	})
 }
 
-// A guard key that holds no token is an error, not a pass.
+// A guard key that holds no token (no positive decimal int64) is an
+// error, not a pass.
 func TestRedisGuardKeyClobbered(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := testCtx(t)
 	guard, err := fence.GuardKey("clobbered")
 	require.NoError(t, err)
-	require.NoError(t, rdb.Set(ctx, guard, "not a token", 0).Err())
-	err = fence.NewRedis(rdb).Set(ctx, 1, "clobbered", "x", 0)
-	require.ErrorContains(t, err, "holds no token")
-	assert.Equal(t, int64(0), rdb.Exists(ctx, "clobbered").Val())
+	for _, v := range []string{"not a token", "0", "-3", "07", "12a", "9223372036854775808", "99999999999999999999"} {
+		require.NoError(t, rdb.Set(ctx, guard, v, 0).Err())
+		err = fence.NewRedis(rdb).Set(ctx, math.MaxInt64, "clobbered", "x", 0)
+		require.ErrorContains(t, err, "holds no token", v)
+		assert.NotErrorIs(t, err, fence.ErrStaleToken, v)
+		assert.Equal(t, int64(0), rdb.Exists(ctx, "clobbered").Val(), v)
+		assert.Equal(t, v, rdb.Get(ctx, guard).Val())
+	}
+}
+
+// A write that fails in Redis (WRONGTYPE, an increment of no integer)
+// writes nothing and leaves the guard as it was; Eval raises the guard
+// before the caller's script, which may fail after its own writes.
+func TestRedisGuardFailedWrite(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	g := fence.NewRedis(rdb)
+	guardOf := func(key string) string {
+		guard, err := fence.GuardKey(key)
+		require.NoError(t, err)
+		return rdb.Get(ctx, guard).Val()
+	}
+	require.NoError(t, g.Set(ctx, 5, "str", "text", 0))
+	_, err := g.IncrBy(ctx, 9, "str", 1)
+	require.ErrorContains(t, err, "not an integer")
+	require.ErrorContains(t, g.HSet(ctx, 9, "str", "f", "v"), "WRONGTYPE")
+	assert.Equal(t, "5", guardOf("str"), "the failed writes raised nothing")
+	assert.Equal(t, "text", rdb.Get(ctx, "str").Val())
+	require.NoError(t, g.Set(ctx, 6, "str", "six", 0), "a token between the failed ones and the guard")
+
+	require.NoError(t, g.HSet(ctx, 5, "h2", "f", "v"))
+	_, err = g.IncrBy(ctx, 9, "h2", 1)
+	require.ErrorContains(t, err, "WRONGTYPE")
+	assert.Equal(t, "5", guardOf("h2"))
+
+	_, err = g.Eval(ctx, 9, "redis.call('SET', KEYS[1], 'partial')\nreturn redis.error_reply('MINE failed')",
+		[]string{"ev"})
+	require.ErrorContains(t, err, "MINE failed")
+	assert.Equal(t, "9", guardOf("ev"), "Eval raised the guard before the script")
+	assert.Equal(t, "partial", rdb.Get(ctx, "ev").Val(), "Redis keeps a failed script's writes")
+}
+
+// The line numbers of an Eval script's errors are the script's own: the
+// guard's part adds no line.
+func TestRedisEvalErrorLines(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	g := fence.NewRedis(rdb)
+	for script, line := range map[string]int{
+		"return redis.call('NOSUCHCOMMAND')":                              1,
+		"local a = 1\nlocal b = 2\nreturn redis.call('NOSUCHCOMMAND')":    3,
+		"#!lua\nreturn redis.call('NOSUCHCOMMAND')":                       2,
+		"#!lua flags=allow-oom\n\nlocal x = nil\nreturn x.field":          4,
+		"(function() return 1 end)()\nreturn redis.call('NOSUCHCOMMAND')": 2,
+	} {
+		_, err := g.Eval(ctx, 1, script, []string{"lines"})
+		require.Error(t, err, script)
+		assert.Regexp(t, fmt.Sprintf(`user_script:%d\b`, line), err.Error(), script)
+	}
 }
 
 // Bad input is refused with ErrInvalidArgument before any write.
@@ -157,6 +216,7 @@ func TestRedisGuardBadInput(t *testing.T) {
 		"empty key":       g.HSet(ctx, 1, "", "f", "v"),
 		"no guard slot":   g.Set(ctx, 1, "a}b", "v", 0),
 		"negative ttl":    g.Set(ctx, 1, "k", "v", -time.Second),
+		"-2ms ttl":        g.Set(ctx, 1, "k", "v", -2*time.Millisecond),
 		"sub-ms ttl":      g.Set(ctx, 1, "k", "v", time.Microsecond),
 		"fractional ttl":  g.Set(ctx, 1, "k", "v", 1500*time.Microsecond),
 		"odd values":      g.HSet(ctx, 1, "k", "f"),
@@ -182,6 +242,7 @@ func TestRedisGuardBadInput(t *testing.T) {
 	} {
 		require.ErrorIs(t, err, fence.ErrInvalidArgument, name)
 	}
+	assert.ErrorContains(t, g.Set(ctx, 1, "k", "v", -time.Second), "redis.KeepTTL", "the one negative ttl taken")
 	_, err := g.Eval(ctx, 1, "return 1", []string{""})
 	assert.ErrorContains(t, err, "keys[0]", "Eval names the field keys[0]")
 	_, err = g.Eval(ctx, 1, "return 1", []string{"{k}", "warden:fence:{k}"})

@@ -192,7 +192,7 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	}
 	tx, err := s.db.BeginTx(ctx, s.cfg.txOpts)
 	if err != nil {
-		return fmt.Errorf("warden: fence %s: begin: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: begin: %w", resource, err)
 	}
 	done := false
 	defer func() {
@@ -210,7 +210,7 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	}
 	done = true
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("warden: fence %s: commit: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: commit: %w", resource, err)
 	}
 	return nil
 }
@@ -231,13 +231,13 @@ func (s *SQL) raise(ctx context.Context, tx *sql.Tx, token int64, resource strin
 	st := s.statements()
 	res, err := tx.ExecContext(ctx, st.raise, resource, token)
 	if err != nil {
-		return fmt.Errorf("warden: fence %s: raise: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: raise: %w", resource, err)
 	}
 	if s.d != MySQL {
 		// The upsert changes no row only when its WHERE refused the token.
 		n, err := res.RowsAffected()
 		if err != nil {
-			return fmt.Errorf("warden: fence %s: rows affected: %w", resource, err)
+			return fmt.Errorf("warden: fence: %s: rows affected: %w", resource, err)
 		}
 		if n > 0 {
 			return nil
@@ -247,13 +247,13 @@ func (s *SQL) raise(ctx context.Context, tx *sql.Tx, token int64, resource strin
 	// one: the row, locked now, tells them apart.
 	var highest int64
 	if err := tx.QueryRowContext(ctx, st.read, resource).Scan(&highest); err != nil {
-		return fmt.Errorf("warden: fence %s: read: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: read: %w", resource, err)
 	}
 	if err := Admit(resource, token, highest); err != nil {
 		return err
 	}
 	if s.d != MySQL || highest != token {
-		return fmt.Errorf("warden: fence %s: the fence row holds %d after raising it to %d", resource, highest, token)
+		return fmt.Errorf("warden: fence: %s: the fence row holds %d after raising it to %d", resource, highest, token)
 	}
 	return nil
 }
