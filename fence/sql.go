@@ -24,7 +24,9 @@ const (
 	SQLite
 	// MySQL (and MariaDB): placeholders ?; the fence row is raised with
 	// INSERT ... ON DUPLICATE KEY UPDATE token = GREATEST(...), then read
-	// back under its lock to learn whether the token was stale.
+	// back under its lock to learn whether the token was stale. The
+	// package's tests run Postgres and SQLite on real databases, not
+	// MySQL: this dialect is not tested by the suite.
 	MySQL
 )
 
@@ -97,9 +99,16 @@ func WithTxOptions(opts *sql.TxOptions) SQLOption {
 // caller's function in a transaction that first raises the resource's row
 // of the fence table to the token, and rolls back, with ErrStaleToken,
 // when the row has seen a higher token. The row stays locked until the
-// transaction ends, so the calls of Do on one resource run one after the other, and
-// a stale holder's Do that waited for a fresher one's is refused when it
-// gets the row.
+// transaction ends, so the calls of Do on one resource run one after the
+// other, and a stale holder's Do that waited for a fresher one's is
+// refused when it gets the row.
+//
+// On SQLite the lock is the whole database's: a Do serializes with every
+// other writing transaction, on any resource. With a plain DSN a Do that
+// finds the database locked fails at once with SQLITE_BUSY; open the
+// database with a busy timeout and immediate transactions (with
+// modernc.org/sqlite: "file:app.db?_pragma=busy_timeout(5000)&_txlock=immediate")
+// so that it waits for the lock instead.
 //
 // Migrate creates the fence table; nothing creates it implicitly.
 //
@@ -172,8 +181,16 @@ func (s *SQL) Migrate(ctx context.Context) error {
 // token: when the row has seen a higher token, Do rolls back without
 // calling fn and returns a *StaleTokenError (ErrStaleToken). Else fn runs
 // with the transaction, which commits when fn returns nil and rolls back
-// when it returns an error (Do returns it) or panics. Make every read the
-// write depends on inside fn.
+// when it returns an error (Do returns that error as it is, joined with
+// the rollback's error only if the rollback failed) or panics (the panic
+// goes on after the rollback). Make every read the write depends on
+// inside fn. fn must not commit or roll back the transaction itself: Do
+// ends it.
+//
+// Do does not retry: a serialization failure or a deadlock, from the
+// raise or from fn, comes back as Do's error, and the transaction was
+// rolled back. Retry with the same token; a retry that finds a higher
+// token is refused.
 func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql.Tx) error) error {
 	if err := s.check(); err != nil {
 		return err
