@@ -252,6 +252,20 @@ func TestRedisGuardBadInput(t *testing.T) {
 	assert.Empty(t, keys, "nothing was written")
 }
 
+// A cancelled context writes nothing.
+func TestRedisGuardCancelledContext(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	g := fence.NewRedis(rdb)
+	require.ErrorIs(t, g.Set(ctx, 1, "k", "v", 0), context.Canceled)
+	_, err := g.Eval(ctx, 1, "return redis.call('SET', KEYS[1], 'v')", []string{"k"})
+	require.ErrorIs(t, err, context.Canceled)
+	keys, err := rdb.Keys(testCtx(t), "*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "nothing was written")
+}
+
 // A resource key cannot be another key's guard: writing "through" a guard
 // key would lower the guard and let a stale token in.
 func TestRedisGuardKeyIsNoResource(t *testing.T) {
