@@ -41,8 +41,9 @@ func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }
 // token on a resource whose highest token seen is highest (0: none yet)
 // is admitted when token is not below it; else the error is a
 // *StaleTokenError. The Redis guard's script makes this decision inside
-// Redis, the SQL guard's statement inside the database; Admit is it in Go,
-// for a store of the caller's own (or a simulated one).
+// Redis, the SQL guard's statement inside the database; Admit makes the
+// same decision in Go, for a store of the caller's own (or a simulated
+// one).
 func Admit(resource string, token, highest int64) error {
 	if token < highest {
 		return &StaleTokenError{Resource: resource, Token: token, Highest: highest}

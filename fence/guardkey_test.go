@@ -1,6 +1,7 @@
 package fence_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,13 +31,17 @@ func TestGuardKey(t *testing.T) {
 			assert.Equal(t, redisSlot(tt.key), redisSlot(g), "the guard shares the key's slot")
 		})
 	}
-	for _, key := range []string{"", "a}b", "{}x", "x{}y{z}", "}{"} {
+	for _, key := range []string{"", "a}b", "{}x", "x{}y{z}", "}{", "x{}y",
+		// The guards' namespace: other keys' guards, or could be.
+		"warden:fence{bal}", "warden:fence:{u}:b", "warden:fence", "warden:fence{", "warden:fencer"} {
 		_, err := fence.GuardKey(key)
 		require.ErrorIs(t, err, fence.ErrInvalidArgument, "key %q", key)
 		require.ErrorIs(t, err, client.ErrInvalidArgument, "warden's own ErrInvalidArgument")
 	}
 	_, err := fence.GuardKey("a}b")
 	assert.ErrorContains(t, err, "hash tag")
+	_, err = fence.GuardKey("warden:fence{bal}")
+	assert.ErrorContains(t, err, "namespace")
 }
 
 // redisSlot is the Cluster slot of key, computed as Redis does (CRC16
@@ -72,9 +77,11 @@ func redisSlot(key string) int {
 
 // FuzzGuardKey: for any key, GuardKey either refuses it with
 // ErrInvalidArgument or names a guard in the key's slot that is no other
-// key's guard form (a tagged guard is never an untagged one).
+// key's guard form (a tagged guard is never an untagged one), and that is
+// itself refused as a resource key.
 func FuzzGuardKey(f *testing.F) {
-	for _, k := range []string{"balance", "{user:1}:balance", "a{b", "a}b", "{}x", "{balance}", ""} {
+	for _, k := range []string{"balance", "{user:1}:balance", "a{b", "a}b", "{}x", "{balance}", "",
+		"warden:fence{balance}", "warden:fence:{user:1}:balance"} {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
@@ -83,7 +90,10 @@ func FuzzGuardKey(f *testing.F) {
 			require.ErrorIs(t, err, fence.ErrInvalidArgument)
 			return
 		}
+		require.False(t, strings.HasPrefix(key, fence.GuardNamespace), "key %q in the guards' namespace", key)
 		require.Equal(t, redisSlot(key), redisSlot(g), "key %q, guard %q", key, g)
 		require.NotEqual(t, key, g)
+		_, err = fence.GuardKey(g)
+		require.ErrorIs(t, err, fence.ErrInvalidArgument, "the guard %q of %q as a resource key", g, key)
 	})
 }

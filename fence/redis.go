@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,11 +33,38 @@ var (
 // staleReply opens the error reply of a script that refused its token.
 const staleReply = "STALETOKEN "
 
+// evalPrelude is what Eval puts in front of the caller's script: the
+// guard and the prelude of eval.lua, on one line, which the script's first
+// line continues.
+var evalPrelude = oneLine(guardLua + evalLua)
+
+// oneLine joins the lines of a Lua source with spaces, without its
+// comment lines and blank lines. A comment after code on a line would
+// swallow what follows it: the scripts have none, and oneLine panics on
+// one.
+func oneLine(lua string) string {
+	var code []string
+	for line := range strings.Lines(lua) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		if strings.Contains(line, "--") {
+			panic("fence: a comment after code in a script: " + line)
+		}
+		code = append(code, line)
+	}
+	return strings.Join(code, " ")
+}
+
 // Redis is the guard for resources kept in Redis: each write carries a
 // token, and runs in one Lua script with the check of the resource key's
 // guard (GuardKey names it), which keeps the highest token seen. A token
 // below it is refused with ErrStaleToken and nothing is written; else the
-// guard is raised to the token (equal tokens pass) and the write is made.
+// write is made (equal tokens pass) and the guard raised to the token. A
+// write that fails (WRONGTYPE, or IncrBy on a value that is no integer)
+// writes nothing and leaves the guard as it was; Eval is the exception
+// (see there).
 //
 // The guard keys have no TTL and outlive the resource keys (Del and an
 // expiring Set leave the guard): a guard that vanished would let a stale
@@ -50,9 +78,13 @@ type Redis struct {
 	set, del, hset, incrby *redis.Script
 }
 
-// NewRedis returns the Redis guard on rdb. A nil rdb makes every write
-// fail with ErrInvalidArgument.
+// NewRedis returns the Redis guard on rdb. A nil rdb (a nil interface,
+// or one holding a nil pointer, such as a nil *redis.Client) makes every
+// write fail with ErrInvalidArgument.
 func NewRedis(rdb redis.UniversalClient) *Redis {
+	if isNil(rdb) {
+		rdb = nil
+	}
 	return &Redis{
 		rdb:    rdb,
 		set:    redis.NewScript(guardLua + setLua),
@@ -63,16 +95,22 @@ func NewRedis(rdb redis.UniversalClient) *Redis {
 }
 
 // Set sets key to value, as SET does, if token is not below key's guard:
-// with a TTL of ttl, a whole number of milliseconds (0: no expiry). value
-// is encoded as go-redis encodes a command's arguments.
+// with a TTL of ttl, a whole number of milliseconds; 0 for no expiry, or
+// redis.KeepTTL to keep the key's TTL (SET's KEEPTTL, Redis 6.0 and
+// later). value is encoded as go-redis encodes a command's arguments.
 func (r *Redis) Set(ctx context.Context, token int64, key string, value any, ttl time.Duration) error {
-	if ttl < 0 || (ttl > 0 && (ttl < time.Millisecond || ttl%time.Millisecond != 0)) {
-		return invalid("ttl", "%v is neither 0 nor a whole number of milliseconds", ttl)
+	if ttl != redis.KeepTTL && (ttl < 0 || ttl%time.Millisecond != 0) {
+		return invalid("ttl", "%v: want 0 (no expiry), redis.KeepTTL (keep the key's TTL) "+
+			"or a positive whole number of milliseconds", ttl)
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
-	_, err := r.run(ctx, r.set, token, key, []any{value, int64(ttl / time.Millisecond)})
+	px := int64(ttl / time.Millisecond) // 0: none
+	if ttl == redis.KeepTTL {
+		px = -1 // set.lua's KEEPTTL
+	}
+	_, err := r.run(ctx, r.set, token, "key", key, []any{value, px})
 	return err
 }
 
@@ -82,7 +120,7 @@ func (r *Redis) Del(ctx context.Context, token int64, key string) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	_, err := r.run(ctx, r.del, token, key, nil)
+	_, err := r.run(ctx, r.del, token, "key", key, nil)
 	return err
 }
 
@@ -97,7 +135,7 @@ func (r *Redis) HSet(ctx context.Context, token int64, key string, values ...any
 	if err != nil {
 		return err
 	}
-	_, err = r.run(ctx, r.hset, token, key, pairs)
+	_, err = r.run(ctx, r.hset, token, "key", key, pairs)
 	return err
 }
 
@@ -107,13 +145,13 @@ func (r *Redis) IncrBy(ctx context.Context, token int64, key string, n int64) (i
 	if err := r.check(); err != nil {
 		return 0, err
 	}
-	v, err := r.run(ctx, r.incrby, token, key, []any{n})
+	v, err := r.run(ctx, r.incrby, token, "key", key, []any{n})
 	if err != nil {
 		return 0, err
 	}
 	i, ok := v.(int64)
 	if !ok {
-		return 0, fmt.Errorf("warden: fence: incrby %s: reply %T, not an integer", key, v)
+		return 0, fmt.Errorf("warden: fence: %s: incrby: reply %T, not an integer", key, v)
 	}
 	return i, nil
 }
@@ -128,13 +166,21 @@ func (r *Redis) Incr(ctx context.Context, token int64, key string) (int64, error
 // fences), and returns its reply as go-redis's Cmd.Result does (redis.Nil
 // for a nil reply). The script sees its own keys and args as KEYS and
 // ARGV; it runs in the same script as the guard's check, after it. On a
-// Cluster every key must be in keys[0]'s slot (share its hash tag). The
-// guard is raised before the script runs, and stays raised if the script
-// then fails. A script that only reads raises the guard too: a read
-// through Eval makes every older holder's later write stale.
+// Cluster every key must be in keys[0]'s slot (share its hash tag). No
+// key may be in the guards' namespace (GuardNamespace).
 //
-// A first line "#!lua ..." (the flags of Redis 7) stays the first line;
-// a script flagged no-writes is refused, as it could not raise the guard.
+// Unlike the other writes, which raise the guard after their command
+// succeeded, Eval raises the guard before the script runs, and it stays
+// raised if the script then fails: Redis undoes none of a failed script's
+// writes, so the script may have written before its error. A script that
+// only reads raises the guard too: a read through Eval makes every older
+// holder's later write stale.
+//
+// The guard's part goes on the script's first line, in front of it, so
+// the line numbers in the script's errors are the script's own. A first
+// line "#!lua ..." (the flags of Redis 7) stays the first line; a script
+// flagged no-writes is refused, as it could not raise the guard, and so
+// is a script empty but for that line.
 func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []string, args ...any) (any, error) {
 	if err := r.check(); err != nil {
 		return nil, err
@@ -142,8 +188,10 @@ func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []str
 	if len(keys) == 0 {
 		return nil, invalid("keys", "empty: keys[0] is the resource the token fences")
 	}
-	if strings.TrimSpace(script) == "" {
-		return nil, invalid("script", "empty")
+	for i, k := range keys[1:] {
+		if err := notGuard(fmt.Sprintf("keys[%d]", i+1), k); err != nil {
+			return nil, err
+		}
 	}
 	shebang, body := "", script
 	if strings.HasPrefix(script, "#!") {
@@ -153,8 +201,11 @@ func (r *Redis) Eval(ctx context.Context, token int64, script string, keys []str
 		}
 		shebang += "\n"
 	}
-	s := redis.NewScript(shebang + guardLua + evalLua + body)
-	return r.run(ctx, s, token, keys[0], args, keys[1:]...)
+	if strings.TrimSpace(body) == "" {
+		return nil, invalid("script", "empty (after its #! line, if any)")
+	}
+	s := redis.NewScript(shebang + evalPrelude + " " + body)
+	return r.run(ctx, s, token, "keys[0]", keys[0], args, keys[1:]...)
 }
 
 // check reports a nil guard or client.
@@ -165,9 +216,23 @@ func (r *Redis) check() error {
 	return nil
 }
 
+// isNil tells a nil interface from one that holds a nil pointer (or
+// another nil reference) too.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
 // run runs s with the guard of key, key and more as KEYS, token and args
-// as ARGV, after checking what every write needs.
-func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, key string, args []any,
+// as ARGV, after checking what every write needs; field names key in the
+// errors of a bad key.
+func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, field, key string, args []any,
 	more ...string) (any, error) {
 	if ctx == nil {
 		return nil, invalid("ctx", "nil")
@@ -175,7 +240,7 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, key strin
 	if err := validToken(token); err != nil {
 		return nil, err
 	}
-	guard, err := GuardKey(key)
+	guard, err := guardKey(field, key)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +253,7 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, key strin
 	if highest, ok := staleHighest(err); ok {
 		return nil, &StaleTokenError{Resource: key, Token: token, Highest: highest}
 	}
-	return nil, fmt.Errorf("warden: fence %s: %w", key, err)
+	return nil, fmt.Errorf("warden: fence: %s: %w", key, err)
 }
 
 // staleHighest reads the highest token from a script's STALETOKEN error.

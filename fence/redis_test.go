@@ -64,6 +64,9 @@ func testGuardOps(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		require.NoError(t, g.Set(ctx, 7, k("s"), 7, 10*time.Second))
 		assert.Equal(t, "7", rdb.Get(ctx, k("s")).Val())
 		assert.InDelta(t, 10*time.Second, rdb.PTTL(ctx, k("s")).Val(), float64(time.Second))
+		require.NoError(t, g.Set(ctx, 7, k("s"), "kept", redis.KeepTTL))
+		assert.Equal(t, "kept", rdb.Get(ctx, k("s")).Val())
+		assert.InDelta(t, 10*time.Second, rdb.PTTL(ctx, k("s")).Val(), float64(time.Second), "redis.KeepTTL keeps the TTL")
 		guard, err := fence.GuardKey(k("s"))
 		require.NoError(t, err)
 		assert.Equal(t, "7", rdb.Get(ctx, guard).Val())
@@ -134,16 +137,72 @@ func testGuardOps(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	})
 }
 
-// A guard key that holds no token is an error, not a pass.
+// A guard key that holds no token (no positive decimal int64) is an
+// error, not a pass.
 func TestRedisGuardKeyClobbered(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := testCtx(t)
 	guard, err := fence.GuardKey("clobbered")
 	require.NoError(t, err)
-	require.NoError(t, rdb.Set(ctx, guard, "not a token", 0).Err())
-	err = fence.NewRedis(rdb).Set(ctx, 1, "clobbered", "x", 0)
-	require.ErrorContains(t, err, "holds no token")
-	assert.Equal(t, int64(0), rdb.Exists(ctx, "clobbered").Val())
+	for _, v := range []string{"not a token", "0", "-3", "07", "12a", "9223372036854775808", "99999999999999999999"} {
+		require.NoError(t, rdb.Set(ctx, guard, v, 0).Err())
+		err = fence.NewRedis(rdb).Set(ctx, math.MaxInt64, "clobbered", "x", 0)
+		require.ErrorContains(t, err, "holds no token", v)
+		assert.NotErrorIs(t, err, fence.ErrStaleToken, v)
+		assert.Equal(t, int64(0), rdb.Exists(ctx, "clobbered").Val(), v)
+		assert.Equal(t, v, rdb.Get(ctx, guard).Val())
+	}
+}
+
+// A write that fails in Redis (WRONGTYPE, an increment of no integer)
+// writes nothing and leaves the guard as it was; Eval raises the guard
+// before the caller's script, which may fail after its own writes.
+func TestRedisGuardFailedWrite(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	g := fence.NewRedis(rdb)
+	guardOf := func(key string) string {
+		guard, err := fence.GuardKey(key)
+		require.NoError(t, err)
+		return rdb.Get(ctx, guard).Val()
+	}
+	require.NoError(t, g.Set(ctx, 5, "str", "text", 0))
+	_, err := g.IncrBy(ctx, 9, "str", 1)
+	require.ErrorContains(t, err, "not an integer")
+	require.ErrorContains(t, g.HSet(ctx, 9, "str", "f", "v"), "WRONGTYPE")
+	assert.Equal(t, "5", guardOf("str"), "the failed writes raised nothing")
+	assert.Equal(t, "text", rdb.Get(ctx, "str").Val())
+	require.NoError(t, g.Set(ctx, 6, "str", "six", 0), "a token between the failed ones and the guard")
+
+	require.NoError(t, g.HSet(ctx, 5, "h2", "f", "v"))
+	_, err = g.IncrBy(ctx, 9, "h2", 1)
+	require.ErrorContains(t, err, "WRONGTYPE")
+	assert.Equal(t, "5", guardOf("h2"))
+
+	_, err = g.Eval(ctx, 9, "redis.call('SET', KEYS[1], 'partial')\nreturn redis.error_reply('MINE failed')",
+		[]string{"ev"})
+	require.ErrorContains(t, err, "MINE failed")
+	assert.Equal(t, "9", guardOf("ev"), "Eval raised the guard before the script")
+	assert.Equal(t, "partial", rdb.Get(ctx, "ev").Val(), "Redis keeps a failed script's writes")
+}
+
+// The line numbers of an Eval script's errors are the script's own: the
+// guard's part adds no line.
+func TestRedisEvalErrorLines(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	g := fence.NewRedis(rdb)
+	for script, line := range map[string]int{
+		"return redis.call('NOSUCHCOMMAND')":                              1,
+		"local a = 1\nlocal b = 2\nreturn redis.call('NOSUCHCOMMAND')":    3,
+		"#!lua\nreturn redis.call('NOSUCHCOMMAND')":                       2,
+		"#!lua flags=allow-oom\n\nlocal x = nil\nreturn x.field":          4,
+		"(function() return 1 end)()\nreturn redis.call('NOSUCHCOMMAND')": 2,
+	} {
+		_, err := g.Eval(ctx, 1, script, []string{"lines"})
+		require.Error(t, err, script)
+		assert.Regexp(t, fmt.Sprintf(`user_script:%d\b`, line), err.Error(), script)
+	}
 }
 
 // Bad input is refused with ErrInvalidArgument before any write.
@@ -157,6 +216,7 @@ func TestRedisGuardBadInput(t *testing.T) {
 		"empty key":       g.HSet(ctx, 1, "", "f", "v"),
 		"no guard slot":   g.Set(ctx, 1, "a}b", "v", 0),
 		"negative ttl":    g.Set(ctx, 1, "k", "v", -time.Second),
+		"-2ms ttl":        g.Set(ctx, 1, "k", "v", -2*time.Millisecond),
 		"sub-ms ttl":      g.Set(ctx, 1, "k", "v", time.Microsecond),
 		"fractional ttl":  g.Set(ctx, 1, "k", "v", 1500*time.Microsecond),
 		"odd values":      g.HSet(ctx, 1, "k", "f"),
@@ -168,13 +228,63 @@ func TestRedisGuardBadInput(t *testing.T) {
 		"no keys":         evalErr(g.Eval(ctx, 1, "return 1", nil)),
 		"empty script":    evalErr(g.Eval(ctx, 1, " ", []string{"k"})),
 		"no-writes flags": evalErr(g.Eval(ctx, 1, "#!lua flags=no-writes\nreturn 1", []string{"k"})),
+		"shebang only":    evalErr(g.Eval(ctx, 1, "#!lua", []string{"k"})),
+		"shebang, blank":  evalErr(g.Eval(ctx, 1, "#!lua flags=allow-oom\n \t\n", []string{"k"})),
 		"incr zero token": evalErr(g.IncrBy(ctx, 0, "k", 1)),
+		"empty tag":       g.Set(ctx, 1, "x{}y", "v", 0),
+		"a guard key":     g.Set(ctx, 1, "warden:fence{k}", "v", 0),
+		"a tagged guard":  g.Del(ctx, 1, "warden:fence:{u}:b"),
+		"eval guard key":  evalErr(g.Eval(ctx, 1, "return 1", []string{"warden:fence{k}"})),
+		"eval more guard": evalErr(g.Eval(ctx, 1, "return 1", []string{"{k}", "warden:fence:{k}"})),
+		"nil *Client":     fence.NewRedis((*redis.Client)(nil)).Set(ctx, 1, "k", "v", 0),
+		"nil *Cluster":    evalErr(fence.NewRedis((*redis.ClusterClient)(nil)).Incr(ctx, 1, "k")),
+		"nil *Ring":       fence.NewRedis((*redis.Ring)(nil)).Del(ctx, 1, "k"),
 	} {
 		require.ErrorIs(t, err, fence.ErrInvalidArgument, name)
 	}
+	assert.ErrorContains(t, g.Set(ctx, 1, "k", "v", -time.Second), "redis.KeepTTL", "the one negative ttl taken")
+	_, err := g.Eval(ctx, 1, "return 1", []string{""})
+	assert.ErrorContains(t, err, "keys[0]", "Eval names the field keys[0]")
+	_, err = g.Eval(ctx, 1, "return 1", []string{"{k}", "warden:fence:{k}"})
+	assert.ErrorContains(t, err, "keys[1]")
 	keys, err := rdb.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "nothing was written")
+}
+
+// A cancelled context writes nothing.
+func TestRedisGuardCancelledContext(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	g := fence.NewRedis(rdb)
+	require.ErrorIs(t, g.Set(ctx, 1, "k", "v", 0), context.Canceled)
+	_, err := g.Eval(ctx, 1, "return redis.call('SET', KEYS[1], 'v')", []string{"k"})
+	require.ErrorIs(t, err, context.Canceled)
+	keys, err := rdb.Keys(testCtx(t), "*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "nothing was written")
+}
+
+// A resource key cannot be another key's guard: writing "through" a guard
+// key would lower the guard and let a stale token in.
+func TestRedisGuardKeyIsNoResource(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	g := fence.NewRedis(rdb)
+	for _, key := range []string{"bal", "{u}:b"} {
+		guard, err := fence.GuardKey(key)
+		require.NoError(t, err)
+		require.NoError(t, g.Set(ctx, 10, key, "ten", 0))
+		require.ErrorIs(t, g.Set(ctx, 1, guard, "1", 0), fence.ErrInvalidArgument, guard)
+		_, err = g.IncrBy(ctx, 1, guard, -9)
+		require.ErrorIs(t, err, fence.ErrInvalidArgument, guard)
+		_, err = g.Eval(ctx, 11, `return redis.call('SET', KEYS[2], '1')`, []string{"{" + key + "}x", guard})
+		require.ErrorIs(t, err, fence.ErrInvalidArgument, guard)
+		assert.Equal(t, "10", rdb.Get(ctx, guard).Val(), "the guard of %s", key)
+		stale(t, g.Set(ctx, 2, key, "stale", 0), key, 2, 10)
+		assert.Equal(t, "ten", rdb.Get(ctx, key).Val())
+	}
 }
 
 func evalErr[T any](_ T, err error) error { return err }
@@ -216,15 +326,16 @@ func pausedRedisWrite(ctx context.Context, token int64) error {
 	return g.Set(ctx, token, "{job}:status", "done by the paused holder", 0)
 }
 
-// A holder frozen past its lease (SIGSTOP) while the next holder takes
-// the lock and writes is refused when it wakes (SIGCONT) and writes: the
-// next holder's work is all there.
+// A holder frozen (SIGSTOP) until its watchdog-renewed lease ran out,
+// while the next holder takes the lock and writes, is refused when it
+// wakes (SIGCONT) and writes: the next holder's work is all there. No
+// step is timed: the paused holder writes when told, after the next
+// holder's write.
 func TestPausedHolderIsRefusedOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	t.Setenv("FENCE_TEST_REDIS", srv.Addr())
 	rdb := srv.Client(t)
-	const lease, work = 300 * time.Millisecond, 600 * time.Millisecond
-	r := holdertest.Run(t, srv.Addr(), "job", lease, work, func(ctx context.Context, token int64) error {
+	r := holdertest.Run(t, srv.Addr(), "job", watchdog, func(ctx context.Context, token int64) error {
 		g := fence.NewRedis(rdb)
 		if err := g.HSet(ctx, token, "{job}:result", "by", "next holder", "token", token, "rows", 3); err != nil {
 			return err
@@ -232,8 +343,8 @@ func TestPausedHolderIsRefusedOnRedis(t *testing.T) {
 		return g.Set(ctx, token, "{job}:status", "done by the next holder", 0)
 	})
 	r.Log(t, "redis")
-	assert.Greater(t, r.NextToken, r.PausedToken)
-	assert.Greater(t, r.Continued.Sub(r.Stopped), lease, "frozen past its lease")
+	assert.Greater(t, r.NextToken, r.PausedToken, "the next holder took the lock: the frozen holder's lease ran out")
+	assert.False(t, r.StillHeld, "the resumed holder no longer holds the lock")
 	assert.True(t, r.Wrote.After(r.Continued), "the stale write came after the resume")
 	require.Equal(t, "stale", r.Outcome, "the paused holder's write: %s", r.Err)
 	assert.Contains(t, r.Err, fmt.Sprintf("token %d, highest seen %d", r.PausedToken, r.NextToken))
@@ -308,6 +419,10 @@ func interleaved(t *testing.T, rdb redis.UniversalClient) {
 	t.Logf("%d writes with interleaved tokens from %d writers: %d applied, in token order, %d refused",
 		total, writers, len(applied), len(refused))
 }
+
+// watchdog is the paused holder's watchdog timeout: its lease runs out
+// this long after it is frozen.
+const watchdog = time.Second
 
 // noCtx is a nil context, for the tests that pass one.
 var noCtx context.Context

@@ -24,7 +24,9 @@ const (
 	SQLite
 	// MySQL (and MariaDB): placeholders ?; the fence row is raised with
 	// INSERT ... ON DUPLICATE KEY UPDATE token = GREATEST(...), then read
-	// back under its lock to learn whether the token was stale.
+	// back under its lock to learn whether the token was stale. The
+	// package's tests run Postgres and SQLite on real databases, not
+	// MySQL: this dialect is not tested by the suite.
 	MySQL
 )
 
@@ -97,9 +99,16 @@ func WithTxOptions(opts *sql.TxOptions) SQLOption {
 // caller's function in a transaction that first raises the resource's row
 // of the fence table to the token, and rolls back, with ErrStaleToken,
 // when the row has seen a higher token. The row stays locked until the
-// transaction ends, so the calls of Do on one resource run one after the other, and
-// a stale holder's Do that waited for a fresher one's is refused when it
-// gets the row.
+// transaction ends, so the calls of Do on one resource run one after the
+// other, and a stale holder's Do that waited for a fresher one's is
+// refused when it gets the row.
+//
+// On SQLite the lock is the whole database's: a Do serializes with every
+// other writing transaction, on any resource. With a plain DSN a Do that
+// finds the database locked fails at once with SQLITE_BUSY; open the
+// database with a busy timeout and immediate transactions (with
+// modernc.org/sqlite: "file:app.db?_pragma=busy_timeout(5000)&_txlock=immediate")
+// so that it waits for the lock instead.
 //
 // Migrate creates the fence table; nothing creates it implicitly.
 //
@@ -172,8 +181,16 @@ func (s *SQL) Migrate(ctx context.Context) error {
 // token: when the row has seen a higher token, Do rolls back without
 // calling fn and returns a *StaleTokenError (ErrStaleToken). Else fn runs
 // with the transaction, which commits when fn returns nil and rolls back
-// when it returns an error (Do returns it) or panics. Make every read the
-// write depends on inside fn.
+// when it returns an error (Do returns that error as it is, joined with
+// the rollback's error only if the rollback failed) or panics (the panic
+// goes on after the rollback). Make every read the write depends on
+// inside fn. fn must not commit or roll back the transaction itself: Do
+// ends it.
+//
+// Do does not retry: a serialization failure or a deadlock, from the
+// raise or from fn, comes back as Do's error, and the transaction was
+// rolled back. Retry with the same token; a retry that finds a higher
+// token is refused.
 func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql.Tx) error) error {
 	if err := s.check(); err != nil {
 		return err
@@ -192,7 +209,7 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	}
 	tx, err := s.db.BeginTx(ctx, s.cfg.txOpts)
 	if err != nil {
-		return fmt.Errorf("warden: fence %s: begin: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: begin: %w", resource, err)
 	}
 	done := false
 	defer func() {
@@ -202,26 +219,27 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	}()
 	if err := s.raise(ctx, tx, token, resource); err != nil {
 		done = true
-		return errors.Join(err, rollback(tx))
+		return rollback(tx, err)
 	}
 	if err := fn(tx); err != nil {
 		done = true
-		return errors.Join(err, rollback(tx))
+		return rollback(tx, err)
 	}
 	done = true
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("warden: fence %s: commit: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: commit: %w", resource, err)
 	}
 	return nil
 }
 
-// rollback rolls tx back; one already ended (by fn, or the context) is no
-// error.
-func rollback(tx *sql.Tx) error {
-	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-		return fmt.Errorf("warden: fence: rollback: %w", err)
+// rollback rolls tx back after err, and returns err as it is, or joined
+// with the rollback's error when the rollback failed (one already ended,
+// by fn or the context, is no failure).
+func rollback(tx *sql.Tx, err error) error {
+	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+		return errors.Join(err, fmt.Errorf("warden: fence: rollback: %w", rerr))
 	}
-	return nil
+	return err
 }
 
 // raise raises resource's fence row to token in tx, or reports the
@@ -230,13 +248,13 @@ func (s *SQL) raise(ctx context.Context, tx *sql.Tx, token int64, resource strin
 	st := s.statements()
 	res, err := tx.ExecContext(ctx, st.raise, resource, token)
 	if err != nil {
-		return fmt.Errorf("warden: fence %s: raise: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: raise: %w", resource, err)
 	}
 	if s.d != MySQL {
 		// The upsert changes no row only when its WHERE refused the token.
 		n, err := res.RowsAffected()
 		if err != nil {
-			return fmt.Errorf("warden: fence %s: rows affected: %w", resource, err)
+			return fmt.Errorf("warden: fence: %s: rows affected: %w", resource, err)
 		}
 		if n > 0 {
 			return nil
@@ -246,13 +264,13 @@ func (s *SQL) raise(ctx context.Context, tx *sql.Tx, token int64, resource strin
 	// one: the row, locked now, tells them apart.
 	var highest int64
 	if err := tx.QueryRowContext(ctx, st.read, resource).Scan(&highest); err != nil {
-		return fmt.Errorf("warden: fence %s: read: %w", resource, err)
+		return fmt.Errorf("warden: fence: %s: read: %w", resource, err)
 	}
 	if err := Admit(resource, token, highest); err != nil {
 		return err
 	}
 	if s.d != MySQL || highest != token {
-		return fmt.Errorf("warden: fence %s: the fence row holds %d after raising it to %d", resource, highest, token)
+		return fmt.Errorf("warden: fence: %s: the fence row holds %d after raising it to %d", resource, highest, token)
 	}
 	return nil
 }

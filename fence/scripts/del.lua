@@ -3,4 +3,6 @@
 -- KEYS[2]  the resource key
 --
 -- Reply: the number of keys deleted (0 or 1).
-return redis.call('DEL', KEYS[2])
+local deleted = redis.call('DEL', KEYS[2])
+fence_raise()
+return deleted

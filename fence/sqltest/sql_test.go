@@ -32,19 +32,24 @@ type store struct {
 	serial string
 	// ph is the n-th placeholder.
 	ph func(n int) string
+	// tables lists the database's tables, by name.
+	tables string
 }
 
 func stores() map[string]store {
 	return map[string]store{
 		"postgres": {driver: "pgx", dialect: fence.Postgres, serial: "BIGSERIAL PRIMARY KEY",
 			open: func(t testing.TB) string { return pgtest.Start(t).DSN },
-			ph:   func(n int) string { return fmt.Sprintf("$%d", n) }},
+			ph:   func(n int) string { return fmt.Sprintf("$%d", n) },
+			tables: "SELECT table_schema || '.' || table_name FROM information_schema.tables " +
+				"WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1"},
 		"sqlite": {driver: "sqlite", dialect: fence.SQLite, serial: "INTEGER PRIMARY KEY AUTOINCREMENT",
 			open: func(t testing.TB) string {
 				return "file:" + filepath.Join(t.TempDir(), "test.db") +
 					"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 			},
-			ph: func(int) string { return "?" }},
+			ph:     func(int) string { return "?" },
+			tables: "SELECT 'main.' || name FROM sqlite_master WHERE type = 'table' ORDER BY 1"},
 	}
 }
 
@@ -143,6 +148,8 @@ func TestSQLGuard(t *testing.T) {
 		called := false
 		err := g.Do(ctx, 4, "job", func(*sql.Tx) error { called = true; return nil })
 		stale(t, err, "job", 4, 5)
+		_, isStale := err.(*fence.StaleTokenError)
+		assert.True(t, isStale, "the error is the *StaleTokenError itself, not a wrapping: %T", err)
 		assert.False(t, called, "fn is not called for a stale token")
 		stale(t, jobWrite(ctx, g, 3, "three", 1), "job", 3, 5)
 		status, by, token, rows := jobState(t, db)
@@ -155,7 +162,7 @@ func TestSQLGuard(t *testing.T) {
 			require.NoError(t, err)
 			return boom
 		})
-		require.ErrorIs(t, err, boom)
+		require.Same(t, boom, err, "fn's error as it is")
 		require.Panics(t, func() {
 			_ = g.Do(ctx, 9, "job", func(tx *sql.Tx) error {
 				_, _ = tx.ExecContext(ctx, "UPDATE job SET by_holder = 'rolled back'")
@@ -180,12 +187,18 @@ func TestSQLGuard(t *testing.T) {
 }
 
 // Bad input is refused with ErrInvalidArgument before anything is
-// written.
+// written: no table is created, no fence row raised, fn never runs.
 func TestSQLGuardBadInput(t *testing.T) {
 	each(t, func(t *testing.T, st store, _ string, db *sql.DB) {
 		ctx := testCtx(t)
 		g := newGuard(db, st)
-		ok := func(*sql.Tx) error { return nil }
+		require.NoError(t, g.Migrate(ctx))
+		_, err := db.ExecContext(ctx, "CREATE TABLE note (body TEXT NOT NULL)")
+		require.NoError(t, err)
+		ok := func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO note (body) VALUES ('fn ran')")
+			return err
+		}
 		for name, err := range map[string]error{
 			"nil db":             fence.NewSQL(nil, st.dialect).Migrate(ctx),
 			"nil db, do":         fence.NewSQL(nil, st.dialect).Do(ctx, 1, "r", ok),
@@ -209,29 +222,98 @@ func TestSQLGuardBadInput(t *testing.T) {
 		} {
 			require.ErrorIs(t, err, fence.ErrInvalidArgument, name)
 		}
-		// No table was created, so Do fails on the database's side now.
-		err := g.Do(ctx, 1, "r", ok)
-		require.Error(t, err)
-		assert.NotErrorIs(t, err, fence.ErrInvalidArgument)
+		var tables []string
+		r, err := db.QueryContext(ctx, st.tables)
+		require.NoError(t, err)
+		for r.Next() {
+			var name string
+			require.NoError(t, r.Scan(&name))
+			tables = append(tables, name)
+		}
+		require.NoError(t, r.Close())
+		schema := map[fence.Dialect]string{fence.Postgres: "public.", fence.SQLite: "main."}[st.dialect]
+		assert.Equal(t, []string{schema + "note", schema + "warden_fence"}, tables, "no table was created")
+		var rows, notes int
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM warden_fence").Scan(&rows))
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM note").Scan(&notes))
+		assert.Equal(t, []int{0, 0}, []int{rows, notes}, "no fence row was raised, fn never ran")
 	})
 }
 
-// A holder frozen past its lease (SIGSTOP) while the next holder takes
-// the lock and writes is refused when it wakes (SIGCONT) and writes: the
-// next holder's work is all there.
+// WithTable takes a schema-qualified name, WithTxOptions's options reach
+// the transaction, and a context cancelled before or during Do commits
+// nothing.
+func TestSQLGuardOptionsAndContext(t *testing.T) {
+	each(t, func(t *testing.T, st store, _ string, db *sql.DB) {
+		ctx := testCtx(t)
+		schema := "main" // SQLite's name for the database's own schema
+		if st.dialect == fence.Postgres {
+			schema = "app"
+			_, err := db.ExecContext(ctx, "CREATE SCHEMA app")
+			require.NoError(t, err)
+		}
+		table := schema + ".app_fence"
+		g := fence.NewSQL(db, st.dialect, fence.WithTable(table),
+			fence.WithTxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable}))
+		assert.Equal(t, table, g.Table())
+		require.NoError(t, g.Migrate(ctx))
+		_, err := db.ExecContext(ctx, "CREATE TABLE note (body TEXT NOT NULL)")
+		require.NoError(t, err)
+		require.NoError(t, g.Do(ctx, 4, "r", func(tx *sql.Tx) error {
+			if st.dialect == fence.Postgres {
+				var level string
+				require.NoError(t, tx.QueryRowContext(ctx, "SHOW transaction_isolation").Scan(&level))
+				assert.Equal(t, "serializable", level, "WithTxOptions's isolation level")
+			}
+			return nil
+		}))
+		highest := func() (n int64) {
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT token FROM "+table+" WHERE resource = 'r'").Scan(&n))
+			return n
+		}
+		assert.Equal(t, int64(4), highest(), "the row is in the schema-qualified table")
+
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		called := false
+		err = g.Do(cancelled, 9, "r", func(*sql.Tx) error { called = true; return nil })
+		require.ErrorIs(t, err, context.Canceled)
+		assert.False(t, called, "fn is not called on a cancelled context")
+
+		during, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err = g.Do(during, 9, "r", func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(during, "INSERT INTO note (body) VALUES ('cancelled')"); err != nil {
+				return err
+			}
+			cancel()
+			return nil
+		})
+		require.Error(t, err, "a context cancelled in fn: no commit")
+		var notes int
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM note").Scan(&notes))
+		assert.Zero(t, notes, "nothing of the cancelled transactions was committed")
+		assert.Equal(t, int64(4), highest(), "the fence row was not raised by them")
+	})
+}
+
+// A holder frozen (SIGSTOP) until its watchdog-renewed lease ran out,
+// while the next holder takes the lock and writes, is refused when it
+// wakes (SIGCONT) and writes: the next holder's work is all there. No
+// step is timed: the paused holder writes when told, after the next
+// holder's write.
 func TestPausedHolderIsRefused(t *testing.T) {
 	each(t, func(t *testing.T, st store, dsn string, db *sql.DB) {
 		setUpJob(t, st, db)
 		srv := redistest.Start(t)
 		t.Setenv("FENCE_TEST_STORE", st.dialect.String())
 		t.Setenv("FENCE_TEST_DSN", dsn)
-		const lease, work = 300 * time.Millisecond, 600 * time.Millisecond
-		r := holdertest.Run(t, srv.Addr(), "job", lease, work, func(ctx context.Context, token int64) error {
+		r := holdertest.Run(t, srv.Addr(), "job", watchdog, func(ctx context.Context, token int64) error {
 			return jobWrite(ctx, newGuard(db, st), token, "the next holder", 3)
 		})
 		r.Log(t, st.dialect.String())
-		assert.Greater(t, r.NextToken, r.PausedToken)
-		assert.Greater(t, r.Continued.Sub(r.Stopped), lease, "frozen past its lease")
+		assert.Greater(t, r.NextToken, r.PausedToken, "the next holder took the lock: the frozen holder's lease ran out")
+		assert.False(t, r.StillHeld, "the resumed holder no longer holds the lock")
 		assert.True(t, r.Wrote.After(r.Continued), "the stale write came after the resume")
 		require.Equal(t, "stale", r.Outcome, "the paused holder's write: %s", r.Err)
 		assert.Contains(t, r.Err, fmt.Sprintf("token %d, highest seen %d", r.PausedToken, r.NextToken))
@@ -305,6 +387,10 @@ func TestInterleavedWriters(t *testing.T) {
 			st.dialect, total, writers, len(applied), len(refused))
 	})
 }
+
+// watchdog is the paused holder's watchdog timeout: its lease runs out
+// this long after it is frozen.
+const watchdog = time.Second
 
 // noCtx is a nil context, for the tests that pass one.
 var noCtx context.Context
