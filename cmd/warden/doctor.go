@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,7 +85,7 @@ func (c *doctorCmd) Run(ctx context.Context, a *app) error {
 		}
 		fmt.Fprintf(a.stdout, "%s\n", b)
 	} else {
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		tw := newTabTable(a.stdout)
 		for _, f := range findings {
 			node := f.Node
 			if node == "" {
