@@ -53,7 +53,7 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return fmt.Errorf("warden: unlock %q: %w", c.Name, err)
 	}
-	defer wc.Close(context.Background())
+	defer closeClient(ctx, wc)
 	var done bool
 	switch o.Kind {
 	case client.ObjectFairLock:
