@@ -53,7 +53,10 @@ func printObject(a *app, o client.Object, now time.Time) {
 	fmt.Fprintf(tw, "name:\t%s\n", shown(o.Name))
 	fmt.Fprintf(tw, "kind:\t%s\n", o.Kind)
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(o.TTL))
-	if d := detailText(o); d != "" {
+	if o.Kind == client.ObjectSemaphoreOrLatch {
+		// Not "value: value=3": say what the integer may be.
+		fmt.Fprintf(tw, "value:\t%d (a semaphore's available permits or a count-down latch's count)\n", o.Count)
+	} else if d := detailText(o); d != "" {
 		fmt.Fprintf(tw, "value:\t%s\n", d)
 	}
 	_ = tw.Flush()

@@ -73,6 +73,8 @@ func TestPermitsRelease(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	assert.Equal(t, "3", rdb.Get(ctx, name).Val(), "the dead process's two permits are gone")
+	assert.Regexp(t, `(?m)^kind:\s+semaphore_or_count_down_latch\n.*\nvalue:\s+3 \(a semaphore's available permits or a count-down latch's count\)$`,
+		ok(t, nil, append(addr, "inspect", name)...))
 
 	// A waiter for all five, woken by the release.
 	got := make(chan error, 1)
