@@ -102,8 +102,9 @@ type Holder struct {
 	// kinds): a group lock has a Holder per value held.
 	Value string
 	// Client is the holder's Client from the client registry; nil when it
-	// has no entry (a Redisson client, a Client with the registry off, or
-	// one that stopped without Close: a crashed process's lock).
+	// has no entry (a Redisson client, a Client with the registry off, one
+	// gone for longer than its registry retention, or an entry lost in a
+	// restart, failover or eviction).
 	Client *ClientRecord
 }
 
