@@ -342,8 +342,11 @@ func TestRegistryCloseKeepsALockHolderNamed(t *testing.T) {
 
 	idle := e.newClient(t)
 	registryRecord(t, e.rdb, idle, anyRecord)
+	l := idle.Lock("close-unlocked")
+	require.NoError(t, l.LockLease(ctx, 5*time.Minute))
+	require.NoError(t, l.Unlock(ctx))
 	e.close(t, idle)
-	assert.Zero(t, e.rdb.Exists(ctx, redisio.ClientRegistryKey(idle.ID())).Val(), "a Client that held nothing leaves no record")
+	assert.Zero(t, e.rdb.Exists(ctx, redisio.ClientRegistryKey(idle.ID())).Val(), "a Client that holds nothing any more leaves no record")
 
 	rel := e.newClient(t)
 	registryRecord(t, e.rdb, rel, anyRecord)
