@@ -90,8 +90,8 @@ func TestClientWarnsOnceWhenTheServerMayEvictLocks(t *testing.T) {
 // On a server with maxmemory-policy allkeys-lru, memory pressure evicts a
 // fenced lock's token counter, which INCR then starts again at 1. The
 // Client that handed out tokens up to 3 never hands out 1, 2 or 3 again:
-// the acquire fails with ErrFencingReset, naming both tokens, and is given
-// back. Once the counter is put back past them, tokens go on.
+// the acquire fails with ErrFencingReset, naming both tokens, raises the
+// counter back to 3 and is given back; tokens go on from there.
 func TestFencedLockRefusesATokenTheCounterGaveOutBefore(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	rdb := srv.Client(t)
@@ -143,17 +143,18 @@ func TestFencedLockRefusesATokenTheCounterGaveOutBefore(t *testing.T) {
 	default:
 	}
 
-	// Every way in refuses the lower tokens (2, then 3).
-	_, ok, err := f.TryLockToken(ctx, 0, time.Minute)
-	require.ErrorIs(t, err, client.ErrFencingReset)
-	assert.False(t, ok)
-	require.ErrorIs(t, f.Lock(ctx), client.ErrFencingReset, "Lock, which hands the token out through Token")
-	assert.Zero(t, rdb.Exists(ctx, name).Val(), "nothing held")
-
-	// The counter past the highest token: tokens go on from there.
-	token, err = f.LockToken(ctx)
+	// The refused acquire raised the counter back to 3: tokens go on from
+	// there, by every way in.
+	assert.Equal(t, "3", rdb.Get(ctx, counter).Val(), "the counter raised to the highest token handed out")
+	token, ok, err := f.TryLockToken(ctx, 0, time.Minute)
 	require.NoError(t, err)
+	require.True(t, ok)
 	assert.Equal(t, int64(4), token)
+	require.NoError(t, f.Unlock(ctx))
+	require.NoError(t, f.Lock(ctx))
+	token, err = f.Token(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), token)
 
 	// A counter lost while the lock is held: Token says so too.
 	require.NoError(t, rdb.Del(ctx, counter).Err())
@@ -172,4 +173,59 @@ func infoField(t *testing.T, rdb *redis.Client, section, field string) string {
 	}
 	t.Fatalf("no %s in INFO %s", field, section)
 	return ""
+}
+
+// A Client that finds a fenced lock's counter reset raises it to the
+// highest token it handed out before it gives the refused hold back: the
+// one acquire fails with ErrFencingReset, and the next, from this Client
+// or any other, takes the token after the highest (no run of refused
+// acquires until the counter catches up, no token repeated by a process
+// that never saw the higher ones). Token, which finds a reset of a held
+// lock, raises the counter the same way.
+func TestFencedLockResetRaisesTheCounter(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	const name = "fence-raise"
+	counter := redisio.TokenKey(name)
+	a, _, _ := ownSystemClient(t, rdb)
+	fa := a.FencedLock(name)
+	require.NoError(t, rdb.Set(ctx, counter, 1000, 0).Err())
+	token, err := fa.LockToken(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1001), token)
+	require.NoError(t, fa.Unlock(ctx))
+
+	require.NoError(t, rdb.Del(ctx, counter).Err())
+	_, err = fa.LockToken(ctx)
+	require.ErrorIs(t, err, client.ErrFencingReset)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "raised to 1001", "the error says the counter was put back")
+	assert.Equal(t, "1001", rdb.Get(ctx, counter).Val(), "the counter is back at the highest token handed out")
+	assert.Zero(t, rdb.Exists(ctx, name).Val(), "the refused hold was given back")
+
+	// A fresh Client, which never saw the higher tokens, goes on from them.
+	b, _, _ := ownSystemClient(t, rdb)
+	fb := b.FencedLock(name)
+	token, err = fb.LockToken(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1002), token, "the other Client's next token")
+	require.NoError(t, fb.Unlock(ctx))
+	token, err = fa.LockToken(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1003), token, "the next acquire of the Client that saw the reset")
+
+	// A counter lost while held: Token fails once and raises it.
+	require.NoError(t, rdb.Del(ctx, counter).Err())
+	_, err = fa.Token(ctx)
+	require.ErrorIs(t, err, client.ErrFencingReset)
+	assert.Contains(t, err.Error(), "raised to 1003")
+	assert.Equal(t, "1003", rdb.Get(ctx, counter).Val())
+	token, err = fa.Token(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1003), token, "the holding's own token once the counter is back")
+	require.NoError(t, fa.Unlock(ctx))
+	token, err = fb.LockToken(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1004), token)
+	require.NoError(t, fb.Unlock(ctx))
 }

@@ -25,10 +25,12 @@ import (
 // docs/server.md) starts it again (WithReplicaSync narrows that window but
 // does not close it). A Client never hands out a token lower than, or
 // equal to, one it handed out before for the name (it keeps the highest
-// per name it acquired): an acquire that got one is given back and fails
-// with ErrFencingReset, and Token reports a counter read lower than that
-// the same way. A process that never handed out the higher tokens cannot
-// tell, and takes them. An owner that holds the name through another kind of lock
+// per name it acquired): an acquire that got one raises the counter back
+// to the highest, is given back and fails with ErrFencingReset, and the
+// next acquire from any Client takes a higher token; Token reports (and
+// raises) a counter read lower than that the same way. A process that
+// acquires before a Client that handed out the higher tokens saw the
+// reset cannot tell, and takes them. An owner that holds the name through another kind of lock
 // (a plain Lock with the same owner) and then enters the fenced lock is a
 // reentry and takes no new token: use fenced handles only for a name.
 //
@@ -229,8 +231,9 @@ func (f *FencedLock) Token(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("%w: fenced lock %s, owner %s", ErrNotHeld, f.l.name, f.l.owner)
 	}
 	if highest, lower := f.l.c.fences.below(f.l.name, token); lower {
-		return 0, fmt.Errorf("%w: fenced lock %s: the counter %s reads %d, this Client handed out %d before (evicted, or lost in a restart or failover)",
-			ErrFencingReset, f.l.name, redisio.TokenKey(f.l.name), token, highest)
+		back := &backwardsError{name: f.l.name, read: token, highest: highest}
+		_, back.raised = redisio.RaiseToken(ctx, f.l.c.rdb, f.l.name, highest)
+		return 0, back
 	}
 	return token, nil
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/warden-go/warden/messages"
@@ -51,30 +50,50 @@ func (f *fences) below(name string, token int64) (highest int64, lower bool) {
 
 // backwardsError is what the mailbox hands the waiter of a fenced lock's
 // Acquired whose token fences refused, in place of the Acquired: the hold
-// was taken in Redis, and the waiter gives it back (Lock.acquire) and
-// returns the error, which matches ErrFencingReset.
+// was taken in Redis, and the waiter raises the counter back to the
+// highest token handed out and gives the hold back (Lock.acquire), then
+// returns the error, which matches ErrFencingReset. Token returns one too,
+// with acquired nil, for a counter it read lower than that.
 type backwardsError struct {
-	acquired *messages.Acquired
+	acquired *messages.Acquired // nil: Token's read
+	name     string             // Token's: the lock's name
+	read     int64              // Token's: the counter read
 	highest  int64
+	raised   error // the raise's error, if it failed
 	released error // the give-back's error, if it failed
 }
 
 func (e *backwardsError) Error() string {
-	name := e.acquired.Name
-	msg := fmt.Sprintf("warden: fenced lock %s: fencing token counter went backwards: the acquire got token %d, "+
-		"this Client handed out %d before (the counter %s was evicted, or lost in a restart or failover); the acquire was given back",
-		name, e.acquired.Token, e.highest, redisio.TokenKey(name))
+	name, what := e.name, fmt.Sprintf("the counter reads %d", e.read)
+	if e.acquired != nil {
+		name, what = e.acquired.Name, fmt.Sprintf("the acquire got token %d", e.acquired.Token)
+	}
+	msg := fmt.Sprintf("warden: fenced lock %s: fencing token counter went backwards: %s, "+
+		"this Client handed out %d before (the counter %s was evicted, or lost in a restart or failover)",
+		name, what, e.highest, redisio.TokenKey(name))
+	if e.raised == nil {
+		msg += fmt.Sprintf("; the counter was raised to %d, so the next acquire from any Client gets a higher token", e.highest)
+	} else {
+		msg += fmt.Sprintf("; raising the counter to %d failed (%s), so acquires may fail this way again", e.highest, bare(e.raised))
+	}
+	if e.acquired != nil {
+		msg += "; the acquire was given back"
+	}
 	if e.released != nil {
-		msg += " (give-back failed: " + strings.TrimPrefix(e.released.Error(), "warden: ") + "; the hold expires within its lease)"
+		msg += " (give-back failed: " + bare(e.released).Error() + "; the hold expires within its lease)"
 	}
 	return msg
 }
 
 func (e *backwardsError) Unwrap() []error {
-	if e.released != nil {
-		return []error{ErrFencingReset, e.released}
+	errs := []error{ErrFencingReset}
+	if e.raised != nil {
+		errs = append(errs, e.raised)
 	}
-	return []error{ErrFencingReset}
+	if e.released != nil {
+		errs = append(errs, e.released)
+	}
+	return errs
 }
 
 // acquiredIn returns the Acquired a reply carries, if any: the reply
