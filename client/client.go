@@ -53,7 +53,8 @@ type Client struct {
 	early      map[holdingKey]time.Time
 	earlyOrder []earlyLoss
 
-	// fences keeps the highest fencing token handed out per name.
+	// fences keeps the highest fencing token handed out per name, for
+	// the most recently acquired names.
 	fences fences
 
 	// registry is the Client's record in the client registry (nil: off).

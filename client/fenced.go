@@ -24,15 +24,18 @@ import (
 // an eviction (a maxmemory-policy other than noeviction; see
 // docs/server.md) starts it again (WithReplicaSync narrows that window but
 // does not close it). A Client never hands out a token lower than, or
-// equal to, one it handed out before for the name (it keeps the highest
-// per name it acquired): an acquire that got one raises the counter back
-// to the highest, is given back and fails with ErrFencingReset, and the
-// next acquire from any Client takes a higher token; Token reports (and
-// raises) a counter read lower than that the same way. A process that
-// acquires before a Client that handed out the higher tokens saw the
-// reset cannot tell, and takes them. An owner that holds the name through another kind of lock
-// (a plain Lock with the same owner) and then enters the fenced lock is a
-// reentry and takes no new token: use fenced handles only for a name.
+// equal to, one it handed out before for the name: it keeps the highest
+// per name, and so protects the 100,000 most recently acquired fenced
+// names (a name acquired less recently than that is forgotten). An
+// acquire that got such a token raises the counter back to the highest,
+// is given back and fails with ErrFencingReset, and the next acquire from
+// any Client takes a higher token; Token reports (and raises) a counter
+// read lower than that the same way. A process that acquires after the
+// reset, before a Client that handed out the higher tokens saw it, cannot
+// tell, and takes them. An owner that holds the name through another kind
+// of lock (a plain Lock with the same owner) and then enters the fenced
+// lock is a reentry and takes no new token: use fenced handles only for a
+// name.
 //
 // It has every method of Lock, and so satisfies Mutex; the plain Lock
 // methods acquire without answering the token (Token reads it).

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"container/list"
 	"fmt"
 	"sync"
 
@@ -8,34 +9,64 @@ import (
 	"github.com/warden-go/warden/redisio"
 )
 
+// fencedNames is how many fenced lock names a Client remembers the
+// highest token of: the most recently acquired ones (see fences).
+const fencedNames = 100_000
+
 // fences keeps, for each fenced lock name, the highest token the Client
 // has handed out, so that it never hands out a lower one (or the same one
 // twice), whatever happened to the counter in Redis: an eviction, a
 // restart without data, a failover to a replica that missed increments.
-// It holds one entry per fenced lock name the Client has acquired. The
-// mailbox consults it as the engine's answers arrive, which they do in
-// the order the name's key actor sent them.
+// It holds one entry per name for the limit (fencedNames when 0) most
+// recently acquired names, and forgets the least recently acquired one
+// past that, so that a Client that acquires ever new names stays bounded
+// (about 90 bytes a name beside the name's text: some 9 MB at the
+// bound). The mailbox consults it as the engine's answers arrive, which
+// they do in the order the name's key actor sent them.
 type fences struct {
-	mu      sync.Mutex
-	highest map[string]int64
+	mu    sync.Mutex
+	limit int
+	names map[string]*list.Element // of *fence, in order
+	order list.List                // of *fence, most recently acquired first
+}
+
+// fence is one name's entry in fences.
+type fence struct {
+	name    string
+	highest int64
 }
 
 // admit checks the token of a fenced lock's Acquired: a first acquire of
 // a holding (HoldCount 1) must have a token above every token handed out
 // for the name before, a reentry at least the highest (its holding's own).
-// It records an admitted token and returns, for one it refuses, the
-// highest handed out.
+// It records an admitted token, the name then the most recently acquired,
+// and returns, for one it refuses, the highest handed out.
 func (f *fences) admit(a *messages.Acquired) (highest int64, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	highest = f.highest[a.Name]
+	e := f.names[a.Name]
+	if e != nil {
+		highest = e.Value.(*fence).highest
+	}
 	if a.Token < highest || (a.Token == highest && a.HoldCount <= 1 && highest != 0) {
 		return highest, false
 	}
-	if f.highest == nil {
-		f.highest = map[string]int64{}
+	if e != nil {
+		e.Value.(*fence).highest = a.Token
+		f.order.MoveToFront(e)
+		return highest, true
 	}
-	f.highest[a.Name] = a.Token
+	if f.names == nil {
+		f.names = map[string]*list.Element{}
+	}
+	f.names[a.Name] = f.order.PushFront(&fence{a.Name, a.Token})
+	limit := f.limit
+	if limit <= 0 {
+		limit = fencedNames
+	}
+	for f.order.Len() > limit {
+		delete(f.names, f.order.Remove(f.order.Back()).(*fence).name)
+	}
 	return highest, true
 }
 
@@ -44,7 +75,9 @@ func (f *fences) admit(a *messages.Acquired) (highest int64, ok bool) {
 func (f *fences) below(name string, token int64) (highest int64, lower bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	highest = f.highest[name]
+	if e := f.names[name]; e != nil {
+		highest = e.Value.(*fence).highest
+	}
 	return highest, token < highest
 }
 
