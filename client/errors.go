@@ -12,9 +12,9 @@ var (
 	// ErrNotHeld: unlock by an owner that does not hold the lock.
 	ErrNotHeld = messages.ErrNotHeld
 	// ErrNotObtained: a wait ended without the lock: a blocking call's
-	// (Lock, Acquire, Await...) for any reason, any call's (Try* too)
-	// when its context ended it; the error then matches the context's
-	// error too (see the package doc).
+	// (Lock, Acquire, Await...) for any reason but Close (which answers
+	// ErrClosed), any call's (Try* too) when its context ended it; the
+	// error then matches the context's error too (see the package doc).
 	ErrNotObtained = messages.ErrNotObtained
 	// ErrNotLocked: RemainTTL on an absent lock.
 	ErrNotLocked = messages.ErrNotLocked
