@@ -61,7 +61,14 @@ func TestClientWarnsOnceWhenTheServerMayEvictLocks(t *testing.T) {
 			require.Len(t, got, 1, "one record: %+v", got)
 			assert.Equal(t, slog.LevelWarn, got[0].level)
 			assert.Equal(t, policy, got[0].attrs["policy"])
+			assert.Equal(t, srv.Addr(), got[0].attrs["addr"], "it names the server")
 			assert.Contains(t, got[0].msg, "noeviction", "it says what to set")
+			if strings.HasPrefix(policy, "allkeys-") {
+				assert.Contains(t, got[0].msg, "so are fencing token counters", "counters go too")
+			} else {
+				assert.Contains(t, got[0].msg, "fencing token counters, which have no TTL, are kept")
+				assert.NotContains(t, got[0].msg, "ErrFencingReset")
+			}
 		})
 	}
 	t.Run("noeviction", func(t *testing.T) {
@@ -78,12 +85,63 @@ func TestClientWarnsOnceWhenTheServerMayEvictLocks(t *testing.T) {
 		got := policyRecords(t, user, admin, true)
 		require.Len(t, got, 1, "one record: %+v", got)
 		assert.Equal(t, slog.LevelDebug, got[0].level)
+		assert.Contains(t, got[0].msg, "could not ask")
 		assert.Contains(t, got[0].attrs["err"], "NOPERM")
+		assert.Equal(t, srv.Addr(), got[0].attrs["addr"], "it names the server")
 
 		c, _, _ := ownSystemClient(t, user)
 		l := c.Lock("works")
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Unlock(ctx))
+	})
+	t.Run("no answer", func(t *testing.T) {
+		// A server that does not answer within the check's 5 s bound (a
+		// frozen process; the go-redis client gives up at the context's
+		// deadline) is noted at Debug.
+		srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+		user := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, ReadTimeout: time.Minute, MaxRetries: -1})
+		t.Cleanup(func() { _ = user.Close() })
+		srv.Pause(t)
+		resumed := false
+		t.Cleanup(func() {
+			if !resumed {
+				srv.Resume(t)
+			}
+		})
+		rec := newRecorder()
+		c, err := client.New(user, client.WithLogger(slog.New(rec)))
+		require.NoError(t, err)
+		eventually(t, 10*time.Second, func() bool { return len(rec.all()) > 0 }, "the check's record")
+		srv.Resume(t)
+		resumed = true
+		require.NoError(t, c.Close(testCtx(t)))
+		got := rec.all()
+		require.NotEmpty(t, got)
+		assert.Equal(t, slog.LevelDebug, got[0].level)
+		assert.Contains(t, got[0].msg, "timed out")
+		assert.Equal(t, srv.Addr(), got[0].attrs["addr"])
+	})
+	t.Run("closed", func(t *testing.T) {
+		// Close during the check ends it without a note.
+		srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+		user := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, ReadTimeout: time.Minute, MaxRetries: -1})
+		t.Cleanup(func() { _ = user.Close() })
+		srv.Pause(t)
+		rec := newRecorder()
+		c, err := client.New(user, client.WithLogger(slog.New(rec)))
+		require.NoError(t, err)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close(testCtx(t)) }()
+		time.Sleep(100 * time.Millisecond) // the close under way
+		srv.Resume(t)
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not return")
+		}
+		for _, r := range rec.all() {
+			assert.NotContains(t, r.msg, "maxmemory", "no note of the check: %+v", r)
+		}
 	})
 }
 
