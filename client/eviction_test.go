@@ -276,11 +276,29 @@ func TestFencedLockResetRaisesTheCounter(t *testing.T) {
 	require.NoError(t, rdb.Del(ctx, counter).Err())
 	_, err = fa.Token(ctx)
 	require.ErrorIs(t, err, client.ErrFencingReset)
+	t.Log(err)
+	assert.True(t, strings.HasPrefix(err.Error(), "warden: fenced lock "+name+": fencing token counter went backwards: "+
+		"the counter reads 0, this Client handed out 1003 before (the counter "+counter+" was evicted"), "the acquire's shape: %v", err)
 	assert.Contains(t, err.Error(), "raised to 1003")
 	assert.Equal(t, "1003", rdb.Get(ctx, counter).Val())
 	token, err = fa.Token(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1003), token, "the holding's own token once the counter is back")
+
+	// A reentry after a reset is refused too, giving back its own hold
+	// only; once the counter is raised, a reentry answers the holding's
+	// token.
+	require.NoError(t, rdb.Del(ctx, counter).Err())
+	_, err = fa.LockToken(ctx)
+	require.ErrorIs(t, err, client.ErrFencingReset)
+	assert.Contains(t, err.Error(), "got token 0")
+	held, err := fa.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, held, "the holding keeps its first hold")
+	token, err = fa.LockToken(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1003), token, "the reentry answers the holding's token")
+	require.NoError(t, fa.Unlock(ctx))
 	require.NoError(t, fa.Unlock(ctx))
 	token, err = fb.LockToken(ctx)
 	require.NoError(t, err)

@@ -13,8 +13,10 @@ import (
 // FencedLock is a reentrant lock with fencing tokens (Redisson's
 // RFencedLock). Every first acquire of a holding takes the next value of
 // the counter redisson_lock_token:{name}, so tokens increase strictly per
-// name across all clients; a reentry answers its holding's token. A
-// resource the lock protects remembers the highest token it has accepted
+// name across all clients; a reentry takes no new token and answers the
+// counter's value, which is its holding's token while the counter
+// survives (after a reset a reentry is refused as a first acquire is,
+// with ErrFencingReset, giving back its own hold only). A resource the lock protects remembers the highest token it has accepted
 // and refuses writes that carry a lower one: a holder that lost the lock
 // without knowing (a pause longer than its lease) is then refused instead
 // of overwriting its successor's work.
