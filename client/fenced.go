@@ -16,16 +16,16 @@ import (
 // name across all clients; a reentry takes no new token and answers the
 // counter's value, which is its holding's token while the counter
 // survives (after a reset a reentry is refused as a first acquire is,
-// with ErrFencingReset, giving back its own hold only). A resource the lock protects remembers the highest token it has accepted
-// and refuses writes that carry a lower one: a holder that lost the lock
-// without knowing (a pause longer than its lease) is then refused instead
-// of overwriting its successor's work.
+// with ErrFencingReset, giving back its own hold only). A resource the
+// lock protects remembers the highest token it has accepted and refuses
+// writes that carry a lower one: a holder that lost the lock without
+// knowing (a pause longer than its lease) is then refused instead of
+// overwriting its successor's work.
 //
 // Tokens increase strictly as long as the counter survives: a failover to
 // a replica that missed the last increment, a restart that loses data, or
-// an eviction (a maxmemory-policy other than noeviction; see
-// docs/server.md) starts it again (WithReplicaSync narrows that window but
-// does not close it). A Client never hands out a token lower than, or
+// an eviction (an allkeys-* maxmemory-policy; see docs/server.md) starts
+// it again (WithReplicaSync narrows that window but does not close it). A Client never hands out a token lower than, or
 // equal to, one it handed out before for the name: it keeps the highest
 // per name, and so protects the 100,000 most recently acquired fenced
 // names (a name acquired less recently than that is forgotten). An
