@@ -53,7 +53,8 @@ type Client struct {
 	early      map[holdingKey]time.Time
 	earlyOrder []earlyLoss
 
-	// fences keeps the highest fencing token handed out per name.
+	// fences keeps the highest fencing token handed out per name, for
+	// the most recently acquired names.
 	fences fences
 
 	// registry is the Client's record in the client registry (nil: off).
@@ -99,11 +100,12 @@ type holdingKey struct {
 // if the cluster cannot be reached.
 //
 // As it starts, in the background, the Client asks the server for its
-// maxmemory-policy (CONFIG GET; on a Cluster, every master) and logs one
-// warning (WithLogger) when the server may evict keys: every policy but
-// noeviction may delete held locks and fencing token counters (see
-// docs/server.md). A server that refuses CONFIG GET (an ACL, a managed
-// service) is noted at Debug, and nothing else changes.
+// maxmemory-policy (CONFIG GET; on a Cluster, every master; on a Ring,
+// every shard) and logs one warning (WithLogger) when the server may evict
+// keys: every policy but noeviction may delete held locks, and the
+// allkeys-* ones fencing token counters too (see docs/server.md). A server
+// that refuses CONFIG GET (an ACL, a managed service) or does not answer
+// within 5s is noted at Debug, and nothing else changes.
 //
 // Unless WithoutRegistry says otherwise, the Client records itself in the
 // client registry, so that operators can tell who holds a lock: the HASH

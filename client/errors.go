@@ -12,9 +12,9 @@ var (
 	// ErrNotHeld: unlock by an owner that does not hold the lock.
 	ErrNotHeld = messages.ErrNotHeld
 	// ErrNotObtained: a wait ended without the lock: a blocking call's
-	// (Lock, Acquire, Await...) for any reason, any call's (Try* too)
-	// when its context ended it; the error then matches the context's
-	// error too (see the package doc).
+	// (Lock, Acquire, Await...) for any reason but Close (which answers
+	// ErrClosed), any call's (Try* too) when its context ended it; the
+	// error then matches the context's error too (see the package doc).
 	ErrNotObtained = messages.ErrNotObtained
 	// ErrNotLocked: RemainTTL on an absent lock.
 	ErrNotLocked = messages.ErrNotLocked
@@ -41,9 +41,14 @@ var (
 // redisson_lock_token:{name} went backwards (evicted under a
 // maxmemory-policy that evicts, lost in a restart without persistence or
 // in a failover). The acquire was given back and no token is handed out;
-// the error names the token got and the highest handed out. Only a Client
-// that handed out a higher token can tell: see docs/server.md for what the
-// server needs so that the counter survives.
+// the error names the token got and the highest handed out. Before the
+// give-back the Client raises the counter to that highest token (only a
+// counter below it is set), so only this call fails: the next acquire,
+// from this Client or any other, gets a higher token. Token fails the same
+// way, and raises the counter too, when it reads a counter lower than the
+// highest handed out. Only a Client that handed out a higher token can
+// tell: see docs/server.md for what the server needs so that the counter
+// survives, and for setting it back by hand.
 var ErrFencingReset = errors.New("warden: fencing token counter went backwards")
 
 // The errors of Inspect and Scan.

@@ -13,24 +13,31 @@ import (
 // FencedLock is a reentrant lock with fencing tokens (Redisson's
 // RFencedLock). Every first acquire of a holding takes the next value of
 // the counter redisson_lock_token:{name}, so tokens increase strictly per
-// name across all clients; a reentry answers its holding's token. A
-// resource the lock protects remembers the highest token it has accepted
-// and refuses writes that carry a lower one: a holder that lost the lock
-// without knowing (a pause longer than its lease) is then refused instead
-// of overwriting its successor's work.
+// name across all clients; a reentry takes no new token and answers the
+// counter's value, which is its holding's token while the counter
+// survives (after a reset a reentry is refused as a first acquire is,
+// with ErrFencingReset, giving back its own hold only). A resource the
+// lock protects remembers the highest token it has accepted and refuses
+// writes that carry a lower one: a holder that lost the lock without
+// knowing (a pause longer than its lease) is then refused instead of
+// overwriting its successor's work.
 //
 // Tokens increase strictly as long as the counter survives: a failover to
 // a replica that missed the last increment, a restart that loses data, or
-// an eviction (a maxmemory-policy other than noeviction; see
-// docs/server.md) starts it again (WithReplicaSync narrows that window but
-// does not close it). A Client never hands out a token lower than, or
-// equal to, one it handed out before for the name (it keeps the highest
-// per name it acquired): an acquire that got one is given back and fails
-// with ErrFencingReset, and Token reports a counter read lower than that
-// the same way. A process that never handed out the higher tokens cannot
-// tell, and takes them. An owner that holds the name through another kind of lock
-// (a plain Lock with the same owner) and then enters the fenced lock is a
-// reentry and takes no new token: use fenced handles only for a name.
+// an eviction (an allkeys-* maxmemory-policy; see docs/server.md) starts
+// it again (WithReplicaSync narrows that window but does not close it). A Client never hands out a token lower than, or
+// equal to, one it handed out before for the name: it keeps the highest
+// per name, and so protects the 100,000 most recently acquired fenced
+// names (a name acquired less recently than that is forgotten). An
+// acquire that got such a token raises the counter back to the highest,
+// is given back and fails with ErrFencingReset, and the next acquire from
+// any Client takes a higher token; Token reports (and raises) a counter
+// read lower than that the same way. A process that acquires after the
+// reset, before a Client that handed out the higher tokens saw it, cannot
+// tell, and takes them. An owner that holds the name through another kind
+// of lock (a plain Lock with the same owner) and then enters the fenced
+// lock is a reentry and takes no new token: use fenced handles only for a
+// name.
 //
 // It has every method of Lock, and so satisfies Mutex; the plain Lock
 // methods acquire without answering the token (Token reads it).
@@ -229,8 +236,9 @@ func (f *FencedLock) Token(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("%w: fenced lock %s, owner %s", ErrNotHeld, f.l.name, f.l.owner)
 	}
 	if highest, lower := f.l.c.fences.below(f.l.name, token); lower {
-		return 0, fmt.Errorf("%w: fenced lock %s: the counter %s reads %d, this Client handed out %d before (evicted, or lost in a restart or failover)",
-			ErrFencingReset, f.l.name, redisio.TokenKey(f.l.name), token, highest)
+		back := &backwardsError{name: f.l.name, read: token, highest: highest}
+		_, back.raised = redisio.RaiseToken(ctx, f.l.c.rdb, f.l.name, highest)
+		return 0, back
 	}
 	return token, nil
 }

@@ -239,12 +239,15 @@ func (l *Lock) acquire(ctx context.Context, lease time.Duration, deadline time.T
 	return r, nil
 }
 
-// giveBackBackwards releases the hold a fenced lock's acquire took with a
-// token its Client refused (see fences), before the acquire returns back.
+// giveBackBackwards raises the counter of a fenced lock whose acquire took
+// a token its Client refused (see fences) back to the highest handed out,
+// so that the next acquire from any Client takes a higher one, then
+// releases the hold the acquire took, before the acquire returns back.
 func (l *Lock) giveBackBackwards(ctx context.Context, back *backwardsError) error {
 	l.bindHolding(back.acquired.Holding)
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
 	defer cancel()
+	_, back.raised = redisio.RaiseToken(uctx, l.c.rdb, l.name, back.highest)
 	remaining, holding, err := l.c.release(uctx, l.name, l.kind, l.owner, l.values...)
 	if (err == nil && remaining == 0) || errors.Is(err, ErrNotHeld) {
 		l.endHolding(holding)

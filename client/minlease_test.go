@@ -57,4 +57,12 @@ func TestLeasesUnderMinLeaseAreRefusedAndMinLeaseWorks(t *testing.T) {
 		require.NoError(t, l.LockLease(ctx, client.MinLease), "attempt %d", i)
 		require.NoError(t, l.Unlock(ctx), "attempt %d", i)
 	}
+
+	// A lease is rounded up to whole milliseconds before the check: just
+	// under MinLease is MinLease.
+	require.NoError(t, l.LockLease(ctx, client.MinLease-time.Millisecond/2), "rounded up to MinLease")
+	ttl, err := l.RemainTTL(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ttl, client.MinLease)
+	require.NoError(t, l.Unlock(ctx))
 }

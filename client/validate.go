@@ -46,8 +46,9 @@ func validateLockHandle(c *Client, kind messages.Kind, name, owner string) error
 }
 
 // MinLease is the shortest lease any call takes (a lock's fixed lease,
-// Extend, a permit's lease): 30ms. A shorter one is refused with
-// ErrInvalidArgument, naming the minimum, before any Redis call. A lease
+// Extend, a permit's lease): 30ms. One shorter after rounding up to whole
+// milliseconds (29.5ms counts as 30ms) is refused with ErrInvalidArgument,
+// naming the minimum, before any Redis call. A lease
 // must outlive the acquire that takes it: the engine counts it from when
 // the request was sent, less Redis's 1ms clock grain, so a lease of 1ms has
 // always run out when its answer comes (ErrLockLost), and one of a few

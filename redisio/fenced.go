@@ -12,6 +12,7 @@ import (
 
 var (
 	fencedTokenScript = newScript("fenced_token")
+	fencedRaiseScript = newScript("fenced_raise")
 )
 
 // TokenKey is a fenced lock's token counter: redisson_lock_token:{name}.
@@ -30,4 +31,17 @@ func FencedToken(ctx context.Context, r Redis, name, owner string) (token int64,
 		return 0, false, nil
 	}
 	return v, true, nil
+}
+
+// RaiseToken raises the token counter of the fenced lock name to at least
+// highest, a token already handed out, in one step: after the counter went
+// backwards, the next first acquire takes highest+1. It returns the
+// counter's value after the call; a counter already at highest or above is
+// left as it is.
+func RaiseToken(ctx context.Context, r Redis, name string, highest int64) (int64, error) {
+	v, err := fencedRaiseScript.Run(ctx, r, []string{TokenKey(name)}, highest).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("warden: raise token counter %s: %w", name, err)
+	}
+	return v, nil
 }

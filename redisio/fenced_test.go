@@ -62,3 +62,28 @@ func TestFencedAcquireRejectsABadCounter(t *testing.T) {
 		assert.Zero(t, rdb.Exists(ctx, "f", AcquireLatchKey("f", "a")).Val(), "nothing written")
 	})
 }
+
+// RaiseToken sets a counter below the token given, creating it when
+// missing, and leaves one at or above it.
+func TestRaiseToken(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		key := TokenKey("f")
+		v, err := RaiseToken(ctx, rdb, "f", 7)
+		require.NoError(t, err)
+		assert.Equal(t, int64(7), v)
+		assert.Equal(t, "7", rdb.Get(ctx, key).Val(), "a missing counter is set")
+		require.NoError(t, rdb.Set(ctx, key, 3, 0).Err())
+		v, err = RaiseToken(ctx, rdb, "f", 7)
+		require.NoError(t, err)
+		assert.Equal(t, int64(7), v)
+		assert.Equal(t, int64(8), rdb.Incr(ctx, key).Val(), "the next token is past the raised one")
+		v, err = RaiseToken(ctx, rdb, "f", 5)
+		require.NoError(t, err)
+		assert.Equal(t, int64(8), v, "a higher counter is left")
+		assert.Equal(t, "8", rdb.Get(ctx, key).Val())
+		_, err = RaiseToken(ctx, rdb, "f", -1)
+		require.NoError(t, err, "a negative token raises nothing")
+		assert.Equal(t, "8", rdb.Get(ctx, key).Val())
+	})
+}

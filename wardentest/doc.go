@@ -126,7 +126,8 @@
 //
 //	func TestRefreshIsSkippedWhileAnotherHoldsTheLock(t *testing.T) {
 //		kit := wardentest.New(t)
-//		ctx := context.Background()
+//		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+//		defer cancel()
 //		holder := kit.NewClient().Lock("cache")
 //		require.NoError(t, holder.Lock(ctx))
 //		done := make(chan bool, 1)
@@ -136,7 +137,12 @@
 //		}()
 //		kit.WaitWaiters("cache", 1)   // refreshOrSkip waits in the engine
 //		kit.Advance(10 * time.Second) // its wait runs out
-//		require.False(t, <-done, "skipped while another held the lock")
+//		select {
+//		case ok := <-done:
+//			require.False(t, ok, "skipped while another held the lock")
+//		case <-time.After(5 * time.Second):
+//			t.Fatal("refreshOrSkip still waits")
+//		}
 //	}
 //
 // where refreshOrSkip, the code under test, calls TryLockWait with the

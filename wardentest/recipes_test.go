@@ -179,7 +179,8 @@ func TestRecipeMyCodeWaitsItsTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kit := wardentest.New(t)
-			ctx := context.Background()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
 			holder := kit.NewClient().Lock("cache")
 			require.NoError(t, holder.Lock(ctx))
 
