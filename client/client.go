@@ -113,10 +113,12 @@ type holdingKey struct {
 // version (warden's), started and seen (Unix milliseconds on the Client's
 // clock). The engine writes it in the background as it starts, rewrites
 // it once per renewal period (a third of the watchdog timeout) with the
-// field beat (that period in ms) and a TTL of the registry retention
-// (WithRegistryRetention, 24 hours by default), so that a process killed
-// while it holds a lock stays named; Close deletes it. On a Cluster the record has a
-// slot of its own; no lock's keys are touched.
+// fields beat (that period in ms) and ttl (the TTL in ms) and a TTL of
+// the registry retention (WithRegistryRetention, 24 hours by default), so
+// that a process killed while it holds a lock stays named. Close deletes
+// it, or, when the Client's handles still held locks, writes it one last
+// time with the field closed (Unix ms) and leaves it to expire. On a
+// Cluster the record has a slot of its own; no lock's keys are touched.
 //
 // The engine reuses the arguments of its lock and unlock commands once
 // their replies are read. A go-redis hook on rdb sees every command in
@@ -256,8 +258,13 @@ func (c *Client) PID() *actor.PID {
 // they expire within their lease (the watchdog timeout for watchdog-mode
 // locks), as with Redisson's shutdown; CloseAndRelease releases them
 // first. Waiting calls return ErrClosed, and every call afterwards too.
-// The Redis client is left open; the Client's registry record (see New)
-// is deleted once the engine has stopped. If ctx ends first, Close returns its
+// The Redis client is left open. Once the engine has stopped, the
+// Client's registry record (see New) is deleted, unless a lock of the
+// Client's handles was still held: then the record is written one last
+// time, marked closed (ClientRecord.Closed), and expires by the registry
+// retention (WithRegistryRetention), so that the locks left in Redis stay
+// named by service, host and PID while they live. CloseAndRelease deletes
+// it once every release succeeded. If ctx ends first, Close returns its
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
 //
@@ -331,7 +338,9 @@ func (c *Client) close(ctx context.Context, release bool) error {
 		err = ctx.Err()
 		<-stopped
 	}
-	c.unregister(ctx)
+	// A lock left in Redis (Close, or a release that failed) keeps its
+	// holder named: the record stays, marked closed.
+	c.unregister(ctx, len(held) > 0 && (!release || released != nil))
 	c.sys.ProcessRegistry.Remove(c.mbPID)
 	if c.ownSystem {
 		c.sys.Shutdown()

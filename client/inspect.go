@@ -102,8 +102,9 @@ type Holder struct {
 	// kinds): a group lock has a Holder per value held.
 	Value string
 	// Client is the holder's Client from the client registry; nil when it
-	// has no entry (a Redisson client, a Client with the registry off, or
-	// one that stopped without Close: a crashed process's lock).
+	// has no entry (a Redisson client, a Client with the registry off, one
+	// gone for longer than its registry retention, or an entry lost in a
+	// restart, failover or eviction).
 	Client *ClientRecord
 }
 
@@ -139,19 +140,50 @@ type ClientRecord struct {
 	// an older warden wrote, which expires three periods after its last
 	// refresh.
 	Beat time.Duration
+	// Closed is when the Client closed, leaving locks held in Redis (Close
+	// without release): its entry was written one last time and expires
+	// by its retention. Zero for a Client that has not closed.
+	Closed time.Time
+	// Idle is how long before the entry was read it had last been written,
+	// on the Redis server's clock alone (the TTL the write gave it less
+	// the TTL it has left), so that neither the reader's clock nor the
+	// Client's host's need agree with the server's. For an entry that does
+	// not record its TTL it is the server's TIME less Seen.
+	Idle time.Duration
 }
 
-// Alive reports whether the entry's Client was running at now: it
-// refreshed the entry within two refresh periods (one missed refresh is
-// forgiven). An entry stays for the Client's registry retention
+// Alive reports whether the entry's Client was running when the entry was
+// read: it has not closed and refreshed the entry within two refresh
+// periods (one missed refresh is forgiven), judged by Idle, on the Redis
+// server's clock. An entry stays for the Client's registry retention
 // (WithRegistryRetention) after its last refresh, so that a process that
 // died holding a lock stays named; Alive tells it from a running one, and
-// Seen says when it was last heard of. An entry without a Beat is alive.
-func (r ClientRecord) Alive(now time.Time) bool {
+// Seen says when it was last heard of. An entry without a Beat is alive
+// unless Closed.
+func (r ClientRecord) Alive() bool {
+	if !r.Closed.IsZero() {
+		return false
+	}
 	if r.Beat <= 0 {
 		return true
 	}
-	return now.Sub(r.Seen) <= 2*r.Beat
+	return r.Idle <= 2*r.Beat
+}
+
+// serverNow returns a function that reads the Redis server's time (TIME)
+// the first time it is called and answers that afterwards; the local
+// clock when the server does not tell it.
+func serverNow(ctx context.Context, rdb redis.UniversalClient) func() time.Time {
+	var t time.Time
+	return func() time.Time {
+		if t.IsZero() {
+			var err error
+			if t, err = rdb.Time(ctx).Result(); err != nil {
+				t = time.Now()
+			}
+		}
+		return t
+	}
 }
 
 // ClientIDOf returns the client ID of owner: the part before its last
@@ -208,7 +240,7 @@ func Inspect(ctx context.Context, rdb redis.UniversalClient, name string) (Objec
 	if err := messages.ValidateName(name); err != nil {
 		return Object{}, err
 	}
-	r := newReader(rdb)
+	r := newReader(ctx, rdb)
 	objs, err := r.read(ctx, []string{name}, true)
 	if err != nil {
 		return Object{}, err
@@ -247,7 +279,7 @@ func Scan(ctx context.Context, rdb redis.UniversalClient, glob string) iter.Seq2
 			yield(Object{}, err)
 			return
 		}
-		r := newReader(rdb)
+		r := newReader(ctx, rdb)
 		stop := errors.New("stopped")
 		err := redisio.ScanKeys(ctx, rdb, glob, func(keys []string) error {
 			names := keys[:0:0]
@@ -290,6 +322,7 @@ func Clients(ctx context.Context, rdb redis.UniversalClient) iter.Seq2[ClientRec
 			return
 		}
 		stop := errors.New("stopped")
+		now := serverNow(ctx, rdb)
 		err := redisio.ScanKeys(ctx, rdb, redisio.ClientRegistryKey("*"), func(keys []string) error {
 			ids := make([]string, 0, len(keys))
 			for _, k := range keys {
@@ -306,7 +339,7 @@ func Clients(ctx context.Context, rdb redis.UniversalClient) iter.Seq2[ClientRec
 				if !ok {
 					continue // gone since the SCAN
 				}
-				if !yield(clientRecord(id, f), nil) {
+				if !yield(clientRecord(id, f, now), nil) {
 					return stop
 				}
 			}
@@ -369,10 +402,12 @@ type reader struct {
 	rdb     redis.UniversalClient
 	now     time.Time
 	clients map[string]*ClientRecord // nil value: no entry
+	// serverNow is the server's time, for entries without a TTL field.
+	serverNow func() time.Time
 }
 
-func newReader(rdb redis.UniversalClient) *reader {
-	return &reader{rdb: rdb, now: time.Now(), clients: map[string]*ClientRecord{}}
+func newReader(ctx context.Context, rdb redis.UniversalClient) *reader {
+	return &reader{rdb: rdb, now: time.Now(), clients: map[string]*ClientRecord{}, serverNow: serverNow(ctx, rdb)}
 }
 
 // readObject is one name's object or the error that stood for it.
@@ -419,7 +454,7 @@ func (r *reader) read(ctx context.Context, names []string, aux bool) ([]readObje
 		for _, id := range missing {
 			var rec *ClientRecord
 			if f, ok := recs[id]; ok {
-				c := clientRecord(id, f)
+				c := clientRecord(id, f, r.serverNow)
 				rec = &c
 			}
 			r.clients[id] = rec
@@ -434,22 +469,36 @@ func (r *reader) read(ctx context.Context, names []string, aux bool) ([]readObje
 	return out, nil
 }
 
-// clientRecord builds a registry entry from its hash's fields; a field
-// that does not parse is left zero.
-func clientRecord(id string, f map[string]string) ClientRecord {
+// clientRecord builds a registry entry from its hash's fields and TTL; a
+// field that does not parse is left zero. now, the server's time, is asked
+// only for an entry that does not record its TTL (one an older warden
+// wrote).
+func clientRecord(id string, e redisio.ClientEntry, now func() time.Time) ClientRecord {
+	f := e.Fields
 	rec := ClientRecord{ID: id, Service: f[redisio.RegistryService], Host: f[redisio.RegistryHost],
 		Version: f[redisio.RegistryVersion]}
 	rec.PID, _ = strconv.Atoi(f[redisio.RegistryPID])
-	if ms, err := strconv.ParseInt(f[redisio.RegistryStarted], 10, 64); err == nil {
-		rec.Started = time.UnixMilli(ms)
-	}
-	if ms, err := strconv.ParseInt(f[redisio.RegistrySeen], 10, 64); err == nil {
-		rec.Seen = time.UnixMilli(ms)
-	}
+	rec.Started = unixMillis(f[redisio.RegistryStarted])
+	rec.Seen = unixMillis(f[redisio.RegistrySeen])
+	rec.Closed = unixMillis(f[redisio.RegistryClosed])
 	if ms, err := strconv.ParseInt(f[redisio.RegistryBeat], 10, 64); err == nil && ms > 0 {
 		rec.Beat = time.Duration(ms) * time.Millisecond
 	}
+	if ms, err := strconv.ParseInt(f[redisio.RegistryTTL], 10, 64); err == nil && ms > 0 && e.PTTL >= 0 {
+		rec.Idle = max(time.Duration(ms)*time.Millisecond-e.PTTL, 0)
+	} else if !rec.Seen.IsZero() {
+		rec.Idle = max(now().Sub(rec.Seen), 0)
+	}
 	return rec
+}
+
+// unixMillis parses a registry time; the zero Time when s is none.
+func unixMillis(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // interpret tells what s is (see Inspect for what it cannot tell).

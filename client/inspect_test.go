@@ -339,6 +339,15 @@ func TestInspectReadsTheRegistry(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, o.Holders, 2)
 	want := &client.ClientRecord{ID: id, Service: "billing", Host: "db-7", PID: 4242, Version: "v1.2.3", Started: started, Seen: seen}
+	// An entry without a ttl field: Idle is the server's TIME less seen.
+	idle := func(r *client.ClientRecord) {
+		t.Helper()
+		assert.GreaterOrEqual(t, r.Idle, time.Duration(0))
+		assert.Less(t, r.Idle, 10*time.Second)
+		r.Idle = 0
+	}
+	require.NotNil(t, o.Holders[0].Client)
+	idle(o.Holders[0].Client)
 	assert.Equal(t, want, o.Holders[0].Client)
 	assert.Equal(t, "ghost-0000", o.Holders[1].ClientID)
 	assert.Nil(t, o.Holders[1].Client, "an unregistered holder")
@@ -346,6 +355,7 @@ func TestInspectReadsTheRegistry(t *testing.T) {
 	var recs []client.ClientRecord
 	for r, err := range client.Clients(ctx, rdb) {
 		require.NoError(t, err)
+		idle(&r)
 		recs = append(recs, r)
 	}
 	assert.Equal(t, []client.ClientRecord{*want}, recs)

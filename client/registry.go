@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,19 +51,22 @@ func WithoutRegistry() Option {
 // DefaultRegistryRetention is how long a Client's registry record
 // outlives its last refresh unless WithRegistryRetention says otherwise:
 // long enough that the holder of any lease up to a day stays named after
-// its process died without Close.
+// its process died, or closed without releasing it.
 const DefaultRegistryRetention = 24 * time.Hour
 
 // WithRegistryRetention sets how long the Client's registry record outlives
 // its last refresh, so that a process killed while it holds a lock (a fixed
-// lease that outlives it, a semaphore's permits) stays named by service,
-// host and PID; Clients and Inspect tell such a record from a live one by
-// its refresh time (ClientRecord.Alive). Give at least the longest lease the
-// Client takes; a lease longer than the retention outlives its holder's
-// name. d is a whole number of milliseconds from 1ms to 30 days; a
-// retention below three renewal periods is three periods. Close deletes the
-// record whatever the retention. The default is DefaultRegistryRetention
-// (24 hours).
+// lease that outlives it) stays named by service, host and PID; Clients and
+// Inspect tell such a record from a live one by its refresh time, on the
+// Redis server's clock (ClientRecord.Alive). Give at least the longest
+// lease the Client takes; a lease longer than the retention outlives its
+// holder's name. d is a whole number of milliseconds from 1ms to 30 days;
+// a retention below three renewal periods is three periods. Close keeps
+// the record for the retention, marked closed, when the Client's handles
+// still held locks, and deletes it otherwise, as CloseAndRelease does once
+// its releases succeed. A plain Semaphore's permits carry no holder, so
+// no record names whoever took them. The default is
+// DefaultRegistryRetention (24 hours).
 func WithRegistryRetention(d time.Duration) Option {
 	return func(o *options) error {
 		if d < time.Millisecond || d > maxRegistryRetention || d%time.Millisecond != 0 {
@@ -153,6 +157,10 @@ func registry(rdb redis.UniversalClient, id string, o options, started time.Time
 	if retention == 0 {
 		retention = DefaultRegistryRetention
 	}
+	// The TTL every write gives the record (the engine's rule: at least
+	// three refresh periods), recorded so that a reader can tell, on the
+	// server's clock alone, how long ago the record was written.
+	retention = max(retention, 3*actors.RegistryPeriod(o.watchdog))
 	return &actors.Registry{
 		Key:       redisio.ClientRegistryKey(id),
 		Redis:     rdb,
@@ -163,26 +171,48 @@ func registry(rdb redis.UniversalClient, id string, o options, started time.Time
 			redisio.RegistryPID, strconv.Itoa(os.Getpid()),
 			redisio.RegistryVersion, moduleVersion(),
 			redisio.RegistryStarted, redisio.UnixMillis(started),
+			redisio.RegistryTTL, strconv.FormatInt(retention.Milliseconds(), 10),
 		},
 	}
 }
 
-// unregister deletes the Client's registry record, once the engine that
-// refreshed it has stopped; a failure is logged (the record expires
-// within three renewal periods).
-func (c *Client) unregister(ctx context.Context) {
+// registryContext is the context of Close's last registry write: the I/O
+// bound, or one short try when the caller stopped waiting.
+func registryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	bound := redisio.IOTimeout
+	if ctx.Err() != nil {
+		bound = 100 * time.Millisecond
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), bound)
+}
+
+// unregister ends the Client's registry record once the engine that
+// refreshed it has stopped. With held (Close left locks in Redis that
+// outlive the Client) the record is written one last time, marked closed,
+// and expires by its retention, so that those locks' holder stays named;
+// otherwise it is deleted. A failure is logged (the record expires by
+// itself).
+func (c *Client) unregister(ctx context.Context, held bool) {
 	if c.registry == nil {
 		return
 	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
+	dctx, cancel := registryContext(ctx)
 	defer cancel()
-	if ctx.Err() != nil {
-		// The caller stopped waiting: one short try, not the full bound.
-		dctx, cancel = context.WithTimeout(dctx, 100*time.Millisecond)
-		defer cancel()
-	}
 	// Only its own record: another Client given the same ID (a mistake the
 	// registry actor warns of) keeps its record.
+	if held {
+		now := c.opts.clock.Now()
+		period := actors.RegistryPeriod(c.opts.watchdog)
+		fields := append(slices.Clip(c.registry.Fields),
+			redisio.RegistrySeen, redisio.UnixMillis(now),
+			redisio.RegistryBeat, strconv.FormatInt(period.Milliseconds(), 10),
+			redisio.RegistryClosed, redisio.UnixMillis(now))
+		if _, err := redisio.CloseClientRecord(dctx, c.rdb, c.registry.Key, fields, c.registry.Retention); err != nil {
+			c.opts.logger.Warn("warden: could not mark the client registry record closed; it expires by itself",
+				"key", c.registry.Key, "err", err)
+		}
+		return
+	}
 	if _, err := redisio.UnregisterClient(dctx, c.rdb, c.registry.Key, c.registry.Fields); err != nil {
 		c.opts.logger.Warn("warden: could not delete the client registry record; it expires by itself",
 			"key", c.registry.Key, "err", err)

@@ -81,7 +81,8 @@ func TestRegistryRecordLifecycle(t *testing.T) {
 	assert.False(t, seen.Before(started), "seen %v not before started %v", seen, started)
 	assert.WithinDuration(t, time.Now(), started, time.Minute)
 	assert.Equal(t, strconv.FormatInt((watchdog/3).Milliseconds(), 10), rec["beat"], "the refresh period")
-	assert.Len(t, rec, 7, "exactly the seven fields: %v", rec)
+	assert.Equal(t, strconv.FormatInt(client.DefaultRegistryRetention.Milliseconds(), 10), rec["ttl"], "the TTL each write gives")
+	assert.Len(t, rec, 8, "exactly the eight fields: %v", rec)
 
 	key := redisio.ClientRegistryKey(c.ID())
 	ttl, err := e.rdb.PTTL(context.Background(), key).Result()
@@ -174,7 +175,7 @@ func TestRegistryRefreshOnFakeClock(t *testing.T) {
 		rec = registryRecord(t, e.rdb, c, anyRecord)
 		assert.Equal(t, "batch", rec["service"], "refresh %d", i)
 		assert.Equal(t, redisio.UnixMillis(start), rec["started"], "refresh %d", i)
-		assert.Len(t, rec, 7, "refresh %d writes every field", i)
+		assert.Len(t, rec, 8, "refresh %d writes every field", i)
 	}
 }
 
@@ -287,13 +288,97 @@ func TestRegistryStaleRecordUnderTheSameIDIsQuiet(t *testing.T) {
 }
 
 // Alive tells a running Client's entry from one whose refreshes stopped
-// more than two periods ago; an entry without a period is alive.
+// more than two periods ago, by Idle; an entry without a period is alive;
+// a closed entry never is.
 func TestClientRecordAlive(t *testing.T) {
-	now := time.Now()
-	r := client.ClientRecord{Seen: now.Add(-3 * time.Second), Beat: 2 * time.Second}
-	assert.True(t, r.Alive(now))
+	r := client.ClientRecord{Idle: 3 * time.Second, Beat: 2 * time.Second}
+	assert.True(t, r.Alive())
 	r.Beat = time.Second
-	assert.False(t, r.Alive(now))
+	assert.False(t, r.Alive())
 	r.Beat = 0
-	assert.True(t, r.Alive(now), "an older warden's entry")
+	assert.True(t, r.Alive(), "an older warden's entry")
+	r.Closed = time.Now()
+	assert.False(t, r.Alive(), "a closed entry")
+}
+
+// holderRecord inspects name and returns its one holder's registry entry.
+func holderRecord(t *testing.T, rdb redis.UniversalClient, name string) *client.ClientRecord {
+	t.Helper()
+	o, err := client.Inspect(testCtx(t), rdb, name)
+	require.NoError(t, err)
+	require.Len(t, o.Holders, 1)
+	return o.Holders[0].Client
+}
+
+// Close releases nothing, so a lock it leaves in Redis keeps its holder
+// named: the record is written one last time, closed, with the retention's
+// TTL, and Inspect shows the holder as service@host:pid, not alive. A
+// Client that held nothing, and CloseAndRelease, delete the record.
+func TestRegistryCloseKeepsALockHolderNamed(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	c := e.newClient(t, client.WithService("batch-job"), client.WithRegistryRetention(time.Hour))
+	registryRecord(t, e.rdb, c, anyRecord)
+	require.NoError(t, c.Lock("close-named").LockLease(ctx, 5*time.Minute))
+	before := time.Now().Add(-time.Millisecond)
+	e.close(t, c)
+
+	key := redisio.ClientRegistryKey(c.ID())
+	rec, err := e.rdb.HGetAll(ctx, key).Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, rec, "the record of a Client that closed holding a lock stays")
+	assert.Equal(t, "batch-job", rec["service"])
+	closed := millis(t, rec["closed"])
+	assert.False(t, closed.Before(before.Truncate(time.Millisecond)), "closed %v as Close ran (%v)", closed, before)
+	ttl, err := e.rdb.PTTL(ctx, key).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Hour-time.Minute, "it expires by the retention")
+
+	holder := holderRecord(t, e.rdb, "close-named")
+	require.NotNil(t, holder, "the lock's holder is still named after Close")
+	assert.Equal(t, "batch-job", holder.Service)
+	assert.False(t, holder.Alive(), "a closed Client is not alive")
+	assert.Equal(t, closed, holder.Closed)
+
+	idle := e.newClient(t)
+	registryRecord(t, e.rdb, idle, anyRecord)
+	l := idle.Lock("close-unlocked")
+	require.NoError(t, l.LockLease(ctx, 5*time.Minute))
+	require.NoError(t, l.Unlock(ctx))
+	e.close(t, idle)
+	assert.Zero(t, e.rdb.Exists(ctx, redisio.ClientRegistryKey(idle.ID())).Val(), "a Client that holds nothing any more leaves no record")
+
+	rel := e.newClient(t)
+	registryRecord(t, e.rdb, rel, anyRecord)
+	require.NoError(t, rel.Lock("close-released").LockLease(ctx, 5*time.Minute))
+	e.closing[rel].Store(true)
+	require.NoError(t, rel.CloseAndRelease(ctx))
+	assert.Zero(t, e.rdb.Exists(ctx, redisio.ClientRegistryKey(rel.ID())).Val(), "CloseAndRelease deletes the record")
+}
+
+// Alive is judged on the server's clock alone: an entry written a moment
+// ago by a host whose clock is a minute off (either way) is alive, and one
+// whose TTL shows it unrefreshed for longer than two periods is gone,
+// whatever its seen says.
+func TestClientRecordAliveByServerClock(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	write := func(id string, seen time.Time, ttl, left time.Duration) {
+		key := redisio.ClientRegistryKey(id)
+		require.NoError(t, e.rdb.HSet(ctx, key, "service", id, "host", "h", "pid", "1", "started", redisio.UnixMillis(seen),
+			"seen", redisio.UnixMillis(seen), "beat", "1000", "ttl", strconv.FormatInt(ttl.Milliseconds(), 10)).Err())
+		require.NoError(t, e.rdb.PExpire(ctx, key, left).Err())
+	}
+	write("skew-behind", time.Now().Add(-time.Minute), time.Hour, time.Hour)
+	write("skew-ahead", time.Now().Add(time.Minute), time.Hour, time.Hour)
+	write("quiet", time.Now(), time.Hour, time.Hour-10*time.Second)
+	got := map[string]client.ClientRecord{}
+	for r, err := range client.Clients(ctx, e.rdb) {
+		require.NoError(t, err)
+		got[r.ID] = r
+	}
+	assert.True(t, got["skew-behind"].Alive(), "a host a minute behind: %+v", got["skew-behind"])
+	assert.True(t, got["skew-ahead"].Alive(), "a host a minute ahead: %+v", got["skew-ahead"])
+	assert.False(t, got["quiet"].Alive(), "unrefreshed for 10 s on the server's clock: %+v", got["quiet"])
+	assert.InDelta(t, 10*time.Second, got["quiet"].Idle, float64(2*time.Second))
 }

@@ -147,20 +147,31 @@ func (s *Semaphore) SetPermits(ctx context.Context, permits int64) error {
 // back (Redisson's releaseIfExists). Releasing 0 permits does nothing and
 // reports false.
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, permits int64) (bool, error) {
+	_, ok, err := s.ReleaseIfExistsAvailable(ctx, permits)
+	return ok, err
+}
+
+// ReleaseIfExistsAvailable is ReleaseIfExists that also returns the
+// permits available just after the release, in the same script (0 when it
+// gave none back), before any waiter it woke takes them.
+func (s *Semaphore) ReleaseIfExistsAvailable(ctx context.Context, permits int64) (int64, bool, error) {
 	if err := checkCtx(ctx); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if err := messages.Join(s.check(), validateCount("permits", permits)); err != nil || permits == 0 {
-		return false, err
+		return 0, false, err
 	}
 	span := s.c.tel.releaseSpan(ctx, meterKind(messages.KindSemaphore), s.name)
-	ok, _, err := s.c.scripts.SemaphoreReleaseIfExists(ctx, s.c.rdb, s.name, s.c.nextRequestID(), permits)
+	ok, left, err := s.c.scripts.SemaphoreReleaseIfExists(ctx, s.c.rdb, s.name, s.c.nextRequestID(), permits)
 	if err == nil && !ok {
 		endRelease(span, ErrNotHeld) // no semaphore to give them back to
 	} else {
 		endRelease(span, err)
 	}
-	return ok, err
+	if !ok {
+		left = 0
+	}
+	return left, ok, err
 }
 
 // AddPermits adds delta permits, which may be negative and may take the

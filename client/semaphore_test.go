@@ -450,3 +450,25 @@ func TestSemaphoreHeadAskingForMoreDoesNotHoldBackSmallerWaiters(t *testing.T) {
 		require.NoError(t, r.err)
 	})
 }
+
+// ReleaseIfExistsAvailable answers the permits its own script left, and 0
+// (with false) for a semaphore that is gone.
+func TestSemaphoreReleaseIfExistsAvailable(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	sem := e.newClient(t).Semaphore("release-available")
+	set(t, sem.TrySetPermits, 3)
+	require.NoError(t, sem.Acquire(ctx, 2))
+	n, ok, err := sem.ReleaseIfExistsAvailable(ctx, 2)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.EqualValues(t, 3, n)
+	_, err = sem.Delete(ctx)
+	require.NoError(t, err)
+	n, ok, err = sem.ReleaseIfExistsAvailable(ctx, 1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Zero(t, n)
+	_, _, err = sem.ReleaseIfExistsAvailable(ctx, -1)
+	require.ErrorIs(t, err, client.ErrInvalidArgument)
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -293,18 +294,27 @@ func queueReads(ctx context.Context, p redis.Pipeliner, s *Snapshot) []func() er
 	return reads
 }
 
-// ReadClientRecords reads the registry entries of ids (HGETALL of each
-// ClientRegistryKey, pipelined): by ID, the entry's fields; an ID without an
+// ClientEntry is one client's registry record as read: its fields and its
+// remaining TTL (negative when it has none).
+type ClientEntry struct {
+	Fields map[string]string
+	PTTL   time.Duration
+}
+
+// ReadClientRecords reads the registry entries of ids (HGETALL and PTTL of
+// each ClientRegistryKey, pipelined): by ID, the entry; an ID without an
 // entry is left out.
-func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[string]map[string]string, error) {
-	out := make(map[string]map[string]string, len(ids))
+func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[string]ClientEntry, error) {
+	out := make(map[string]ClientEntry, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	ttls := make([]*redis.DurationCmd, len(ids))
 	_, err := r.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			cmds[i] = p.HGetAll(ctx, ClientRegistryKey(id))
+			ttls[i] = p.PTTL(ctx, ClientRegistryKey(id))
 		}
 		return nil
 	})
@@ -313,7 +323,7 @@ func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[
 	}
 	for i, id := range ids {
 		if f := cmds[i].Val(); len(f) > 0 {
-			out[id] = f
+			out[id] = ClientEntry{Fields: f, PTTL: ttls[i].Val()}
 		}
 	}
 	return out, nil

@@ -23,6 +23,14 @@ const (
 	// (see RecordAlive). A record without it (an older warden's) lives
 	// three periods after its last refresh, so it is alive while it exists.
 	RegistryBeat = "beat"
+	// RegistryTTL is the TTL in milliseconds that every write gives the
+	// record: against the record's remaining TTL it says how long ago it
+	// was last written, by the Redis server's clock alone.
+	RegistryTTL = "ttl"
+	// RegistryClosed is when the Client closed, Unix milliseconds: Close
+	// without release writes it once, last, when the Client still held
+	// locks that outlive it, and the record then expires by its TTL.
+	RegistryClosed = "closed"
 )
 
 // RecordAlive reports whether a record with the fields seen and beat (as
@@ -148,6 +156,36 @@ func UnregisterClient(ctx context.Context, r TxRedis, key string, fields []strin
 		return false, fmt.Errorf("warden: client registry %s: %w", key, err)
 	}
 	return deleted, nil
+}
+
+// CloseClientRecord writes the record at key one last time, fields
+// (field, value pairs: the whole record, RegistryClosed among them) with
+// the TTL ttl, unless another Client using the same client ID wrote its
+// own since, which stays. A record that is gone (lost in a restart) is
+// written whole. It reports whether it wrote.
+func CloseClientRecord(ctx context.Context, r TxRedis, key string, fields []string, ttl time.Duration) (bool, error) {
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		args[i] = f
+	}
+	wrote := false
+	err := r.Watch(ctx, func(tx *redis.Tx) error {
+		got, err := tx.HMGet(ctx, key, recordIdentity...).Result()
+		if err != nil || (got[0] != nil && !sameRecord(got, fields)) {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, key, args...)
+			p.PExpire(ctx, key, ttl)
+			return nil
+		})
+		wrote = err == nil
+		return err
+	}, key)
+	if err != nil {
+		return false, fmt.Errorf("warden: client registry %s: %w", key, err)
+	}
+	return wrote, nil
 }
 
 // RegisterClient writes a client's registry record at key: fields (field,

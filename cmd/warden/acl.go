@@ -64,7 +64,9 @@ func (c *aclCmd) Run(_ context.Context, a *app) error {
 	for i, f := range fields {
 		fields[i] = cliQuote(f)
 	}
-	fmt.Fprintf(a.stdout, "ACL SETUSER %s on %s %s\n", user, cliQuote(">"+pass), strings.Join(fields, " "))
+	// resetpass first: run again with a new password, the line replaces
+	// the user's passwords instead of adding one beside the old.
+	fmt.Fprintf(a.stdout, "ACL SETUSER %s on resetpass %s %s\n", user, cliQuote(">"+pass), strings.Join(fields, " "))
 	if password == "" {
 		fmt.Fprintf(a.stderr, "warden: replace %s with the user's password before running the line (or give --password)\n", aclPlaceholder)
 	}

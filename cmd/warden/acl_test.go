@@ -351,20 +351,31 @@ func TestACLSetUserLine(t *testing.T) {
 	admin := srv.Client(t)
 	ctx := context.Background()
 
+	prev := ""
 	for _, pass := range []string{"s3cret", `pa ss"w\rd`} {
 		r := warden(t, []string{"REDIS_PASSWORD=admin-secret"}, "", "acl", "--user", "svc", "--password", pass, "orders:*")
 		require.Equal(t, 0, r.code, r.stderr)
 		line := strings.TrimSpace(r.stdout)
 		require.NotContains(t, line, "\n", "one line")
-		require.True(t, strings.HasPrefix(line, "ACL SETUSER svc on "), line)
+		require.True(t, strings.HasPrefix(line, "ACL SETUSER svc on resetpass "), line)
 		assert.NotContains(t, line, "admin-secret")
 		assert.Empty(t, r.stderr)
-		replies := strings.Split(strings.TrimSpace(redisCLI(t, srv.Addr(), "ACL DELUSER svc\n"+line+"\n")), "\n")
+		// Run over the user the last password made: the old password
+		// stops working (resetpass).
+		replies := strings.Split(strings.TrimSpace(redisCLI(t, srv.Addr(), line+"\n")), "\n")
 		assert.Equal(t, "OK", replies[len(replies)-1], "redis-cli ran the line: %q", replies)
 
 		user := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "svc", Password: pass})
 		t.Cleanup(func() { _ = user.Close() })
 		require.NoError(t, user.Ping(ctx).Err(), "the user is on and its password works")
+		if prev != "" {
+			old := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "svc", Password: prev})
+			err := old.Ping(ctx).Err()
+			_ = old.Close()
+			require.Error(t, err, "the previous password no longer works")
+			assert.Contains(t, err.Error(), "WRONGPASS")
+		}
+		prev = pass
 		c, w := newClient(t, user), newClient(t, user)
 		family(t, c, w, "orders:"+strings.ReplaceAll(pass[:2], " ", "_")+":")
 		plain := c.Lock("orders:plain")
@@ -387,7 +398,7 @@ func TestACLSetUserLine(t *testing.T) {
 
 	r = warden(t, []string{"REDIS_PASSWORD=admin-secret"}, "", "acl", "--user", "svc2", "orders:*")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.True(t, strings.HasPrefix(r.stdout, "ACL SETUSER svc2 on >"+aclPlaceholder+" resetkeys "), r.stdout)
+	assert.True(t, strings.HasPrefix(r.stdout, "ACL SETUSER svc2 on resetpass >"+aclPlaceholder+" resetkeys "), r.stdout)
 	assert.NotContains(t, r.stdout, "admin-secret", "REDIS_PASSWORD is not the new user's")
 	assert.Contains(t, r.stderr, "replace "+aclPlaceholder)
 

@@ -7,11 +7,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/warden-go/warden/client"
 )
+
+// unregisteredHeading heads the holders whose client has no registry
+// entry. A warden Client keeps its entry while it runs, and after it died
+// or closed holding a lock for its registry retention; so such a holder is
+// a Redisson client, a Client with the registry off (WithoutRegistry), a
+// Client gone for longer than its retention, or one whose entry was lost
+// (deleted, evicted, or a restart or failover that lost it).
+const unregisteredHeading = "holders whose client is not registered (Redisson, registry off, " +
+	"gone for longer than its registry retention, or its entry lost in a restart, failover or eviction):"
 
 // clientsCmd lists the client registry and the holders without an entry.
 type clientsCmd struct {
@@ -58,15 +65,19 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 	}
 	slices.Sort(ids)
 
-	now := time.Now()
 	if c.JSON {
 		out := struct {
 			Clients      []jsonClient       `json:"clients"`
 			Unregistered []jsonUnregistered `json:"unregistered"`
 		}{Clients: []jsonClient{}, Unregistered: []jsonUnregistered{}}
 		for _, r := range recs {
-			out.Clients = append(out.Clients, jsonClient{ID: r.ID, Service: r.Service, Host: r.Host, PID: r.PID,
-				Version: r.Version, StartedMs: r.Started.UnixMilli(), SeenMs: r.Seen.UnixMilli(), Alive: r.Alive(now)})
+			jc := jsonClient{ID: r.ID, Service: r.Service, Host: r.Host, PID: r.PID,
+				Version: r.Version, StartedMs: r.Started.UnixMilli(), SeenMs: r.Seen.UnixMilli(), Alive: r.Alive()}
+			if !r.Closed.IsZero() {
+				closed := r.Closed.UnixMilli()
+				jc.ClosedMs = &closed
+			}
+			out.Clients = append(out.Clients, jc)
 		}
 		for _, id := range ids {
 			out.Unregistered = append(out.Unregistered, jsonUnregistered{ClientID: id, Names: unreg[id]})
@@ -77,20 +88,20 @@ func (c *clientsCmd) Run(ctx context.Context, a *app) error {
 		}
 		fmt.Fprintf(a.stdout, "%s\n", b)
 	} else {
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		tw := newTabTable(a.stdout)
 		fmt.Fprintln(tw, "CLIENT\tSERVICE\tHOST\tPID\tVERSION\tUP\tSEEN\t")
 		for _, r := range recs {
-			seen := age(now.Sub(r.Seen)) + " ago"
-			if !r.Alive(now) {
-				seen = goneText(r, now)
+			seen := age(r.Idle) + " ago"
+			if !r.Alive() {
+				seen = goneText(r)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", shown(r.ID), shown(r.Service), shown(r.Host), r.PID, shown(r.Version),
-				age(now.Sub(r.Started)), seen)
+				upText(r), seen)
 		}
 		_ = tw.Flush()
 		if len(ids) > 0 {
-			fmt.Fprintln(a.stdout, "\nholders whose client is not registered (Redisson, registry off, or a process gone for longer than its registry retention):")
-			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(a.stdout, "\n"+unregisteredHeading)
+			tw = newTabTable(a.stdout)
 			fmt.Fprintln(tw, "  CLIENT\tHOLDS\t")
 			for _, id := range ids {
 				names := make([]string, len(unreg[id]))

@@ -430,7 +430,8 @@ func TestClients(t *testing.T) {
 
 	out := ok(t, nil, append(addr, "clients")...)
 	assert.Regexp(t, `(?m)^`+live+`\s+billing\s+db-7\s+4242\s+v0.0.0-test\s+1m0s\s+[0-9.]+(µs|ms|s) ago`, out)
-	assert.Contains(t, out, "holders whose client is not registered")
+	assert.Contains(t, out, unregisteredHeading)
+	assert.Contains(t, out, "(Redisson, registry off, gone for longer than its registry retention, or its entry lost")
 	assert.Regexp(t, `(?m)^\s+`+gone+`\s+c:2, c:3`, out)
 	assert.Equal(t, before, dirty(t, rdb), "clients wrote")
 }

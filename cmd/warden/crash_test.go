@@ -132,3 +132,78 @@ func TestCrashedClientStaysNamed(t *testing.T) {
 	assert.Greater(t, ttl, client.DefaultRegistryRetention-time.Minute, "kept for the retention")
 	assert.EqualValues(t, 1, rdb.Exists(ctx, name).Val(), "the fixed-lease lock stays until its lease ends")
 }
+
+// A Client closed (Close, not CloseAndRelease) while it holds a fixed
+// lease leaves the lock in Redis, and its holder stays named: clients
+// shows it closed since then (alive false, closed_ms in --json), inspect
+// and ls name it as service@host:pid, and it is no unregistered holder.
+func TestClosedClientStaysNamed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr := []string{"--addr", srv.Addr()}
+	c, err := client.New(rdb, client.WithService("closer"))
+	require.NoError(t, err)
+	require.NoError(t, c.Lock("closed:held").LockLease(ctx, 5*time.Minute))
+	require.NoError(t, c.Close(ctx))
+
+	var got struct {
+		Clients      []jsonClient       `json:"clients"`
+		Unregistered []jsonUnregistered `json:"unregistered"`
+	}
+	s := ok(t, nil, append(addr, "clients", "--json")...)
+	require.NoError(t, json.Unmarshal([]byte(s), &got), s)
+	require.Len(t, got.Clients, 1, "the closed client's record stays")
+	assert.Equal(t, c.ID(), got.Clients[0].ID)
+	assert.False(t, got.Clients[0].Alive)
+	require.NotNil(t, got.Clients[0].ClosedMs)
+	assert.InDelta(t, time.Now().UnixMilli(), *got.Clients[0].ClosedMs, 60_000)
+	assert.Empty(t, got.Unregistered, "the holder is named")
+	s = ok(t, nil, append(addr, "clients")...)
+	assert.Regexp(t, `(?m)^`+c.ID()+`\s+closer\s+\S+\s+\d+\s+\S+\s+\S+\s+closed since \d{4}-\d\d-\d\dT[0-9:.]+Z \(`, s)
+	s = ok(t, nil, append(addr, "inspect", "closed:held")...)
+	assert.Regexp(t, `(?m)^\s+`+c.ID()+`:\S+\s+1\s+-\s+`+c.ID()+`\s+closer\s+\S+\s+\d+\s+closed since `, s)
+	assert.NotContains(t, s, "unregistered")
+	s = ok(t, nil, append(addr, "ls", "closed:*")...)
+	assert.Regexp(t, `(?m)^closed:held\s+lock\s+\S+\s+closer@\S+:\d+ \(closed\)`, s)
+}
+
+// writeRecord writes a registry entry as a Client does, with its times on
+// a host whose clock is skew off the server's, last written idle ago on
+// the server's clock (its TTL of an hour less idle).
+func writeRecord(t *testing.T, rdb redis.Cmdable, id string, skew, idle, up time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	seen := time.Now().Add(skew - idle)
+	key := "warden_client:{" + id + "}"
+	require.NoError(t, rdb.HSet(ctx, key, "service", id, "host", "h", "pid", 7, "version", "v0.0.0-test",
+		"started", seen.Add(-up).UnixMilli(), "seen", seen.UnixMilli(), "beat", 1000, "ttl", time.Hour.Milliseconds()).Err())
+	require.NoError(t, rdb.PExpire(ctx, key, time.Hour-idle).Err())
+}
+
+// Alive or gone is judged on the server's clock: a client on a host a
+// minute behind or ahead is alive, one unrefreshed for ten seconds by the
+// record's TTL is gone, and a gone client's UP is how long it ran (seen
+// less started), not a count that goes on.
+func TestClientsJudgeAliveOnTheServersClock(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	addr := []string{"--addr", srv.Addr()}
+	writeRecord(t, rdb, "behind", -time.Minute, 0, time.Hour)
+	writeRecord(t, rdb, "ahead", time.Minute, 0, time.Hour)
+	writeRecord(t, rdb, "quiet", time.Minute, 10*time.Second, 5*time.Minute)
+	var got struct {
+		Clients []jsonClient `json:"clients"`
+	}
+	s := ok(t, nil, append(addr, "clients", "--json")...)
+	require.NoError(t, json.Unmarshal([]byte(s), &got), s)
+	alive := map[string]bool{}
+	for _, c := range got.Clients {
+		alive[c.ID] = c.Alive
+	}
+	assert.Equal(t, map[string]bool{"behind": true, "ahead": true, "quiet": false}, alive)
+	s = ok(t, nil, append(addr, "clients")...)
+	assert.Regexp(t, `(?m)^behind\s+behind\s+h\s+7\s+v0.0.0-test\s+1h0m0s\s+[0-9.]+(µs|ms|s) ago`, s)
+	assert.Regexp(t, `(?m)^quiet\s+quiet\s+h\s+7\s+v0.0.0-test\s+5m0s\s+gone since \S+ \(1\d(\.\d)?s ago\)`, s)
+}

@@ -12,8 +12,8 @@
 //	warden [connection flags] unlock --force [--yes] NAME
 //	warden [connection flags] watch [GLOB] [--interval 1s] [--count N]
 //	warden [connection flags] clients [GLOB] [--json]
-//	warden [connection flags] permits release [--yes] NAME N
-//	warden [connection flags] doctor [GLOB] [--acl-user NAME] [--json]
+//	warden [connection flags] permits release [--yes] [--semaphore] NAME N
+//	warden [connection flags] doctor [GLOB] [--acl-user NAME] [--read-only] [--json]
 //	warden acl [--user NAME [--password P]] [--read-only] [NAMES]
 //
 // ls lists every object of the lock family whose name matches GLOB
@@ -32,7 +32,7 @@
 // deadline_ms}], and where they apply permits, count, token, leases
 // [{id, expires_ms (-1: never)}] and total (a permit-expirable semaphore's
 // permits, available and held). A registered holder has alive: false once
-// its process is gone.
+// its process is gone or its Client closed.
 //
 // unlock --force deletes the lock NAME whoever holds it and publishes the
 // unlock message, as client's ForceUnlock does for the name's kind: its
@@ -49,25 +49,36 @@
 // shows its age as ">" the time since the watch began.
 //
 // clients lists the client registry (warden_client:*): each Client's
-// service, host, pid, version, start and when it last refreshed its entry,
-// or "gone since" its last refresh for one whose refreshes stopped (a
-// process killed without Close: its entry stays for the registry retention,
-// 24 hours by default, so that its locks' holder stays named; --json gives
-// "alive"); then the holders, of the names matching GLOB (default "*"),
-// whose client has no entry (a Redisson client, or a Client with the
-// registry off). ls, inspect and watch mark a gone holder "(gone)".
+// service, host, pid, version, how long it ran and when it last refreshed
+// its entry, or "gone since" its last refresh for one whose refreshes
+// stopped (a process killed: its entry stays for the registry retention,
+// 24 hours by default, so that its locks' holder stays named), or "closed
+// since" for one closed while its handles held locks (Close releases
+// nothing; --json gives "alive" and, for a closed one, "closed_ms"). Alive
+// or gone is judged on the Redis server's clock (the entry's TTL left
+// against the TTL it was written with), whatever this host's clock says.
+// Then come the holders, of the names matching GLOB (default "*"), whose
+// client has no entry (a Redisson client, a Client with the registry off,
+// one gone for longer than its retention, or an entry a restart, failover
+// or eviction lost). ls, inspect and watch mark a gone holder "(gone)" and
+// a closed one "(closed)".
 //
 // permits release gives N permits back to the semaphore NAME (those a
 // process took and died holding), with the confirmation rules of unlock
-// --force. A permit-expirable semaphore's permits come back by themselves
-// as their leases end: it refuses one (exit 4).
+// --force, and prints how many are available after the release. A positive
+// integer is a semaphore's permits or a count-down latch's count, which
+// Redis cannot tell apart: it refuses one (exit 4) unless --semaphore says
+// it is a semaphore. A semaphore's total is not in Redis (Redisson records
+// none), so nothing bounds N. A permit-expirable semaphore's permits come
+// back by themselves as their leases end: it refuses one (exit 4).
 //
 // doctor checks the server against what the lock family needs, one line
 // per finding ("ok", "warn", "unknown" or "problem", the check, the node,
 // what it found): maxmemory-policy, the Redis version, keyspace events,
 // persistence, replication, the clock offset to this host, on every master
 // of a Cluster, and the ACL user's commands, keys and channels on GLOB (the
-// connecting user's, or --acl-user's; ACL DRYRUN needs an admin). What the
+// connecting user's, or --acl-user's; ACL DRYRUN needs an admin; with
+// --read-only, against the read-only rules of acl --read-only). What the
 // user may not read is "unknown", no failure; a problem exits 6.
 //
 // ls, watch and clients read every name SCAN finds; the names Redis
@@ -80,8 +91,11 @@
 // matching NAMES (default "*"), or with --read-only those of ls, inspect,
 // watch, clients and doctor (client.ACLRules, client.ReadOnlyACLRules).
 // With --user NAME it prints a whole line for redis-cli, "ACL SETUSER NAME
-// on >PASSWORD rules...", the password from --password (never
-// REDIS_PASSWORD's) or a placeholder it says on stderr to replace.
+// on resetpass >PASSWORD rules...", the password from --password (never
+// REDIS_PASSWORD's) or a placeholder it says on stderr to replace. The
+// line is a Redis command, not shell arguments: pipe it into redis-cli
+// (warden acl --user NAME GLOB | redis-cli ...) or paste it at its prompt.
+// resetpass makes a second run with a new password replace the old one.
 //
 // # Connection
 //
@@ -116,7 +130,8 @@
 //	   nobody holds the lock NAME (unlock)
 //	4  the key under NAME is no lock-family object (a user's own list, say),
 //	   or unlock of a kind that has no holder (a semaphore), or permits
-//	   release of a kind that is no semaphore
+//	   release of a kind that is no semaphore (or may be a latch, without
+//	   --semaphore)
 //	5  refused: unlock or permits release not confirmed, or Redis refused
 //	   the user (a wrong password, or an ACL without the permission, as a
 //	   read-only user's for unlock)

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,7 +38,10 @@ const guaranteesDoc = "docs/operations-incident.md#persistence-and-replication"
 type doctorCmd struct {
 	Glob    string `arg:"" optional:"" default:"*" help:"The lock names the ACL check samples (Redis glob)."`
 	ACLUser string `name:"acl-user" help:"The ACL user to check (ACL DRYRUN, which needs an admin connection). Default: the connecting user, unless it is the default user." placeholder:"NAME"`
-	JSON    bool   `name:"json" help:"Print {\"ok\": bool, \"findings\": [...]} as JSON."`
+	// ReadOnly checks the ACL user against the read-only rules (warden
+	// acl --read-only): an operator's user, not a service's.
+	ReadOnly bool `name:"read-only" help:"Check the ACL user against what the read-only commands (ls, inspect, watch, clients, doctor) need, not what a Client needs."`
+	JSON     bool `name:"json" help:"Print {\"ok\": bool, \"findings\": [...]} as JSON."`
 }
 
 // finding is one line of doctor's report.
@@ -86,7 +88,7 @@ func (c *doctorCmd) Run(ctx context.Context, a *app) error {
 		}
 		fmt.Fprintf(a.stdout, "%s\n", b)
 	} else {
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		tw := newTabTable(a.stdout)
 		for _, f := range findings {
 			node := f.Node
 			if node == "" {
@@ -227,8 +229,13 @@ func evictionFinding(node string, f map[string]string) finding {
 	if f["maxmemory"] == "0" {
 		limit = "no maxmemory set yet, so nothing is evicted until one is"
 	}
-	return finding{check, node, statusProblem, fmt.Sprintf("maxmemory-policy %s (%s): lock keys, fair queues and fencing counters can be evicted, "+
-		"so two owners can hold one lock and a fencing token can repeat; set maxmemory-policy noeviction", p, limit)}
+	what := "every key can be evicted: held locks (two owners can then hold one lock), fair queues, semaphores, latches " +
+		"and fencing counters (a fencing token can then repeat)"
+	if strings.HasPrefix(p, "volatile-") {
+		what = "keys with a TTL can be evicted: every held lock's key has one (two owners can then hold one lock); " +
+			"fencing counters, semaphores and latches have none and stay"
+	}
+	return finding{check, node, statusProblem, fmt.Sprintf("maxmemory-policy %s (%s): %s; set maxmemory-policy noeviction", p, limit, what)}
 }
 
 // configGet reads one CONFIG GET parameter.
@@ -312,7 +319,12 @@ func clockFinding(ctx context.Context, rdb redis.Cmdable, node string) finding {
 	}
 	rtt := after.Sub(before)
 	offset := server.Sub(before.Add(rtt / 2))
+	// The server read its clock somewhere within the round trip: an
+	// offset below half of it is no offset this measure can see.
 	text := fmt.Sprintf("server TIME is %s %s this host's clock (round trip %s)", fine(max(offset, -offset)), aheadBehind(offset), fine(rtt))
+	if max(offset, -offset) <= rtt/2 {
+		text = fmt.Sprintf("server TIME agrees with this host's clock to < %s (half the round trip %s)", fine(rtt/2), fine(rtt))
+	}
 	switch st := clockStatus(offset); st {
 	case statusProblem:
 		text += ": fair lock places, group locks and leases are read on clocks that disagree; sync the clocks (NTP)"
@@ -333,13 +345,13 @@ func clockStatus(offset time.Duration) string {
 	return statusOK
 }
 
-// fine renders a short duration to 10µs below a second, as age does
-// above.
+// fine renders a short duration to the µs below a second (TIME's
+// resolution), as age does above.
 func fine(d time.Duration) string {
-	if d < 10*time.Microsecond {
-		return "under 10µs"
-	}
 	if d < time.Second {
+		if d < time.Millisecond {
+			return d.Round(time.Microsecond).String()
+		}
 		return d.Round(10 * time.Microsecond).String()
 	}
 	return age(d)
@@ -379,7 +391,7 @@ func (c *doctorCmd) checkACL(ctx context.Context, a *app, rdb redis.UniversalCli
 	if user == "" || user == "default" {
 		return finding{check, "", statusOK, "the default user: not checked (give --acl-user NAME to check a service's user)"}
 	}
-	miss, err := client.MissingACL(ctx, rdb, user, c.Glob, false)
+	miss, err := client.MissingACL(ctx, rdb, user, c.Glob, c.ReadOnly)
 	if err != nil {
 		if isNoPerm(err) || isUnsupported(err) {
 			return finding{check, "", statusUnknown, fmt.Sprintf("user %s: cannot tell: ACL DRYRUN needs Redis 7 and an admin connection "+
@@ -387,8 +399,12 @@ func (c *doctorCmd) checkACL(ctx context.Context, a *app, rdb redis.UniversalCli
 		}
 		return finding{check, "", statusProblem, fmt.Sprintf("user %s: %s", user, strings.TrimPrefix(oneLine(err), "warden: "))}
 	}
+	who, flag := "a Client", ""
+	if c.ReadOnly {
+		who, flag = "the read-only commands", " --read-only"
+	}
 	if miss.Empty() {
-		return finding{check, "", statusOK, fmt.Sprintf("user %s: every command, key and channel a Client needs on %s", user, c.Glob)}
+		return finding{check, "", statusOK, fmt.Sprintf("user %s: has every command, key and channel %s use on %s", user, who, c.Glob)}
 	}
 	var parts []string
 	if len(miss.Commands) > 0 {
@@ -400,6 +416,15 @@ func (c *doctorCmd) checkACL(ctx context.Context, a *app, rdb redis.UniversalCli
 	if len(miss.Channels) > 0 {
 		parts = append(parts, "channels "+strings.Join(miss.Channels, " "))
 	}
-	return finding{check, "", statusProblem, fmt.Sprintf("user %s lacks, on %s: %s (warden acl --user %s %s prints the rules)",
-		user, c.Glob, strings.Join(parts, "; "), user, c.Glob)}
+	return finding{check, "", statusProblem, fmt.Sprintf("user %s lacks, on %s, for %s: %s (warden acl --user %s%s %s prints the rules; "+
+		"check an operator's user with --read-only)", user, c.Glob, who, strings.Join(parts, "; "), shellQuote(user), flag, shellQuote(c.Glob))}
+}
+
+// shellQuote is s quoted for a POSIX shell: as it is when it holds only
+// characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/warden-go/warden/client"
@@ -50,17 +49,20 @@ func validName(name string) error {
 
 // printObject prints o as inspect does without --json.
 func printObject(a *app, o client.Object, now time.Time) {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	tw := newTabTable(a.stdout)
 	fmt.Fprintf(tw, "name:\t%s\n", shown(o.Name))
 	fmt.Fprintf(tw, "kind:\t%s\n", o.Kind)
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(o.TTL))
-	if d := detailText(o); d != "" {
+	if o.Kind == client.ObjectSemaphoreOrLatch {
+		// Not "value: value=3": say what the integer may be.
+		fmt.Fprintf(tw, "value:\t%d (a semaphore's available permits or a count-down latch's count)\n", o.Count)
+	} else if d := detailText(o); d != "" {
 		fmt.Fprintf(tw, "value:\t%s\n", d)
 	}
 	_ = tw.Flush()
 	if len(o.Holders) > 0 {
 		fmt.Fprintln(a.stdout, "\nholders:")
-		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		tw = newTabTable(a.stdout)
 		// A group lock has a holder per value held: the value leads its
 		// row.
 		group := o.Kind == client.ObjectGroupLock
@@ -71,7 +73,7 @@ func printObject(a *app, o client.Object, now time.Time) {
 		}
 		fmt.Fprint(tw, "OWNER\tCOUNT\tMODE\tCLIENT\tSERVICE\tHOST\tPID\t")
 		for _, h := range o.Holders {
-			if h.Client != nil && !h.Client.Alive(now) {
+			if h.Client != nil && !h.Client.Alive() {
 				fmt.Fprint(tw, "STATE\t") // a holder's process is gone
 				break
 			}
@@ -92,9 +94,9 @@ func printObject(a *app, o client.Object, now time.Time) {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t", shown(h.Owner), h.Count, mode, shown(h.ClientID), shown(h.Client.Service), shown(h.Client.Host), h.Client.PID)
-			if !h.Client.Alive(now) {
+			if !h.Client.Alive() {
 				// The process is gone; its entry stays for the retention.
-				fmt.Fprintf(tw, "%s\t", goneText(*h.Client, now))
+				fmt.Fprintf(tw, "%s\t", goneText(*h.Client))
 			}
 			fmt.Fprintln(tw)
 		}
@@ -102,7 +104,7 @@ func printObject(a *app, o client.Object, now time.Time) {
 	}
 	if len(o.Waiters) > 0 {
 		fmt.Fprintln(a.stdout, "\nwaiters (head first):")
-		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		tw = newTabTable(a.stdout)
 		fmt.Fprintln(tw, "  #\tOWNER\tCLIENT\tDEADLINE\t")
 		for i, w := range o.Waiters {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s (in %s)\t\n", i+1, shown(w.Owner), shown(w.ClientID), w.Deadline.UTC().Format(time.RFC3339), age(w.Deadline.Sub(now)))
@@ -111,7 +113,7 @@ func printObject(a *app, o client.Object, now time.Time) {
 	}
 	if len(o.Leases) > 0 {
 		fmt.Fprintln(a.stdout, "\nleases:")
-		tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		tw = newTabTable(a.stdout)
 		fmt.Fprintln(tw, "  PERMIT\tEXPIRES\t")
 		for _, l := range o.Leases {
 			exp := "never"

@@ -47,7 +47,7 @@ func (l *lsCmd) Run(ctx context.Context, a *app) error {
 			}
 			fmt.Fprintf(a.stdout, "\n%s", b)
 		} else {
-			tw.row(shown(o.Name), string(o.Kind), ttlText(o.TTL), holdersText(o, time.Now()), strconv.Itoa(len(o.Waiters)), detailText(o))
+			tw.row(shown(o.Name), string(o.Kind), ttlText(o.TTL), holdersText(o), strconv.Itoa(len(o.Waiters)), detailText(o))
 			if (n+1)%lsFlush == 0 {
 				tw.flush()
 			}

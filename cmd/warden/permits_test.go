@@ -73,25 +73,34 @@ func TestPermitsRelease(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	assert.Equal(t, "3", rdb.Get(ctx, name).Val(), "the dead process's two permits are gone")
+	assert.Regexp(t, `(?m)^kind:\s+semaphore_or_count_down_latch\n.*\nvalue:\s+3 \(a semaphore's available permits or a count-down latch's count\)$`,
+		ok(t, nil, append(addr, "inspect", name)...))
 
 	// A waiter for all five, woken by the release.
 	got := make(chan error, 1)
 	go func() { got <- c.Semaphore(name).Acquire(ctx, 5) }()
 
-	failsWith(t, exitRefused, nil, append(addr, "permits", "release", name, "2"), "pass --yes")
-	r := onTerminal(t, "n\n", append(addr, "permits", "release", name, "2")...)
+	failsWith(t, exitRefused, nil, append(addr, "permits", "release", "--semaphore", name, "2"), "pass --yes")
+	// A positive integer may be a latch's count: refused without --semaphore.
+	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", name, "2"), "count-down latch", "pass --semaphore")
+	r := onTerminal(t, "n\n", append(addr, "permits", "release", "--semaphore", name, "2")...)
 	assert.Equal(t, exitRefused, r.code, r.stdout)
-	assert.Contains(t, r.stdout, `Give 2 permit(s) back to semaphore_or_count_down_latch "p:sem" (3 available now)? [y/N]`)
+	assert.Contains(t, r.stdout, `"p:sem" may be a count-down latch`)
+	assert.Contains(t, r.stdout, `Give 2 permit(s) back to semaphore_or_count_down_latch "p:sem" (3 available now, 5 after; warden cannot know its total)? [y/N]`)
 	assert.Equal(t, "3", rdb.Get(ctx, name).Val(), "not confirmed: nothing written")
 
-	r = onTerminal(t, "y\n", append(addr, "permits", "release", name, "2")...)
+	r = onTerminal(t, "y\n", append(addr, "permits", "release", "--semaphore", name, "2")...)
 	require.Equal(t, 0, r.code, r.stdout)
-	assert.Contains(t, r.stdout, `released 2 permit(s) of "p:sem"`)
+	assert.Contains(t, r.stdout, `released 2 permit(s) of "p:sem": 5 available after release, 3 before`)
 	require.NoError(t, await.Value(t, got, 10*time.Second, "the waiter for five woken"))
 	require.NoError(t, sem.Release(ctx, 5))
 	assert.Equal(t, "5", rdb.Get(ctx, name).Val())
 
-	assert.Contains(t, ok(t, nil, append(addr, "permits", "release", "--yes", name, "1")...), `6 available, 5 before`)
+	assert.Contains(t, ok(t, nil, append(addr, "permits", "release", "--yes", "--semaphore", name, "1")...), `6 available after release, 5 before`)
+
+	// A semaphore at zero is one (a latch at zero is deleted): no flag needed.
+	require.NoError(t, rdb.Set(ctx, "p:zero", 0, 0).Err())
+	assert.Contains(t, ok(t, nil, append(addr, "permits", "release", "--yes", "p:zero", "1")...), `1 available after release, 0 before`)
 
 	// Refused, one line each, nothing written.
 	ps := c.PermitExpirableSemaphore("p:permits")
@@ -102,8 +111,14 @@ func TestPermitsRelease(t *testing.T) {
 	require.NoError(t, c.Lock("p:lock").LockLease(ctx, time.Minute))
 	assert.Regexp(t, `(?m)^value:\s+permits=1 leases=1 total=2$`, ok(t, nil, append(addr, "inspect", "p:permits")...))
 	assert.EqualValues(t, 2, *inspectJSON(t, nil, "p:permits", addr...).Total)
+	// A count-down latch: its count is refused as it stands.
+	latch := c.CountDownLatch("p:latch")
+	set, err = latch.TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, set)
 	before := dirty(t, rdb)
 	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", "p:permits", "1"), "leases end")
+	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", "p:latch", "3"), "count-down latch")
 	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", "p:lock", "1"), "not a semaphore")
 	failsWith(t, exitNotFound, nil, append(addr, "permits", "release", "--yes", "p:none", "1"), "no lock-family object")
 	failsWith(t, exitUsage, nil, append(addr, "permits", "release", "--yes", name, "0"), "want 1 to 2^53")
@@ -111,4 +126,5 @@ func TestPermitsRelease(t *testing.T) {
 	failsWith(t, exitUsage, nil, append(addr, "permits", "release", "--yes", "", "1"))
 	failsWith(t, exitFailed, nil, []string{"--addr", "127.0.0.1:1", "--timeout", "1s", "permits", "release", "--yes", name, "1"}, "cannot reach Redis")
 	assert.Equal(t, before, dirty(t, rdb), "a refused release writes nothing")
+	assert.Equal(t, "1", rdb.Get(ctx, "p:latch").Val(), "the latch's count stays")
 }

@@ -68,6 +68,9 @@ type jsonClient struct {
 	// Alive: the client still refreshes its entry; false for one whose
 	// process is gone (its entry is kept for the registry retention).
 	Alive bool `json:"alive"`
+	// ClosedMs is when the client closed without releasing its locks
+	// (absent when it has not).
+	ClosedMs *int64 `json:"closed_ms,omitempty"`
 }
 
 // jsonUnregistered is a client ID that holds locks without a registry
@@ -84,7 +87,7 @@ func toJSON(o client.Object, now time.Time) jsonObject {
 		jh := jsonHolder{Owner: h.Owner, ClientID: h.ClientID, Count: h.Count, Mode: h.Mode, Value: h.Value}
 		if h.Client != nil {
 			jh.Registered, jh.Service, jh.Host, jh.PID = true, h.Client.Service, h.Client.Host, h.Client.PID
-			alive := h.Client.Alive(now)
+			alive := h.Client.Alive()
 			jh.Alive = &alive
 		}
 		j.Holders = append(j.Holders, jh)
@@ -156,28 +159,52 @@ func shown(s string) string {
 }
 
 // who names a holder's client: service@host:pid from the registry,
-// followed by "(gone)" when its process no longer refreshes the entry, or
-// its client ID when it has no entry.
-func who(clientID string, rec *client.ClientRecord, now time.Time) string {
+// followed by "(gone)" when its process no longer refreshes the entry or
+// "(closed)" when it closed without releasing, or its client ID when it
+// has no entry.
+func who(clientID string, rec *client.ClientRecord) string {
 	if rec == nil {
 		return shown(clientID)
 	}
 	s := fmt.Sprintf("%s@%s:%d", shown(rec.Service), shown(rec.Host), rec.PID)
-	if !rec.Alive(now) {
+	switch {
+	case !rec.Closed.IsZero():
+		s += " (closed)"
+	case !rec.Alive():
 		s += " (gone)"
 	}
 	return s
 }
 
-// goneText says since when a client whose entry is no longer refreshed
-// has been gone: its last refresh, and how long ago that was.
-func goneText(rec client.ClientRecord, now time.Time) string {
-	return fmt.Sprintf("gone since %s (%s ago)", rec.Seen.UTC().Format("2006-01-02T15:04:05.0Z"), age(now.Sub(rec.Seen)))
+// goneText says since when a client that is not alive has been gone or
+// closed: its last write of the entry, and how long ago that was on the
+// server's clock.
+func goneText(rec client.ClientRecord) string {
+	state, since := "gone", rec.Seen
+	if !rec.Closed.IsZero() {
+		state, since = "closed", rec.Closed
+	}
+	return fmt.Sprintf("%s since %s (%s ago)", state, since.UTC().Format("2006-01-02T15:04:05.0Z"), age(rec.Idle))
+}
+
+// upText is how long a client has been running: up to its last refresh
+// and the time since, for a live one (neither on this host's clock); up
+// to its last refresh for one that is gone ("-" when the entry has no
+// times).
+func upText(rec client.ClientRecord) string {
+	if rec.Started.IsZero() || rec.Seen.IsZero() {
+		return "-"
+	}
+	up := rec.Seen.Sub(rec.Started)
+	if rec.Alive() {
+		up += rec.Idle
+	}
+	return age(max(up, 0))
 }
 
 // holderText renders a holder for a table: who, its mode, its count.
-func holderText(h client.Holder, now time.Time) string {
-	s := who(h.ClientID, h.Client, now)
+func holderText(h client.Holder) string {
+	s := who(h.ClientID, h.Client)
 	if h.Value != "" {
 		s = shown(h.Value) + ": " + s
 	}
@@ -191,13 +218,13 @@ func holderText(h client.Holder, now time.Time) string {
 }
 
 // holdersText renders every holder, "-" for none.
-func holdersText(o client.Object, now time.Time) string {
+func holdersText(o client.Object) string {
 	if len(o.Holders) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(o.Holders))
 	for i, h := range o.Holders {
-		parts[i] = holderText(h, now)
+		parts[i] = holderText(h)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -10,8 +10,7 @@ import (
 // terminal: a wide character (CJK, most emoji) takes two columns, a
 // combining mark or zero-width joiner none (text/tabwriter counts runes,
 // which misaligns them). Each cell but a row's last is padded to its
-// column's widest plus two spaces, as the tabwriter the other tables use
-// pads them.
+// column's widest plus two spaces, as text/tabwriter would pad them.
 type table struct {
 	w    io.Writer
 	rows [][]string
@@ -44,6 +43,36 @@ func (t *table) flush() {
 	}
 	_, _ = io.WriteString(t.w, b.String())
 	t.rows = t.rows[:0]
+}
+
+// tabTable is a stand-in for text/tabwriter that aligns by display width
+// (see table): what is written is buffered, a cell ends at a tab and a row
+// at a newline, and Flush writes the rows aligned.
+type tabTable struct {
+	t   table
+	buf []byte
+}
+
+// newTabTable returns a tabTable writing to w.
+func newTabTable(w io.Writer) *tabTable { return &tabTable{t: table{w: w}} }
+
+// Write buffers p; it never fails.
+func (tt *tabTable) Write(p []byte) (int, error) {
+	tt.buf = append(tt.buf, p...)
+	return len(p), nil
+}
+
+// Flush writes the rows written since the last Flush, aligned.
+func (tt *tabTable) Flush() error {
+	if len(tt.buf) == 0 {
+		return nil
+	}
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(tt.buf), "\n"), "\n") {
+		tt.t.row(strings.Split(line, "\t")...)
+	}
+	tt.buf = tt.buf[:0]
+	tt.t.flush()
+	return nil
 }
 
 // displayWidth is how many terminal columns s takes: two for each wide

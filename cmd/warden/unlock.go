@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/warden-go/warden/client"
 )
@@ -44,7 +43,7 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 		return fail(exitNotFound, "warden: unlock %q: nobody holds it", c.Name)
 	}
 	if !c.Yes {
-		fmt.Fprintf(a.stderr, "Force-unlock %s %q held by %s? [y/N] ", o.Kind, c.Name, holdersText(o, time.Now()))
+		fmt.Fprintf(a.stderr, "Force-unlock %s %q held by %s? [y/N] ", o.Kind, c.Name, holdersText(o))
 		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 			return fail(exitRefused, "warden: unlock %q: not confirmed", c.Name)
@@ -54,7 +53,7 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 	if err != nil {
 		return fmt.Errorf("warden: unlock %q: %w", c.Name, err)
 	}
-	defer wc.Close(context.Background())
+	defer closeClient(ctx, wc)
 	var done bool
 	switch o.Kind {
 	case client.ObjectFairLock:
@@ -84,6 +83,6 @@ func (c *unlockCmd) Run(ctx context.Context, a *app) error {
 	if !done {
 		return fail(exitNotFound, "warden: unlock %q: it was no longer held", c.Name)
 	}
-	fmt.Fprintf(a.stdout, "unlocked %s %q (was held by %s)\n", o.Kind, c.Name, holdersText(o, time.Now()))
+	fmt.Fprintf(a.stdout, "unlocked %s %q (was held by %s)\n", o.Kind, c.Name, holdersText(o))
 	return nil
 }

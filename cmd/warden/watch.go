@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -127,7 +126,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 	if first != nil {
 		fmt.Fprintln(a.stdout, oneLine(first))
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	tw := newTabTable(a.stdout)
 	fmt.Fprintln(tw, "NAME\tKIND\tHOLDER\tHELD\tTTL\tWAITERS\t")
 	for _, o := range objs {
 		if len(o.Holders) == 0 {
@@ -143,7 +142,7 @@ func (w *watcher) frame(ctx context.Context, a *app, rdb redis.UniversalClient, 
 			if i > 0 {
 				name, kind, ttl, waiters = "", "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, kind, holderText(h, now), held, ttl, waiters)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", name, kind, holderText(h), held, ttl, waiters)
 		}
 	}
 	_ = tw.Flush()
