@@ -158,3 +158,55 @@ func TestUnlockOfALostReentrantHoldingDeletesWhatIsLeft(t *testing.T) {
 		})
 	}
 }
+
+// An Unlock of a lost holding leaves a newer holding of the same owner
+// alone: A held twice and was reported lost while Redis still had both
+// holds; B, a handle of the same owner, locked again (Redis counts 3, the
+// newer holding's). A's Unlock is not released and changes nothing; B
+// still holds, its Lost open, and its Unlocks release the holds. With no
+// newer holding, the lost one's holds go at once, and their TTL is never
+// stretched to the watchdog's meanwhile.
+func TestUnlockOfALostHoldingLeavesTheOwnersNewerHolding(t *testing.T) {
+	for _, k := range lockKinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := miniEnv(t)
+			ctx := testCtx(t)
+			c := e.newClient(t)
+			name := "lost-newer:" + k.name
+			a := k.of(c, name)
+			b := k.of(c, name, client.WithOwner(a.Owner()))
+			require.NoError(t, a.LockLease(ctx, time.Minute))
+			require.NoError(t, a.LockLease(ctx, time.Minute))
+			e.fake.Advance(time.Minute) // the engine's clock passes the lease; Redis's stays behind
+			await.Value(t, a.Lost(), 5*time.Second, "A's Lost")
+			require.NoError(t, b.LockLease(ctx, time.Minute))
+			require.Equal(t, "3", e.rdb.HGet(ctx, name, a.Owner()).Val(), "B's holding has the holds A left")
+			bLost := b.Lost()
+
+			err := a.Unlock(ctx)
+			assert.ErrorIs(t, err, client.ErrLockLost)
+			assert.ErrorIs(t, err, client.ErrNotHeld)
+			assert.Equal(t, "3", e.rdb.HGet(ctx, name, a.Owner()).Val(), "A's Unlock left B's holds alone")
+			held, err := b.IsHeld(ctx)
+			require.NoError(t, err)
+			assert.True(t, held, "B still holds")
+			assert.False(t, isClosed(bLost), "B's Lost is open")
+			for i := range 3 {
+				require.NoError(t, b.Unlock(ctx), "B's unlock %d", i)
+			}
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "B's last unlock freed it")
+			assert.False(t, isClosed(bLost), "B's holding ended as a release")
+
+			// No newer holding: the lost holding's three holds go at once,
+			// and the lease of what is left is never the watchdog's.
+			for range 3 {
+				require.NoError(t, a.LockLease(ctx, time.Minute))
+			}
+			e.fake.Advance(time.Minute)
+			await.Value(t, a.Lost(), 5*time.Second, "A's Lost")
+			err = a.Unlock(ctx)
+			assert.ErrorIs(t, err, client.ErrLockLost)
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "what was left of A is gone")
+		})
+	}
+}
