@@ -210,3 +210,73 @@ func TestUnlockOfALostHoldingLeavesTheOwnersNewerHolding(t *testing.T) {
 		})
 	}
 }
+
+// lostSetEnvs are n servers (miniredis), each with a Client on a fake
+// clock of its own, so that one member's lease can run out in its
+// engine while the others' do not, and no lease runs out in Redis.
+func lostSetEnvs(t *testing.T, n int) ([]*env, []*client.Client) {
+	envs, clients := make([]*env, n), make([]*client.Client, n)
+	for i := range n {
+		envs[i] = miniEnv(t)
+		clients[i] = envs[i].newClient(t)
+	}
+	return envs, clients
+}
+
+// A MultiLock taken twice, one of whose members is lost: its Unlock
+// releases every hold the holding has left on the other member too
+// (before, one hold stayed there, renewed, until a second Unlock), ends
+// the holding, and a second Unlock finds nothing held.
+func TestMultiLockUnlockOfALostReentrantHoldingReleasesEveryMember(t *testing.T) {
+	envs, clients := lostSetEnvs(t, 2)
+	ctx := testCtx(t)
+	const name = "multi-lost-reentrant"
+	m := client.NewMultiLock(members(clients, name)...)
+	require.NoError(t, m.LockLease(ctx, time.Minute))
+	require.NoError(t, m.LockLease(ctx, time.Minute))
+	lost := m.Lost()
+	envs[0].fake.Advance(time.Minute) // member 0's lease runs out in its engine
+	await.Value(t, lost, 5*time.Second, "the MultiLock's Lost")
+	require.Equal(t, int64(1), envs[1].rdb.Exists(ctx, name).Val(), "member 1 is still held")
+
+	err := m.Unlock(ctx)
+	assert.ErrorIs(t, err, client.ErrLockLost)
+	assert.ErrorIs(t, err, client.ErrNotHeld)
+	for i, e := range envs {
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "member %d has nothing left of the holding", i)
+	}
+	assert.ErrorIs(t, m.Unlock(ctx), client.ErrNotHeld, "the holding is over")
+	ok, err := client.NewMultiLock(members(clients, name)...).TryLock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "another owner takes the set at once")
+}
+
+// A RedLock taken twice that lost a majority: its Unlock releases every
+// hold it has left on the master still held, and ends the holding.
+func TestRedLockUnlockOfALostReentrantHoldingReleasesEveryMaster(t *testing.T) {
+	envs, clients := lostSetEnvs(t, 3)
+	ctx := testCtx(t)
+	const name = "red-lost-reentrant"
+	r := client.NewRedLock(members(clients, name)...)
+	require.NoError(t, r.LockLease(ctx, time.Minute))
+	require.NoError(t, r.LockLease(ctx, time.Minute))
+	for _, e := range envs {
+		require.Equal(t, int64(1), e.rdb.Exists(ctx, name).Val(), "every master granted it")
+	}
+	lost := r.Lost()
+	envs[0].fake.Advance(time.Minute) // a majority's leases run out in their engines
+	envs[1].fake.Advance(time.Minute)
+	await.Value(t, lost, 5*time.Second, "the RedLock's Lost")
+	require.Equal(t, int64(1), envs[2].rdb.Exists(ctx, name).Val(), "master 2 is still held")
+
+	err := r.Unlock(ctx)
+	assert.ErrorIs(t, err, client.ErrLockLost)
+	assert.ErrorIs(t, err, client.ErrNotHeld)
+	for i, e := range envs {
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "master %d has nothing left of the holding", i)
+	}
+	assert.ErrorIs(t, r.Unlock(ctx), client.ErrNotHeld, "the holding is over")
+	ok, err := client.NewRedLock(members(clients, name)...).TryLock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "another owner takes it at once")
+}
