@@ -200,3 +200,35 @@ func TestFairUndoOfAWardenPlace(t *testing.T) {
 		assert.Empty(t, f.places())
 	})
 }
+
+// A Redisson place whose deadline is near 2^63 ms (tryLock with a wait of
+// Long.MAX_VALUE) ahead of a warden waiter: the waiter joins behind it,
+// and the places record gets a TTL all the same (PEXPIRE refused the
+// deadline's, which failed the join after its writes and left the record
+// without a TTL).
+func TestFairWardenPlaceBehindAHugeRedissonDeadline(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		f := newFairT(t, rdb, "fh")
+		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
+		const huge = 9.2e18 // ms, near 2^63
+		require.NoError(t, rdb.RPush(f.ctx, FairQueueKey("fh"), "r").Err())
+		require.NoError(t, rdb.ZAdd(f.ctx, FairTimeoutKey("fh"), redis.Z{Score: huge, Member: "r"}).Err())
+
+		res, _, err := f.s.FairAcquire(f.ctx, rdb, ReplicaSync{}, "fh", "w", "w1", fairLease, fairAllowance, time.Second,
+			fairNow, true)
+		require.NoError(t, err, "the join behind the huge deadline")
+		assert.False(t, res.Acquired)
+		assert.Equal(t, []string{"r", "w"}, f.queue())
+		assert.Equal(t, []string{"w"}, ownersOf(f.places()))
+		ttl := rdb.PTTL(f.ctx, FairPlacesKey("fh")).Val()
+		assert.Positive(t, ttl, "the places record has a TTL")
+
+		// Its next attempt keeps it, and the record's TTL.
+		res, _, err = f.s.FairAcquire(f.ctx, rdb, ReplicaSync{}, "fh", "w", "w2", fairLease, fairAllowance, time.Second,
+			fairNow.Add(100*time.Millisecond), true)
+		require.NoError(t, err)
+		assert.False(t, res.Acquired)
+		assert.Equal(t, []string{"r", "w"}, f.queue())
+		assert.Positive(t, rdb.PTTL(f.ctx, FairPlacesKey("fh")).Val())
+	})
+}
