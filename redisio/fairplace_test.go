@@ -65,7 +65,10 @@ func TestFairWardenPlaces(t *testing.T) {
 		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
 
 		// a and b warden waiters, r a Redisson place between them: each
-		// deadline the previous one plus the allowance.
+		// deadline the previous one plus the allowance, a warden waiter's
+		// protected as it joins: b's is moved up to r's + its place time
+		// + 5 minutes (r's 5 s is narrower); a's, the head's, is far
+		// enough ahead.
 		require.False(t, f.acquirePlace("a", "a1", place, fairNow).Acquired)
 		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
 		require.False(t, f.acquirePlace("b", "b1", place, fairNow).Acquired)
@@ -73,21 +76,20 @@ func TestFairWardenPlaces(t *testing.T) {
 		d := f.deadlines()
 		near(t, at(0)+lease+allow, d["a"], "a: now + PTTL + allowance")
 		assert.Equal(t, d["a"]+allow, d["r"], "r: a's + allowance")
-		assert.Equal(t, d["r"]+allow, d["b"], "b: r's + allowance")
+		assert.Equal(t, d["r"]+place.Milliseconds()+redissonHead, d["b"], "b protected as it joined")
 		assert.Equal(t, map[string]int64{"a": at(place), "b": at(place)}, f.places(), "liveness beside them")
 		ttl := rdb.PTTL(f.ctx, FairPlacesKey("fp")).Val()
 		assert.Greater(t, ttl, time.Duration(d["b"]-at(0))*time.Millisecond, "the record outlives every deadline: %v", ttl)
 
-		// a's attempt keeps it alive; its deadline (the head's, far enough
-		// ahead) stays. b's attempt moves its deadline up to r's + its
-		// place time + 5 minutes (r's 5 s is narrower).
+		// a's and b's attempts keep them alive; their deadlines, far
+		// enough ahead, stay.
 		now := fairAt(600 * time.Millisecond)
 		require.False(t, f.acquirePlace("a", "a2", place, now).Acquired)
 		require.False(t, f.acquirePlace("b", "b2", place, now).Acquired)
 		d2 := f.deadlines()
 		assert.Equal(t, d["a"], d2["a"])
 		assert.Equal(t, d["r"], d2["r"])
-		assert.Equal(t, d["r"]+place.Milliseconds()+redissonHead, d2["b"], "b protected")
+		assert.Equal(t, d["b"], d2["b"], "b still protected")
 		assert.Equal(t, map[string]int64{"a": at(1600 * time.Millisecond), "b": at(1600 * time.Millisecond)}, f.places())
 
 		// a takes the lock from the head: everyone behind moves down so
@@ -108,17 +110,21 @@ func TestFairWardenPlaces(t *testing.T) {
 		assert.Equal(t, map[string]int64{"r": d3["r"]}, f.deadlines(), "r's deadline as it was")
 		assert.Empty(t, f.places())
 
-		// c joins behind r; a Redisson acquire ahead of it would move its
-		// deadline down by 5 minutes, into the past: c is still alive for
-		// warden, and its next refresh moves its deadline ahead again.
+		// c joins behind r, protected at once: a Redisson acquire ahead
+		// of it (moving its deadline down by 5 minutes) leaves its
+		// deadline ahead of now, so Redisson's own scripts keep it too
+		// (before, the join left it at r's + 5 s, which such an acquire
+		// put minutes into the past until c's next attempt). c stays, and
+		// its next refresh moves its deadline up again.
 		now = fairAt(1800 * time.Millisecond)
 		require.False(t, f.acquirePlace("c", "c1", place, now).Acquired)
-		assert.Equal(t, d3["r"]+allow, f.deadlines()["c"], "Redisson's formula")
+		cDeadline := d3["r"] + place.Milliseconds() + redissonHead
+		assert.Equal(t, cDeadline, f.deadlines()["c"], "protected as it joined")
 		require.NoError(t, rdb.ZIncrBy(f.ctx, FairTimeoutKey("fp"), -float64(redissonHead), "c").Err())
+		assert.Greater(t, f.deadlines()["c"], at(2*time.Second), "still ahead after the Redisson acquire")
 		require.False(t, f.acquire("r", "r3", now.Add(100*time.Millisecond), true).Acquired)
 		assert.Equal(t, []string{"r", "c"}, f.queue(), "c kept its place")
 		require.False(t, f.acquirePlace("c", "c2", place, now.Add(200*time.Millisecond)).Acquired)
-		cDeadline := d3["r"] + place.Milliseconds() + redissonHead
 		assert.Equal(t, cDeadline, f.deadlines()["c"], "protected again")
 
 		// A Redisson place e behind c, then a warden waiter g: g's
