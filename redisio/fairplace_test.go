@@ -67,8 +67,8 @@ func TestFairWardenPlaces(t *testing.T) {
 		// a and b warden waiters, r a Redisson place between them: each
 		// deadline the previous one plus the allowance, a warden waiter's
 		// protected as it joins: b's is moved up to r's + its place time
-		// + 5 minutes (r's 5 s is narrower); a's, the head's, is far
-		// enough ahead.
+		// + 5 minutes (r's 5 s is narrower), plus a place time of margin;
+		// a's, the head's, is far enough ahead.
 		require.False(t, f.acquirePlace("a", "a1", place, fairNow).Acquired)
 		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
 		require.False(t, f.acquirePlace("b", "b1", place, fairNow).Acquired)
@@ -76,7 +76,7 @@ func TestFairWardenPlaces(t *testing.T) {
 		d := f.deadlines()
 		near(t, at(0)+lease+allow, d["a"], "a: now + PTTL + allowance")
 		assert.Equal(t, d["a"]+allow, d["r"], "r: a's + allowance")
-		assert.Equal(t, d["r"]+place.Milliseconds()+redissonHead, d["b"], "b protected as it joined")
+		assert.Equal(t, d["r"]+2*place.Milliseconds()+redissonHead, d["b"], "b protected as it joined")
 		assert.Equal(t, map[string]int64{"a": at(place), "b": at(place)}, f.places(), "liveness beside them")
 		ttl := rdb.PTTL(f.ctx, FairPlacesKey("fp")).Val()
 		assert.Greater(t, ttl, time.Duration(d["b"]-at(0))*time.Millisecond, "the record outlives every deadline: %v", ttl)
@@ -118,7 +118,7 @@ func TestFairWardenPlaces(t *testing.T) {
 		// its next refresh moves its deadline up again.
 		now = fairAt(1800 * time.Millisecond)
 		require.False(t, f.acquirePlace("c", "c1", place, now).Acquired)
-		cDeadline := d3["r"] + place.Milliseconds() + redissonHead
+		cDeadline := d3["r"] + 2*place.Milliseconds() + redissonHead
 		assert.Equal(t, cDeadline, f.deadlines()["c"], "protected as it joined")
 		require.NoError(t, rdb.ZIncrBy(f.ctx, FairTimeoutKey("fp"), -float64(redissonHead), "c").Err())
 		assert.Greater(t, f.deadlines()["c"], at(2*time.Second), "still ahead after the Redisson acquire")
@@ -133,14 +133,14 @@ func TestFairWardenPlaces(t *testing.T) {
 		require.False(t, f.acquireLease("e", "e1", fairLease, now.Add(300*time.Millisecond), true).Acquired)
 		require.False(t, f.acquirePlace("g", "g1", place, now.Add(300*time.Millisecond)).Acquired)
 		require.False(t, f.acquirePlace("g", "g2", place, now.Add(400*time.Millisecond)).Acquired)
-		assert.Equal(t, cDeadline+allow+place.Milliseconds()+redissonHead, f.deadlines()["g"])
+		assert.Equal(t, cDeadline+allow+2*place.Milliseconds()+redissonHead, f.deadlines()["g"])
 
 		// c gives up: everyone behind it moves down by how far its
 		// deadline was past r's, so e is r's + its allowance again.
 		f.cancel("c", now.Add(500*time.Millisecond))
 		d4 := f.deadlines()
 		assert.Equal(t, d3["r"]+allow, d4["e"])
-		assert.Equal(t, d4["e"]+place.Milliseconds()+redissonHead, d4["g"])
+		assert.Equal(t, d4["e"]+2*place.Milliseconds()+redissonHead, d4["g"])
 
 		// A late attempt of the request that gave up neither queues it nor
 		// keeps a place alive for it.
@@ -236,5 +236,29 @@ func TestFairWardenPlaceBehindAHugeRedissonDeadline(t *testing.T) {
 		assert.False(t, res.Acquired)
 		assert.Equal(t, []string{"r", "w"}, f.queue())
 		assert.Positive(t, rdb.PTTL(f.ctx, FairPlacesKey("fh")).Val())
+	})
+}
+
+// A head warden waiter whose deadline its refreshes must move up (the
+// allowance it joined with is used up) is moved a place time further than
+// it needs: the next refreshes write no deadline, the queue behind it
+// included, until that margin is used up.
+func TestFairProtectLeavesAMargin(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		f := newFairT(t, rdb, "fm")
+		const place = 20 * time.Second // its liveness outlasts the wait below
+		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
+		require.False(t, f.acquirePlace("a", "a1", place, fairNow).Acquired)
+		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
+		d := f.deadlines()
+		at := time.UnixMilli(d["a"]).Add(-place + 100*time.Millisecond) // its deadline is less than a place time ahead
+		require.False(t, f.acquirePlace("a", "a2", place, at).Acquired)
+		d2 := f.deadlines()
+		assert.Equal(t, at.Add(2*place).UnixMilli(), d2["a"], "now + place time, plus a place time")
+		assert.Equal(t, d2["a"]-d["a"], d2["r"]-d["r"], "the queue behind moved as much")
+		for i, step := range []time.Duration{place / 3, 2 * place / 3, place - time.Millisecond} {
+			require.False(t, f.acquirePlace("a", "a3-"+strconv.Itoa(i), place, at.Add(step)).Acquired)
+			assert.Equal(t, d2, f.deadlines(), "a refresh %v later writes no deadline", step)
+		}
 	})
 }

@@ -119,8 +119,8 @@ end
 
 -- fair_protect moves owner's deadline up, if need be, to what keeps a live
 -- warden waiter's place from lapsing for Redisson's scripts until its next
--- refresh (see the top of this file), and every deadline behind it up as
--- much. place is the owner's place time in ms.
+-- refresh (see the top of this file) plus one place time, and every
+-- deadline behind it up as much. place is the owner's place time in ms.
 local function fair_protect(owner, now, place, places)
   local queue = redis.call('lrange', KEYS[2], 0, -1)
   local scores, k = {}, 0
@@ -144,7 +144,10 @@ local function fair_protect(owner, now, place, places)
     need = math.max(need, scores[k - 1] + place + widest)
   end
   if scores[k] >= need then return end
-  local by = string.format('%.0f', need - scores[k])
+  -- A place time more than it needs, so that the refreshes that follow
+  -- (each needs about a third of a place time more, once the allowance
+  -- it joined with is used up) write nothing until it is used up too.
+  local by = string.format('%.0f', need - scores[k] + place)
   for i = k, #queue do
     if redis.call('zscore', KEYS[3], queue[i]) then
       redis.call('zincrby', KEYS[3], by, queue[i])
