@@ -289,14 +289,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		lost = bound
 	}
 	remaining, holding, err := l.c.releaseLost(ctx, l.name, l.kind, l.owner, lost, l.values...)
-	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || (lostBefore && errors.Is(err, ErrNotHeld))) {
+	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || lostBefore) {
 		// Reported lost before its answer came (the loss and the answer
 		// come in order). A release of a holding reported lost before it
 		// was sent gave back all that Redis had left of it, holds beyond
 		// the first included, unless a newer holding of the owner's has
 		// them by now (the engine decides, in order with that holding's
 		// requests). One that left holds it was not sent for gives them
-		// back the same way. A release that itself found the holding gone
+		// back the same way; should one of them fail, what is left expires
+		// within a second. A release that itself found the holding gone
 		// (it closed Lost on its way) answers ErrNotHeld as it is.
 		if !lostBefore && err == nil && remaining > 0 {
 			_, _, err = l.c.releaseLost(ctx, l.name, l.kind, l.owner, bound, l.values...)

@@ -3,15 +3,19 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -279,4 +283,37 @@ func TestRedLockUnlockOfALostReentrantHoldingReleasesEveryMaster(t *testing.T) {
 	ok, err := client.NewRedLock(members(clients, name)...).TryLock(ctx)
 	require.NoError(t, err)
 	assert.True(t, ok, "another owner takes it at once")
+}
+
+// The releases of what is left of a lost holding never stretch its TTL to
+// the watchdog timeout: when the second of them fails, Redis lets the
+// holds left go within a second (before, the first release had set them
+// to the watchdog timeout, a minute here, with nobody renewing them or
+// knowing they were there).
+func TestUnlockOfALostHoldingNeverStretchesItsTTL(t *testing.T) {
+	fake := clockwork.NewFakeClock()
+	e, h := hookedEnv(t, fake)
+	c := e.newClient(t, client.WithWatchdogTimeout(time.Minute))
+	ctx := testCtx(t)
+	const name = "lost-ttl"
+	l := c.Lock(name)
+	for range 3 {
+		require.NoError(t, l.LockLease(ctx, time.Minute))
+	}
+	fake.Advance(time.Minute) // the engine's clock passes the lease; Redis's stays behind
+	await.Value(t, l.Lost(), 5*time.Second, "Lost")
+	var unlocks atomic.Int64
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if len(sc.Keys) == 3 && sc.Keys[0] == name && strings.HasPrefix(sc.Keys[2], "warden_unlock:") &&
+			unlocks.Add(1) == 2 {
+			return redistest.Failed(errors.New("injected: the second release fails"))
+		}
+		return sc.Run()
+	})
+	err := l.Unlock(ctx)
+	assert.ErrorIs(t, err, client.ErrLockLost)
+	assert.Equal(t, "2", e.rdb.HGet(ctx, name, l.Owner()).Val(), "the first release ran, the second failed")
+	ttl := e.rdb.PTTL(ctx, name).Val()
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, time.Second, "what is left expires within a second")
 }
