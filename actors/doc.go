@@ -27,8 +27,9 @@
 //     failure), wait_queue.go (the waiter queue, which the count actor
 //     shares) with deadlines.go (its deadline heap), lock_io.go (the Redis
 //     calls of each lock kind, lockIO), extend.go (Extend), fair_place.go
-//     (a fair waiter's place kept alive in Redis's queue) and backoff.go (a
-//     spin lock waiter's polls).
+//     (a fair waiter's place kept alive in Redis's queue), lost_release.go
+//     (the release of what is left of a holding reported lost) and
+//     backoff.go (a spin lock waiter's polls).
 //   - count actor (count_actor.go, countActor), one per name of the
 //     counting kinds (semaphore, permit-expirable semaphore, count-down
 //     latch): their waiters and the one Redis request in flight; it holds

@@ -514,7 +514,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 		n := copy(a.ops, a.ops[1:])
 		a.ops[n] = nil
 		a.ops = a.ops[:n]
-		if o.kind == opExtend && a.refuseExtend(ctx, o) {
+		if o.kind == opExtend && a.refuseExtend(ctx, o) || o.kind == opRelease && a.refuseLostRelease(ctx, o) {
 			continue // answered without Redis
 		}
 		if o.kind == opRelease && !o.givingBack {
@@ -962,6 +962,9 @@ func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: the lease of %s held by %s ran out while an unlock was in flight",
 			messages.ErrLockLost, a.key.Name, o.owner), o.holding)
 	default:
+		if a.releaseLostAgain(o, h, d.remaining) {
+			break // answered by the last of them
+		}
 		if d.remaining == 0 {
 			if h != nil {
 				delete(a.holdings, o.owner)
@@ -1022,8 +1025,10 @@ func (a *keyActor) endedInFlight(o *op) bool {
 // after the engine told the owner they were lost, each with a request ID
 // of its own derived from reqID, so that no hold outlives the news. lease
 // is what a release that leaves holds refreshes them to (0: the
-// watchdog): the holds expire within it should a release fail.
+// watchdog), never longer than lostLease: the holds expire within it
+// should a release fail.
 func (a *keyActor) giveBack(owner, reqID string, n int, lease time.Duration) {
+	lease = givingBackLease(lease)
 	for i := range n {
 		a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: fmt.Sprintf("%s:lost%d", reqID, i), lease: lease,
 			givingBack: true})
@@ -1090,10 +1095,10 @@ func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Release
 	}
 	if err != nil {
 		sendIf(ctx, o.sender, &messages.ReleaseFailed{Name: o.req.Name, Kind: o.req.Kind, Owner: o.owner,
-			RequestID: o.reqID, Err: err, Holding: holding})
+			RequestID: o.req.RequestID, Err: err, Holding: holding})
 		return
 	}
-	ok.Name, ok.Kind, ok.Owner, ok.RequestID, ok.Holding = o.req.Name, o.req.Kind, o.owner, o.reqID, holding
+	ok.Name, ok.Kind, ok.Owner, ok.RequestID, ok.Holding = o.req.Name, o.req.Kind, o.owner, o.req.RequestID, holding
 	sendIf(ctx, o.sender, ok)
 }
 

@@ -411,10 +411,17 @@ func (c *Client) releaseAll(ctx context.Context, holdings []holdingKey) error {
 // holding it was part of, or the error (ErrNotHeld, a Redis error,
 // ErrClosed, ctx's end).
 func (c *Client) release(ctx context.Context, name string, kind messages.Kind, owner string, values ...string) (remaining int, holding uint64, err error) {
+	return c.releaseLost(ctx, name, kind, owner, 0, values...)
+}
+
+// releaseLost is release of what is left of lost, a holding of owner's
+// that was reported lost (see messages.Release.LostHolding); 0 for an
+// ordinary release.
+func (c *Client) releaseLost(ctx context.Context, name string, kind messages.Kind, owner string, lost uint64, values ...string) (remaining int, holding uint64, err error) {
 	if span := c.tel.releaseSpan(ctx, meterKind(kind), name); span != nil {
 		defer func() { endRelease(span, err) }()
 	}
-	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID(), Values: values}
+	req := &messages.Release{Name: name, Kind: kind, Owner: owner, RequestID: c.nextRequestID(), Values: values, LostHolding: lost}
 	reply, err := c.ask(ctx, req.RequestID, req, func() string { return "unlock " + name })
 	if err != nil {
 		return 0, 0, err

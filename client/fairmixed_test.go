@@ -134,7 +134,9 @@ func newJava(e *env, owner string) *javaFair {
 // queueOf is name's fair queue.
 func queueOf(t *testing.T, e *env, name string) []string {
 	t.Helper()
-	q, err := e.rdb.LRange(context.Background(), redisio.FairQueueKey(name), 0, -1).Result()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	q, err := e.rdb.LRange(ctx, redisio.FairQueueKey(name), 0, -1).Result()
 	require.NoError(t, err)
 	return q
 }
@@ -151,7 +153,10 @@ var mixedNames = []string{"mixed-fair", "{mixed}:fair"}
 
 // Holder, Redisson lock() thread J1, warden waiter W, Redisson J2: when J1
 // takes the lock (moving every deadline behind it down by its 5-minute
-// allowance), W keeps its place however long it waits, and is served
+// allowance), W keeps its place while J2 attempts for several of its
+// place times (with equal 5-minute allowances over a few seconds this
+// checks the formula; longer waits behind a wider allowance are
+// TestWardenWaiterOutlivesALongRedissonAllowanceAhead's), and is served
 // before J2. Before, W's deadline was now + its place time, so J1's
 // acquire left it in the past and J2's next attempt dropped it: the queue
 // was [J2].
@@ -372,13 +377,26 @@ func TestWardenWaiterOutlivesALongRedissonAllowanceAhead(t *testing.T) {
 				return j
 			}
 			// stepTo moves the fake clock to at in steps of a quarter of
-			// the place time, letting the engine's look-again attempts run.
-			stepTo := func(at time.Duration) {
+			// the place time, letting the engine's look-again attempts
+			// run. After each step it waits until the waiter's last
+			// refresh (in Redis) is at most three quarters of a place time
+			// old, less 5 s, so that the next step never takes the clock
+			// past the waiter's liveness, however late the engine runs: the
+			// waiter attempts at least every third of its place time, so
+			// this holds once the engine has caught up with the clock.
+			stepTo := func(waiter string, at time.Duration) {
+				t.Helper()
 				for fake.Now().Before(start.Add(at)) {
 					fake.Advance(place / 4)
-					time.Sleep(5 * time.Millisecond)
+					now := fake.Now()
+					eventually(t, 10*time.Second, func() bool {
+						c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						defer cancel()
+						ms, err := e.rdb.HGet(c, redisio.FairPlacesKey(name), waiter).Int64()
+						return err == nil && time.UnixMilli(ms).Sub(now) >= place/4+5*time.Second
+					}, "the waiter's engine caught up with the clock")
+					time.Sleep(5 * time.Millisecond) // the engine handles its attempt's answer
 				}
-				time.Sleep(50 * time.Millisecond)
 			}
 			try := func(j *javaFair) bool {
 				t.Helper()
@@ -398,7 +416,7 @@ func TestWardenWaiterOutlivesALongRedissonAllowanceAhead(t *testing.T) {
 			require.Equal(t, []string{ja.owner, jb.owner, w.Owner()}, queueOf(t, e, name))
 
 			// W's refreshes read Jb's 20 minutes off the deadlines.
-			stepTo(4 * time.Minute)
+			stepTo(w.Owner(), 4*time.Minute)
 			assert.GreaterOrEqual(t, placeDeadline(t, e, name, w.Owner()).Sub(placeDeadline(t, e, name, jb.owner)),
 				place+20*time.Minute, "W protected by Jb's allowance")
 
@@ -408,7 +426,7 @@ func TestWardenWaiterOutlivesALongRedissonAllowanceAhead(t *testing.T) {
 			require.NoError(t, holder.unlock(ctx, name))
 			require.True(t, try(ja))
 			require.False(t, try(jc))
-			stepTo(20 * time.Minute)
+			stepTo(w.Owner(), 20*time.Minute)
 			require.Equal(t, []string{jb.owner, w.Owner(), jc.owner}, queueOf(t, e, name))
 			require.NoError(t, ja.unlock(ctx, name))
 			require.True(t, try(jb), "Jb, still within its deadline")
@@ -418,7 +436,7 @@ func TestWardenWaiterOutlivesALongRedissonAllowanceAhead(t *testing.T) {
 			assertDeadlinesIncreaseFrom(t, e, name, fake.Now())
 
 			// W waits on as the head while Jb holds, Jc attempting.
-			stepTo(25 * time.Minute)
+			stepTo(w.Owner(), 25*time.Minute)
 			require.False(t, try(jc))
 			assert.Equal(t, []string{w.Owner(), jc.owner}, queueOf(t, e, name))
 			assertDeadlinesIncreaseFrom(t, e, name, fake.Now())

@@ -73,7 +73,9 @@ func waitFairUntilKilled(spec string) int {
 // queuePos is owner's position in name's fair queue, -1 when not queued.
 func queuePos(t *testing.T, e *env, name, owner string) int64 {
 	t.Helper()
-	pos, err := e.rdb.LPos(context.Background(), redisio.FairQueueKey(name), owner, redis.LPosArgs{}).Result()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pos, err := e.rdb.LPos(ctx, redisio.FairQueueKey(name), owner, redis.LPosArgs{}).Result()
 	if err == redis.Nil {
 		return -1
 	}
@@ -84,7 +86,9 @@ func queuePos(t *testing.T, e *env, name, owner string) int64 {
 // placeDeadline is owner's deadline in name's fair queue (its score).
 func placeDeadline(t *testing.T, e *env, name, owner string) time.Time {
 	t.Helper()
-	ms, err := e.rdb.ZScore(context.Background(), redisio.FairTimeoutKey(name), owner).Result()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ms, err := e.rdb.ZScore(ctx, redisio.FairTimeoutKey(name), owner).Result()
 	require.NoError(t, err, "%s has a place", owner)
 	return time.UnixMilli(int64(ms))
 }
@@ -93,7 +97,9 @@ func placeDeadline(t *testing.T, e *env, name, owner string) time.Time {
 // (its liveness in the places record).
 func placeAlive(t *testing.T, e *env, name, owner string) time.Time {
 	t.Helper()
-	ms, err := e.rdb.HGet(context.Background(), redisio.FairPlacesKey(name), owner).Int64()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ms, err := e.rdb.HGet(ctx, redisio.FairPlacesKey(name), owner).Int64()
 	require.NoError(t, err, "%s has a warden place", owner)
 	return time.UnixMilli(ms)
 }
@@ -266,8 +272,8 @@ func TestFairPlaceTimeOptionIsValidated(t *testing.T) {
 
 	c := e.newClient(t, client.WithFairPlaceTime(30*time.Millisecond))
 	l := c.FairLock("fair-place-option")
-	require.NoError(t, l.Lock(context.Background()))
-	require.NoError(t, l.Unlock(context.Background()))
+	require.NoError(t, l.Lock(testCtx(t)))
+	require.NoError(t, l.Unlock(testCtx(t)))
 }
 
 // countingHook counts the commands and dials of a go-redis client.

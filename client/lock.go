@@ -266,8 +266,11 @@ func (l *Lock) giveBackBackwards(ctx context.Context, back *backwardsError) erro
 // A holding that was reported lost (its Lost channel closed) is never
 // reported released: its Unlock deletes what Redis may still have of it
 // (a lease ends in Redis up to a few milliseconds after the engine counts
-// it lost) and returns an error that matches both ErrLockLost and
-// ErrNotHeld.
+// it lost), all its holds at once, and returns an error that matches both
+// ErrLockLost and ErrNotHeld. Should the owner hold the lock again by then
+// (another goroutine sharing the handle, or a handle of WithOwner's), the
+// holds Redis kept belong to that newer holding, and the Unlock leaves
+// them to it.
 //
 // An Unlock that fails otherwise (a Redis error, or ctx ending before the
 // answer) leaves the holding, not known released: Lost keeps returning its
@@ -284,15 +287,23 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	bound, lostCh := l.boundHolding()
 	lostBefore := lostCh != nil && isClosed(lostCh)
-	remaining, holding, err := l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
-	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || (lostBefore && errors.Is(err, ErrNotHeld))) {
+	var lost uint64
+	if lostBefore {
+		lost = bound
+	}
+	remaining, holding, err := l.c.releaseLost(ctx, l.name, l.kind, l.owner, lost, l.values...)
+	if lostCh != nil && isClosed(lostCh) && !l.c.closed.Load() && (err == nil || lostBefore) {
 		// Reported lost before its answer came (the loss and the answer
-		// come in order): what Redis had left of it is gone now, holds
-		// beyond the first included. A release that itself found the
-		// holding gone (it closed Lost on its way) answers ErrNotHeld as
-		// it is.
-		for tries := 0; err == nil && remaining > 0 && tries < maxLostHolds; tries++ {
-			remaining, _, err = l.c.release(ctx, l.name, l.kind, l.owner, l.values...)
+		// come in order). A release of a holding reported lost before it
+		// was sent gave back all that Redis had left of it, holds beyond
+		// the first included, unless a newer holding of the owner's has
+		// them by now (the engine decides, in order with that holding's
+		// requests). One that left holds it was not sent for gives them
+		// back the same way; should one of them fail, what is left expires
+		// within a second. A release that itself found the holding gone
+		// (it closed Lost on its way) answers ErrNotHeld as it is.
+		if !lostBefore && err == nil && remaining > 0 {
+			_, _, err = l.c.releaseLost(ctx, l.name, l.kind, l.owner, bound, l.values...)
 		}
 		if errors.Is(err, ErrNotHeld) {
 			err = nil
@@ -305,10 +316,6 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	return err
 }
-
-// maxLostHolds bounds the releases an Unlock of a lost holding sends to
-// clear the holds Redis may still have of it.
-const maxLostHolds = 1 << 16
 
 // lostUnlockError is the error of an Unlock of a holding that was reported
 // lost: it matches ErrLockLost and ErrNotHeld, and wraps what the release

@@ -3,15 +3,19 @@ package client_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/internal/redistest"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -157,4 +161,159 @@ func TestUnlockOfALostReentrantHoldingDeletesWhatIsLeft(t *testing.T) {
 			assert.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld, "and a second Unlock finds nothing")
 		})
 	}
+}
+
+// An Unlock of a lost holding leaves a newer holding of the same owner
+// alone: A held twice and was reported lost while Redis still had both
+// holds; B, a handle of the same owner, locked again (Redis counts 3, the
+// newer holding's). A's Unlock is not released and changes nothing; B
+// still holds, its Lost open, and its Unlocks release the holds. With no
+// newer holding, the lost one's holds go at once, and their TTL is never
+// stretched to the watchdog's meanwhile.
+func TestUnlockOfALostHoldingLeavesTheOwnersNewerHolding(t *testing.T) {
+	for _, k := range lockKinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := miniEnv(t)
+			ctx := testCtx(t)
+			c := e.newClient(t)
+			name := "lost-newer:" + k.name
+			a := k.of(c, name)
+			b := k.of(c, name, client.WithOwner(a.Owner()))
+			require.NoError(t, a.LockLease(ctx, time.Minute))
+			require.NoError(t, a.LockLease(ctx, time.Minute))
+			e.fake.Advance(time.Minute) // the engine's clock passes the lease; Redis's stays behind
+			await.Value(t, a.Lost(), 5*time.Second, "A's Lost")
+			require.NoError(t, b.LockLease(ctx, time.Minute))
+			require.Equal(t, "3", e.rdb.HGet(ctx, name, a.Owner()).Val(), "B's holding has the holds A left")
+			bLost := b.Lost()
+
+			err := a.Unlock(ctx)
+			assert.ErrorIs(t, err, client.ErrLockLost)
+			assert.ErrorIs(t, err, client.ErrNotHeld)
+			assert.Equal(t, "3", e.rdb.HGet(ctx, name, a.Owner()).Val(), "A's Unlock left B's holds alone")
+			held, err := b.IsHeld(ctx)
+			require.NoError(t, err)
+			assert.True(t, held, "B still holds")
+			assert.False(t, isClosed(bLost), "B's Lost is open")
+			for i := range 3 {
+				require.NoError(t, b.Unlock(ctx), "B's unlock %d", i)
+			}
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "B's last unlock freed it")
+			assert.False(t, isClosed(bLost), "B's holding ended as a release")
+
+			// No newer holding: the lost holding's three holds go at once,
+			// and the lease of what is left is never the watchdog's.
+			for range 3 {
+				require.NoError(t, a.LockLease(ctx, time.Minute))
+			}
+			e.fake.Advance(time.Minute)
+			await.Value(t, a.Lost(), 5*time.Second, "A's Lost")
+			err = a.Unlock(ctx)
+			assert.ErrorIs(t, err, client.ErrLockLost)
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "what was left of A is gone")
+		})
+	}
+}
+
+// lostSetEnvs are n servers (miniredis), each with a Client on a fake
+// clock of its own, so that one member's lease can run out in its
+// engine while the others' do not, and no lease runs out in Redis.
+func lostSetEnvs(t *testing.T, n int) ([]*env, []*client.Client) {
+	envs, clients := make([]*env, n), make([]*client.Client, n)
+	for i := range n {
+		envs[i] = miniEnv(t)
+		clients[i] = envs[i].newClient(t)
+	}
+	return envs, clients
+}
+
+// A MultiLock taken twice, one of whose members is lost: its Unlock
+// releases every hold the holding has left on the other member too
+// (before, one hold stayed there, renewed, until a second Unlock), ends
+// the holding, and a second Unlock finds nothing held.
+func TestMultiLockUnlockOfALostReentrantHoldingReleasesEveryMember(t *testing.T) {
+	envs, clients := lostSetEnvs(t, 2)
+	ctx := testCtx(t)
+	const name = "multi-lost-reentrant"
+	m := client.NewMultiLock(members(clients, name)...)
+	require.NoError(t, m.LockLease(ctx, time.Minute))
+	require.NoError(t, m.LockLease(ctx, time.Minute))
+	lost := m.Lost()
+	envs[0].fake.Advance(time.Minute) // member 0's lease runs out in its engine
+	await.Value(t, lost, 5*time.Second, "the MultiLock's Lost")
+	require.Equal(t, int64(1), envs[1].rdb.Exists(ctx, name).Val(), "member 1 is still held")
+
+	err := m.Unlock(ctx)
+	assert.ErrorIs(t, err, client.ErrLockLost)
+	assert.ErrorIs(t, err, client.ErrNotHeld)
+	for i, e := range envs {
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "member %d has nothing left of the holding", i)
+	}
+	assert.ErrorIs(t, m.Unlock(ctx), client.ErrNotHeld, "the holding is over")
+	ok, err := client.NewMultiLock(members(clients, name)...).TryLock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "another owner takes the set at once")
+}
+
+// A RedLock taken twice that lost a majority: its Unlock releases every
+// hold it has left on the master still held, and ends the holding.
+func TestRedLockUnlockOfALostReentrantHoldingReleasesEveryMaster(t *testing.T) {
+	envs, clients := lostSetEnvs(t, 3)
+	ctx := testCtx(t)
+	const name = "red-lost-reentrant"
+	r := client.NewRedLock(members(clients, name)...)
+	require.NoError(t, r.LockLease(ctx, time.Minute))
+	require.NoError(t, r.LockLease(ctx, time.Minute))
+	for _, e := range envs {
+		require.Equal(t, int64(1), e.rdb.Exists(ctx, name).Val(), "every master granted it")
+	}
+	lost := r.Lost()
+	envs[0].fake.Advance(time.Minute) // a majority's leases run out in their engines
+	envs[1].fake.Advance(time.Minute)
+	await.Value(t, lost, 5*time.Second, "the RedLock's Lost")
+	require.Equal(t, int64(1), envs[2].rdb.Exists(ctx, name).Val(), "master 2 is still held")
+
+	err := r.Unlock(ctx)
+	assert.ErrorIs(t, err, client.ErrLockLost)
+	assert.ErrorIs(t, err, client.ErrNotHeld)
+	for i, e := range envs {
+		assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "master %d has nothing left of the holding", i)
+	}
+	assert.ErrorIs(t, r.Unlock(ctx), client.ErrNotHeld, "the holding is over")
+	ok, err := client.NewRedLock(members(clients, name)...).TryLock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "another owner takes it at once")
+}
+
+// The releases of what is left of a lost holding never stretch its TTL to
+// the watchdog timeout: when the second of them fails, Redis lets the
+// holds left go within a second (before, the first release had set them
+// to the watchdog timeout, a minute here, with nobody renewing them or
+// knowing they were there).
+func TestUnlockOfALostHoldingNeverStretchesItsTTL(t *testing.T) {
+	fake := clockwork.NewFakeClock()
+	e, h := hookedEnv(t, fake)
+	c := e.newClient(t, client.WithWatchdogTimeout(time.Minute))
+	ctx := testCtx(t)
+	const name = "lost-ttl"
+	l := c.Lock(name)
+	for range 3 {
+		require.NoError(t, l.LockLease(ctx, time.Minute))
+	}
+	fake.Advance(time.Minute) // the engine's clock passes the lease; Redis's stays behind
+	await.Value(t, l.Lost(), 5*time.Second, "Lost")
+	var unlocks atomic.Int64
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if len(sc.Keys) == 3 && sc.Keys[0] == name && strings.HasPrefix(sc.Keys[2], "warden_unlock:") &&
+			unlocks.Add(1) == 2 {
+			return redistest.Failed(errors.New("injected: the second release fails"))
+		}
+		return sc.Run()
+	})
+	err := l.Unlock(ctx)
+	assert.ErrorIs(t, err, client.ErrLockLost)
+	assert.Equal(t, "2", e.rdb.HGet(ctx, name, l.Owner()).Val(), "the first release ran, the second failed")
+	ttl := e.rdb.PTTL(ctx, name).Val()
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, time.Second, "what is left expires within a second")
 }

@@ -216,9 +216,12 @@ func (m *MultiLock) TryLockWait(ctx context.Context, wait, lease time.Duration) 
 // errors of those that failed (ErrNotHeld for a member not held) are
 // returned together, in one error that matches each of them. A holding
 // that was reported lost (Lost closed) is never reported released: its
-// Unlock releases what the members still hold and returns an error that
-// matches ErrLockLost and ErrNotHeld. The MultiLock's own hold is given back when every
-// member was released or was not held; while a member's release has an
+// Unlock releases every hold the holding has left on each member (the
+// members that were not lost included, which are then no longer held nor
+// renewed by it), ends the holding, and returns an error that matches
+// ErrLockLost and ErrNotHeld. Otherwise the MultiLock's own hold is given
+// back when every member was released or was not held; while a member's
+// release has an
 // unknown outcome (a Redis error, ctx's end, a closed Client), the holding
 // and its Lost channel stay, and Unlock may be called again.
 func (m *MultiLock) Unlock(ctx context.Context) error {
@@ -229,17 +232,25 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	lost := m.reportedLost()
+	holds, lostBefore := m.holdState()
+	times := 1
+	if lostBefore {
+		times = holds // none of them is held any more
+	}
+	results := unlockTimes(ctx, m.locks, func(int) int { return times })
+	lost := lostBefore || m.reportedLost()
+	if lost {
+		unlockLost(ctx, m.locks, results, holds, lostBefore)
+	}
 	ended := true
-	for i, err := range unlockAll(ctx, m.locks) {
+	for i, err := range results {
 		if err != nil {
 			errs = append(errs, messages.Within("member "+m.locks[i].name, err))
 			ended = ended && errors.Is(err, ErrNotHeld)
 		}
 	}
-	lost = lost || m.reportedLost()
 	if ended {
-		m.release()
+		m.release(lost)
 	}
 	var err error
 	if len(errs) > 0 {
@@ -250,6 +261,14 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 		return &lostUnlockError{what: m.describe(), cause: err}
 	}
 	return err
+}
+
+// holdState is the MultiLock's own hold count and whether the current
+// holding was reported lost.
+func (m *MultiLock) holdState() (holds int, lost bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds, m.holds > 0 && m.lost
 }
 
 // reportedLost tells whether the current holding was reported lost (its
@@ -358,13 +377,17 @@ func (m *MultiLock) hold() {
 	}
 }
 
-// release gives back one of the MultiLock's holds; the last one ends the
-// holding and its watchers.
-func (m *MultiLock) release() {
+// release gives back one of the MultiLock's holds (all: every one, as
+// the Unlock of a lost holding does); the last one ends the holding and
+// its watchers.
+func (m *MultiLock) release(all bool) {
 	var ended *sync.WaitGroup
 	m.mu.Lock()
 	if m.holds > 0 {
 		m.holds--
+		if all {
+			m.holds = 0
+		}
 		if m.holds == 0 {
 			m.tel().groupEnded(m.metered, endReleased)
 			m.metered = nil
@@ -468,11 +491,24 @@ func releaseTaken(ctx context.Context, locks []*Lock) {
 // unlockAll releases one hold of every lock at once and returns each
 // lock's error, in order.
 func unlockAll(ctx context.Context, locks []*Lock) []error {
+	return unlockTimes(ctx, locks, func(int) int { return 1 })
+}
+
+// unlockTimes releases times(i) holds of each lock i, the locks at once
+// and each one's holds one after the other, and returns each lock's
+// error, in order: the first that one of its releases met, which ends its
+// releases.
+func unlockTimes(ctx context.Context, locks []*Lock, times func(i int) int) []error {
 	errs := make([]error, len(locks))
 	done := make(chan struct{}, len(locks))
 	for i, l := range locks {
+		n := times(i)
 		go func() {
-			errs[i] = l.Unlock(ctx)
+			for range n {
+				if errs[i] = l.Unlock(ctx); errs[i] != nil {
+					break
+				}
+			}
 			done <- struct{}{}
 		}()
 	}
@@ -480,6 +516,29 @@ func unlockAll(ctx context.Context, locks []*Lock) []error {
 		<-done
 	}
 	return errs
+}
+
+// unlockLost releases what a holding of holds holds of the members is
+// left with once it was reported lost: errs are the members' errors of an
+// Unlock that released one hold of each (lostBefore false: the loss was
+// reported meanwhile) or all of them (lostBefore true). The surviving
+// members' other holds are released now, so that none of them stays held
+// (and renewed) by a holding that is over. It updates errs.
+func unlockLost(ctx context.Context, locks []*Lock, errs []error, holds int, lostBefore bool) {
+	if lostBefore || holds <= 1 {
+		return
+	}
+	more := unlockTimes(ctx, locks, func(i int) int {
+		if errs[i] != nil {
+			return 0 // lost, or already failed
+		}
+		return holds - 1
+	})
+	for i, err := range more {
+		if err != nil {
+			errs[i] = err
+		}
+	}
 }
 
 // retry calls try until it takes the set (true) or fails (an error),

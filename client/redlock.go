@@ -161,9 +161,10 @@ func (r *RedLock) TryLockWait(ctx context.Context, wait, lease time.Duration) (b
 // held); when fewer did (unreachable masters, closed clients), the
 // outcome is unknown: the holding stays, Lost keeps returning its channel,
 // and Unlock may be called again. A holding that was reported lost (Lost
-// closed) is never reported released: its Unlock releases what the
-// masters still hold and returns an error that matches ErrLockLost and
-// ErrNotHeld.
+// closed) is never reported released: its Unlock releases every hold the
+// holding has left on each master (those still held included, which are
+// then no longer renewed), ends the holding once a majority answered, and
+// returns an error that matches ErrLockLost and ErrNotHeld.
 func (r *RedLock) Unlock(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -171,7 +172,20 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	errs := unlockAll(ctx, r.locks)
+	r.mu.Lock()
+	holds, lostBefore := r.holds, r.holds > 0 && r.lost
+	r.mu.Unlock()
+	times := 1
+	if lostBefore {
+		times = holds // none of them is held any more
+	}
+	errs := unlockTimes(ctx, r.locks, func(int) int { return times })
+	r.mu.Lock()
+	lost := r.holds > 0 && r.lost
+	r.mu.Unlock()
+	if lost {
+		unlockLost(ctx, r.locks, errs, holds, lostBefore)
+	}
 	released, answered := 0, 0
 	for _, err := range errs {
 		switch {
@@ -184,9 +198,12 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	}
 	var ended *sync.WaitGroup
 	r.mu.Lock()
-	lost := r.holds > 0 && r.lost
+	lost = lost || r.holds > 0 && r.lost
 	if r.holds > 0 && answered >= r.quorum {
 		r.holds--
+		if lost {
+			r.holds = 0 // a lost holding's Unlock ends it
+		}
 		if r.holds == 0 {
 			r.tel().groupEnded(r.metered, endReleased)
 			r.metered = nil

@@ -197,6 +197,13 @@ type Release struct {
 	// while the owner holds them, so they may be left empty. Empty for
 	// every other kind.
 	Values []string
+	// LostHolding, when not 0, is the holding the release is for, one its
+	// owner was told is lost (LockLost): the release then gives back
+	// everything Redis has left of it (every hold, each lease refreshed
+	// to a short one, never the watchdog's), unless the owner has a newer
+	// holding by now, which the lost one's holds belong to: that release
+	// is refused with ErrNotHeld and changes nothing.
+	LostHolding uint64
 }
 
 // Released answers Release. Remaining is the owner's hold count left; zero

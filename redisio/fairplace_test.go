@@ -65,7 +65,10 @@ func TestFairWardenPlaces(t *testing.T) {
 		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
 
 		// a and b warden waiters, r a Redisson place between them: each
-		// deadline the previous one plus the allowance.
+		// deadline the previous one plus the allowance, a warden waiter's
+		// protected as it joins: b's is moved up to r's + its place time
+		// + 5 minutes (r's 5 s is narrower), plus a place time of margin;
+		// a's, the head's, is far enough ahead.
 		require.False(t, f.acquirePlace("a", "a1", place, fairNow).Acquired)
 		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
 		require.False(t, f.acquirePlace("b", "b1", place, fairNow).Acquired)
@@ -73,21 +76,20 @@ func TestFairWardenPlaces(t *testing.T) {
 		d := f.deadlines()
 		near(t, at(0)+lease+allow, d["a"], "a: now + PTTL + allowance")
 		assert.Equal(t, d["a"]+allow, d["r"], "r: a's + allowance")
-		assert.Equal(t, d["r"]+allow, d["b"], "b: r's + allowance")
+		assert.Equal(t, d["r"]+2*place.Milliseconds()+redissonHead, d["b"], "b protected as it joined")
 		assert.Equal(t, map[string]int64{"a": at(place), "b": at(place)}, f.places(), "liveness beside them")
 		ttl := rdb.PTTL(f.ctx, FairPlacesKey("fp")).Val()
 		assert.Greater(t, ttl, time.Duration(d["b"]-at(0))*time.Millisecond, "the record outlives every deadline: %v", ttl)
 
-		// a's attempt keeps it alive; its deadline (the head's, far enough
-		// ahead) stays. b's attempt moves its deadline up to r's + its
-		// place time + 5 minutes (r's 5 s is narrower).
+		// a's and b's attempts keep them alive; their deadlines, far
+		// enough ahead, stay.
 		now := fairAt(600 * time.Millisecond)
 		require.False(t, f.acquirePlace("a", "a2", place, now).Acquired)
 		require.False(t, f.acquirePlace("b", "b2", place, now).Acquired)
 		d2 := f.deadlines()
 		assert.Equal(t, d["a"], d2["a"])
 		assert.Equal(t, d["r"], d2["r"])
-		assert.Equal(t, d["r"]+place.Milliseconds()+redissonHead, d2["b"], "b protected")
+		assert.Equal(t, d["b"], d2["b"], "b still protected")
 		assert.Equal(t, map[string]int64{"a": at(1600 * time.Millisecond), "b": at(1600 * time.Millisecond)}, f.places())
 
 		// a takes the lock from the head: everyone behind moves down so
@@ -108,17 +110,21 @@ func TestFairWardenPlaces(t *testing.T) {
 		assert.Equal(t, map[string]int64{"r": d3["r"]}, f.deadlines(), "r's deadline as it was")
 		assert.Empty(t, f.places())
 
-		// c joins behind r; a Redisson acquire ahead of it would move its
-		// deadline down by 5 minutes, into the past: c is still alive for
-		// warden, and its next refresh moves its deadline ahead again.
+		// c joins behind r, protected at once: a Redisson acquire ahead
+		// of it (moving its deadline down by 5 minutes) leaves its
+		// deadline ahead of now, so Redisson's own scripts keep it too
+		// (before, the join left it at r's + 5 s, which such an acquire
+		// put minutes into the past until c's next attempt). c stays, and
+		// its next refresh moves its deadline up again.
 		now = fairAt(1800 * time.Millisecond)
 		require.False(t, f.acquirePlace("c", "c1", place, now).Acquired)
-		assert.Equal(t, d3["r"]+allow, f.deadlines()["c"], "Redisson's formula")
+		cDeadline := d3["r"] + 2*place.Milliseconds() + redissonHead
+		assert.Equal(t, cDeadline, f.deadlines()["c"], "protected as it joined")
 		require.NoError(t, rdb.ZIncrBy(f.ctx, FairTimeoutKey("fp"), -float64(redissonHead), "c").Err())
+		assert.Greater(t, f.deadlines()["c"], at(2*time.Second), "still ahead after the Redisson acquire")
 		require.False(t, f.acquire("r", "r3", now.Add(100*time.Millisecond), true).Acquired)
 		assert.Equal(t, []string{"r", "c"}, f.queue(), "c kept its place")
 		require.False(t, f.acquirePlace("c", "c2", place, now.Add(200*time.Millisecond)).Acquired)
-		cDeadline := d3["r"] + place.Milliseconds() + redissonHead
 		assert.Equal(t, cDeadline, f.deadlines()["c"], "protected again")
 
 		// A Redisson place e behind c, then a warden waiter g: g's
@@ -127,14 +133,14 @@ func TestFairWardenPlaces(t *testing.T) {
 		require.False(t, f.acquireLease("e", "e1", fairLease, now.Add(300*time.Millisecond), true).Acquired)
 		require.False(t, f.acquirePlace("g", "g1", place, now.Add(300*time.Millisecond)).Acquired)
 		require.False(t, f.acquirePlace("g", "g2", place, now.Add(400*time.Millisecond)).Acquired)
-		assert.Equal(t, cDeadline+allow+place.Milliseconds()+redissonHead, f.deadlines()["g"])
+		assert.Equal(t, cDeadline+allow+2*place.Milliseconds()+redissonHead, f.deadlines()["g"])
 
 		// c gives up: everyone behind it moves down by how far its
 		// deadline was past r's, so e is r's + its allowance again.
 		f.cancel("c", now.Add(500*time.Millisecond))
 		d4 := f.deadlines()
 		assert.Equal(t, d3["r"]+allow, d4["e"])
-		assert.Equal(t, d4["e"]+place.Milliseconds()+redissonHead, d4["g"])
+		assert.Equal(t, d4["e"]+2*place.Milliseconds()+redissonHead, d4["g"])
 
 		// A late attempt of the request that gave up neither queues it nor
 		// keeps a place alive for it.
@@ -198,5 +204,61 @@ func TestFairUndoOfAWardenPlace(t *testing.T) {
 		assert.Equal(t, []string{"r"}, f.queue())
 		near(t, fairMillis(0)+(fairLease+fairAllowance).Milliseconds(), f.deadlines()["r"], "r")
 		assert.Empty(t, f.places())
+	})
+}
+
+// A Redisson place whose deadline is near 2^63 ms (tryLock with a wait of
+// Long.MAX_VALUE) ahead of a warden waiter: the waiter joins behind it,
+// and the places record gets a TTL all the same (PEXPIRE refused the
+// deadline's, which failed the join after its writes and left the record
+// without a TTL).
+func TestFairWardenPlaceBehindAHugeRedissonDeadline(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		f := newFairT(t, rdb, "fh")
+		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
+		const huge = 9.2e18 // ms, near 2^63
+		require.NoError(t, rdb.RPush(f.ctx, FairQueueKey("fh"), "r").Err())
+		require.NoError(t, rdb.ZAdd(f.ctx, FairTimeoutKey("fh"), redis.Z{Score: huge, Member: "r"}).Err())
+
+		res, _, err := f.s.FairAcquire(f.ctx, rdb, ReplicaSync{}, "fh", "w", "w1", fairLease, fairAllowance, time.Second,
+			fairNow, true)
+		require.NoError(t, err, "the join behind the huge deadline")
+		assert.False(t, res.Acquired)
+		assert.Equal(t, []string{"r", "w"}, f.queue())
+		assert.Equal(t, []string{"w"}, ownersOf(f.places()))
+		ttl := rdb.PTTL(f.ctx, FairPlacesKey("fh")).Val()
+		assert.Positive(t, ttl, "the places record has a TTL")
+
+		// Its next attempt keeps it, and the record's TTL.
+		res, _, err = f.s.FairAcquire(f.ctx, rdb, ReplicaSync{}, "fh", "w", "w2", fairLease, fairAllowance, time.Second,
+			fairNow.Add(100*time.Millisecond), true)
+		require.NoError(t, err)
+		assert.False(t, res.Acquired)
+		assert.Equal(t, []string{"r", "w"}, f.queue())
+		assert.Positive(t, rdb.PTTL(f.ctx, FairPlacesKey("fh")).Val())
+	})
+}
+
+// A head warden waiter whose deadline its refreshes must move up (the
+// allowance it joined with is used up) is moved a place time further than
+// it needs: the next refreshes write no deadline, the queue behind it
+// included, until that margin is used up.
+func TestFairProtectLeavesAMargin(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		f := newFairT(t, rdb, "fm")
+		const place = 20 * time.Second // its liveness outlasts the wait below
+		require.True(t, f.acquire("h", "h1", fairNow, false).Acquired)
+		require.False(t, f.acquirePlace("a", "a1", place, fairNow).Acquired)
+		require.False(t, f.acquire("r", "r1", fairNow, true).Acquired)
+		d := f.deadlines()
+		at := time.UnixMilli(d["a"]).Add(-place + 100*time.Millisecond) // its deadline is less than a place time ahead
+		require.False(t, f.acquirePlace("a", "a2", place, at).Acquired)
+		d2 := f.deadlines()
+		assert.Equal(t, at.Add(2*place).UnixMilli(), d2["a"], "now + place time, plus a place time")
+		assert.Equal(t, d2["a"]-d["a"], d2["r"]-d["r"], "the queue behind moved as much")
+		for i, step := range []time.Duration{place / 3, 2 * place / 3, place - time.Millisecond} {
+			require.False(t, f.acquirePlace("a", "a3-"+strconv.Itoa(i), place, at.Add(step)).Acquired)
+			assert.Equal(t, d2, f.deadlines(), "a refresh %v later writes no deadline", step)
+		}
 	})
 }

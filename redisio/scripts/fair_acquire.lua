@@ -21,10 +21,12 @@
 -- ARGV[8]  place time in ms (integer, 1 .. 2^53): the owner is a warden
 --          waiter whose place is a refreshed one: alive until now +
 --          ARGV[8] when it joins and again at every attempt of its while it
---          is queued, its deadline kept ahead by those attempts (see
---          fair_lib.lua). "0": a place that is never refreshed. Either way
---          the deadline it joins with is Redisson's: the previous tail's
---          deadline, or now + the lock's PTTL, plus the allowance.
+--          is queued, its deadline kept ahead by the join and those
+--          attempts (fair_protect, see fair_lib.lua). "0": a place that is
+--          never refreshed. Either way the deadline it joins with is
+--          Redisson's (the previous tail's deadline, or now + the lock's
+--          PTTL, plus the allowance), a refreshed place's then moved up as
+--          far as fair_protect needs.
 -- ARGV[9]  (optional) "1" for a non-reentrant fair lock: the owner that
 --          holds it is refused instead of entering again
 --
@@ -140,6 +142,8 @@ redis.call('zadd', KEYS[3], string.format('%.0f', base + tonumber(ARGV[5])), own
 if ARGV[8] == '0' then
   redis.call('hdel', KEYS[6], owner)
 else
-  fair_alive(owner, now, tonumber(ARGV[8]), KEYS[6])
+  -- Protected from the start, as at each later attempt: the new place is
+  -- the tail, so only its own deadline may move up.
+  fair_refresh(owner, now, ARGV[8], KEYS[6])
 end
 return {0, reply}

@@ -89,14 +89,22 @@ end
 -- Redisson's lock() allowance, 5 minutes.
 local fair_redisson_allowance = 300000
 
+-- fair_max_keep is the longest TTL in ms fair_keep_places sets, counted
+-- from now to 2^53 ms: a deadline Redisson wrote for a wait of
+-- Long.MAX_VALUE is near 2^63, past what PEXPIRE accepts.
+local function fair_max_keep(now)
+  return math.max(1, 9007199254740992 - now)
+end
+
 -- fair_keep_places keeps places alive at least as long as every deadline
--- in the queue, plus place (ms): a warden waiter's record outlives its
--- deadline, so warden's scripts never take a dead warden waiter's place
--- for a Redisson client's.
+-- in the queue, plus place (ms), up to fair_max_keep: a warden waiter's
+-- record outlives its deadline, so warden's scripts never take a dead
+-- warden waiter's place for a Redisson client's.
 local function fair_keep_places(now, place, places)
   local last = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
   local keep = place
   if last[2] then keep = math.max(keep, tonumber(last[2]) - now + place) end
+  keep = math.min(keep, fair_max_keep(now))
   if redis.call('pttl', places) < keep then
     redis.call('pexpire', places, string.format('%.0f', keep))
   end
@@ -111,8 +119,8 @@ end
 
 -- fair_protect moves owner's deadline up, if need be, to what keeps a live
 -- warden waiter's place from lapsing for Redisson's scripts until its next
--- refresh (see the top of this file), and every deadline behind it up as
--- much. place is the owner's place time in ms.
+-- refresh (see the top of this file) plus one place time, and every
+-- deadline behind it up as much. place is the owner's place time in ms.
 local function fair_protect(owner, now, place, places)
   local queue = redis.call('lrange', KEYS[2], 0, -1)
   local scores, k = {}, 0
@@ -136,7 +144,10 @@ local function fair_protect(owner, now, place, places)
     need = math.max(need, scores[k - 1] + place + widest)
   end
   if scores[k] >= need then return end
-  local by = string.format('%.0f', need - scores[k])
+  -- A place time more than it needs, so that the refreshes that follow
+  -- (each needs about a third of a place time more, once the allowance
+  -- it joined with is used up) write nothing until it is used up too.
+  local by = string.format('%.0f', need - scores[k] + place)
   for i = k, #queue do
     if redis.call('zscore', KEYS[3], queue[i]) then
       redis.call('zincrby', KEYS[3], by, queue[i])
