@@ -48,6 +48,12 @@
 //   - registry (registry_actor.go, registryActor): writes the Client's
 //     registry record as the engine starts and every renewal period.
 //
+// The key actor and the count actor share waiting_actor.go
+// (waitingActor, which each embeds: the key, the waiters, the timers, the
+// Redis calls waited for on stop, the fault, and the guard, fail and
+// answer-all skeleton around them) and replies.go (one builder per
+// failure reply, which root uses too).
+//
 // The rest is shared: config.go (Config, read-only once the engine
 // starts, and the Redis calls' contexts), protocol.go (the messages
 // between the engine's own actors), mailbox.go (queueMailbox, every
@@ -79,7 +85,7 @@
 //     passivation handshake), and forwards the Acquire to it, sender kept.
 //     The key actor's mailbox schedules a pass: another hand-off.
 //  3. A worker goroutine, the key actor's turn. keyActor.Receive counts the
-//     request (keyActor.seen) and keyActor.onAcquire queues a waiter
+//     request (waitingActor.seen) and keyActor.onAcquire queues a waiter
 //     (waitQueue.push: ready; a try when its deadline had passed). Then
 //     keyActor.pump picks the next Redis request (releases and undos first,
 //     then the head waiter's attempt) and keyActor.start makes it the one in

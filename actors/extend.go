@@ -98,6 +98,5 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 // respondExtend answers an Extend with ExtendFailed carrying err, for the
 // holding o was for (o.holding).
 func (a *keyActor) respondExtend(ctx actor.Context, o *op, err error) {
-	sendIf(ctx, o.sender, &messages.ExtendFailed{Name: o.ext.Name, Kind: o.ext.Kind, Owner: o.owner, RequestID: o.reqID,
-		Err: err, Holding: o.holding})
+	sendIf(ctx, o.sender, extendFailed(o.ext, err, o.holding))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -244,20 +243,18 @@ type opDone struct {
 // it and how often, who waits for it, which holdings the renewer keeps
 // alive, and the one Redis request in flight.
 type keyActor struct {
-	cfg        *Config
-	key        key
-	rio        lockIO
-	root       *actor.PID // which spawned it; it is not root's child (rootActor.route)
-	subscriber *actor.PID
-	renewer    *actor.PID
+	waitingActor
+	rio     lockIO
+	renewer *actor.PID
 
 	holdings   map[string]*holding
 	registered map[string]*registration // owners registered with the renewer; the renewer owns each registration (register)
 	paused     map[string]bool          // registered owners not renewed, whose lease's end the renewer still follows
-	waiters    waitQueue                // FIFO; the head is the one that waits on Redis (each fair waiter waits)
-	ops        []*op                    // releases and undos, served before attempts
-	inflight   *op
-	spare      []*op // finished ops kept for reuse (newOp)
+	// waitingActor.waiters are FIFO; the head is the one that waits on
+	// Redis (each fair waiter waits).
+	ops      []*op // releases and undos, served before attempts
+	inflight *op
+	spare    []*op // finished ops kept for reuse (newOp)
 	// spareHolding is the holding a release ended last, kept for reuse
 	// (newHolding): nothing refers to an ended holding.
 	spareHolding *holding
@@ -265,19 +262,11 @@ type keyActor struct {
 	// (maxHandoffs).
 	handoffs int
 	subs     map[string]bool // channels subscribed
-	seen     uint64          // routed requests received, for the passivation handshake
-	// fault is set once the actor failed (a panic: a bug); it then answers
-	// every request with it until root stops it.
-	fault error
 
 	// groups, for a group lock, are each owner's values (sorted), from its
 	// acquire or release until it holds, waits for and asks nothing; nil
 	// for every other kind.
 	groups map[string][]string
-
-	timer clockTimer
-	idle  idleTimer
-	io    sync.WaitGroup
 }
 
 var _ actor.Actor = (*keyActor)(nil)
@@ -285,18 +274,13 @@ var _ actor.Actor = (*keyActor)(nil)
 func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		a := &keyActor{
-			cfg:        cfg,
-			key:        k,
-			rio:        lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
-			root:       root,
-			subscriber: subscriber,
-			renewer:    renewer,
-			holdings:   map[string]*holding{},
-			registered: map[string]*registration{},
-			paused:     map[string]bool{},
-			subs:       map[string]bool{},
-			timer:      clockTimer{clock: cfg.Clock},
-			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
+			waitingActor: newWaitingActor(cfg, k, root, subscriber),
+			rio:          lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
+			renewer:      renewer,
+			holdings:     map[string]*holding{},
+			registered:   map[string]*registration{},
+			paused:       map[string]bool{},
+			subs:         map[string]bool{},
 		}
 		if k.Kind == messages.KindGroupLock {
 			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
@@ -318,11 +302,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.receiveFailed(ctx)
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			a.fail(ctx, r)
-		}
-	}()
+	defer a.survive(ctx, a)
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
 		a.seen++
@@ -330,8 +310,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *messages.Release:
 		a.seen++
 		if err := a.groupValues(m.Owner, m.Values); err != nil {
-			sendIf(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
-				RequestID: m.RequestID, Err: err})
+			sendIf(ctx, ctx.Sender(), releaseFailed(m, err, 0))
 			break
 		}
 		o := a.newOp()
@@ -378,9 +357,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.onTick(ctx)
 		}
 	case *idleTick:
-		if a.idle.due(ctx, m.Gen, a.isIdle(), a.cfg.IdleTimeout) {
-			ctx.Send(a.root, &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
-		}
+		a.idleFor(ctx, m.Gen, a.isIdle())
 		return
 	case *actor.Stopping:
 		a.onStopping(ctx)
@@ -394,7 +371,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 
 func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 	if err := a.groupValues(m.Owner, m.Values); err != nil {
-		sendIf(ctx, ctx.Sender(), failedReply(m, err))
+		sendIf(ctx, ctx.Sender(), acquireFailed(m, err))
 		return
 	}
 	w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
@@ -456,15 +433,7 @@ func (a *keyActor) rioFor(owner string) lockIO {
 func (a *keyActor) held(owner string) redisio.Held { return a.rioFor(owner).held(owner) }
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
-	i := a.waiters.find(m.Owner, m.RequestID)
-	if i < 0 {
-		return
-	}
-	w := a.waiters.list[i]
-	w.cancelled = true
-	a.replyFailed(ctx, w, messages.ErrCancelled)
-	if !w.inflight {
-		a.waiters.removeAt(i)
+	if w, left := a.cancel(ctx, m); left {
 		a.leave(w)
 	}
 }
@@ -553,7 +522,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 	}
 }
 
-// start runs o on the engine's workers; the actor waits for it (a.io) on
+// start runs o on the engine's workers; the actor waits for it (calls) on
 // stop, and the result comes back as opDone.
 func (a *keyActor) start(ctx actor.Context, o *op) {
 	a.inflight = o
@@ -624,7 +593,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	// The call (run) reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
 	o.a, o.rio, o.callLease, o.sys, o.self = a, a.rioFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
-	a.io.Add(1)
+	a.calls.Add(1)
 	a.cfg.Workers.run(o)
 }
 
@@ -633,7 +602,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 func (o *op) run() {
 	a := o.a
 	// o is not read once the result is sent: the actor may recycle it.
-	defer a.io.Done()
+	defer a.calls.Done()
 	cfg, rio, lease := a.cfg, o.rio, o.callLease
 	c, cancel := cfg.ioContext()
 	if o.closing {
@@ -1089,8 +1058,7 @@ func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Release
 		return
 	}
 	if err != nil {
-		sendIf(ctx, o.sender, &messages.ReleaseFailed{Name: o.req.Name, Kind: o.req.Kind, Owner: o.owner,
-			RequestID: o.reqID, Err: err, Holding: holding})
+		sendIf(ctx, o.sender, releaseFailed(o.req, err, holding))
 		return
 	}
 	ok.Name, ok.Kind, ok.Owner, ok.RequestID, ok.Holding = o.req.Name, o.req.Kind, o.owner, o.reqID, holding
@@ -1355,13 +1323,9 @@ func (a *keyActor) unregister(ctx actor.Context, owner string) {
 	}
 }
 
-func (a *keyActor) replyFailed(ctx actor.Context, w *waiter, err error) {
-	sendIf(ctx, w.sender, failedReply(w.req, err))
-}
-
 // leaveAll gives up, at once and in order, the Redis queue places of every
 // fair waiter (the actor is stopping: a queued give-up would never run).
-// The actor's Redis call has finished (a.io.Wait) before this runs. One
+// The actor's Redis call has finished (stopCalls) before this runs. One
 // bound covers every give-up, so a Redis that does not answer holds the
 // stop up once, not once per waiter.
 func (a *keyActor) leaveAll() {
@@ -1400,9 +1364,7 @@ func (a *keyActor) leaveAll() {
 // only idle key actors, and a failed one has abandoned its state already;
 // any other stop abandons the state as a failure does.
 func (a *keyActor) onStopping(ctx actor.Context) {
-	a.timer.stop()
-	a.idle.stop()
-	a.io.Wait()
+	a.stopCalls()
 	if a.cfg.IO.Err() != nil {
 		a.answerAll(ctx, messages.ErrClosed)
 		return
@@ -1415,11 +1377,7 @@ func (a *keyActor) onStopping(ctx actor.Context) {
 // state, and asks root to stop it. Until then it answers every request
 // with the fault (receiveFailed), so no caller is left waiting.
 func (a *keyActor) fail(ctx actor.Context, r any) {
-	a.fault = fmt.Errorf("warden: internal error in the engine's state for %s: %v", a.key.Name, r)
-	a.cfg.Logger.Error("warden: key actor failed; its waiters and holders are told", slog.Any("err", a.fault))
-	a.timer.stop()
-	a.idle.stop()
-	a.io.Wait()
+	a.failWith(r, "warden: key actor failed; its waiters and holders are told")
 	if o := a.inflight; o != nil {
 		// An acquire in flight, or the acquire a handoff made for the next
 		// waiter, may have landed: undo it.
@@ -1447,15 +1405,13 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 func (a *keyActor) receiveFailed(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
-		sendIf(ctx, ctx.Sender(), failedReply(m, a.fault))
+		sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
 	case *messages.Release:
-		sendIf(ctx, ctx.Sender(), &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
-			RequestID: m.RequestID, Err: a.fault})
+		sendIf(ctx, ctx.Sender(), releaseFailed(m, a.fault, 0))
 	case *messages.Watch:
-		sendIf(ctx, ctx.Sender(), &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: a.fault})
+		sendIf(ctx, ctx.Sender(), watchFailed(m, a.fault))
 	case *messages.Extend:
-		sendIf(ctx, ctx.Sender(), &messages.ExtendFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner,
-			RequestID: m.RequestID, Err: a.fault})
+		sendIf(ctx, ctx.Sender(), extendFailed(m, a.fault, 0))
 	}
 }
 
@@ -1481,12 +1437,7 @@ func (a *keyActor) abandon(ctx actor.Context, why error) {
 // Redis's queue, or the lock's other waiters would wait for them.
 func (a *keyActor) answerAll(ctx actor.Context, err error) {
 	a.leaveAll()
-	for _, w := range a.waiters.list {
-		if !w.cancelled {
-			a.replyFailed(ctx, w, err)
-		}
-	}
-	a.waiters.reset()
+	a.answerWaiters(ctx, err)
 	for _, o := range a.ops {
 		switch o.kind {
 		case opRelease:

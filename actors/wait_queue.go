@@ -179,8 +179,3 @@ func (q *waitQueue) beyondHead(holders map[string]*holding) bool {
 	}
 	return false
 }
-
-// failedReply answers m with err.
-func failedReply(m *messages.Acquire, err error) *messages.AcquireFailed {
-	return &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err}
-}
