@@ -97,9 +97,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *crash:
 		panic(fmt.Sprintf("warden: count actor %q told to crash", a.key.Name))
 	case *tick:
-		if a.timer.fired(m.Gen) {
-			a.onTick(ctx)
-		}
+		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
 		a.idleFor(ctx, m.Gen, a.isIdle())
 		return

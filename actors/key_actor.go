@@ -321,6 +321,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.onCancel(ctx, m)
 	case *Closing:
 		a.onClosing(ctx)
+	case *actor.Stopping:
+		a.onStopping(ctx)
+		return
 	case *WaiterCount:
 		ctx.Respond(a.waiters.waiting())
 		return
@@ -353,14 +356,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.syncRenewal(ctx, m.Owner)
 		}
 	case *tick:
-		if a.timer.fired(m.Gen) {
-			a.onTick(ctx)
-		}
+		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
 		a.idleFor(ctx, m.Gen, a.isIdle())
-		return
-	case *actor.Stopping:
-		a.onStopping(ctx)
 		return
 	default:
 		return

@@ -50,6 +50,18 @@ type failer interface {
 	fail(ctx actor.Context, r any)
 }
 
+// ticker is the actor a waitingActor is part of, as its timer sees it.
+type ticker interface {
+	onTick(ctx actor.Context)
+}
+
+// tickFor runs a's onTick when the timer's tick gen is the current one.
+func (b *waitingActor) tickFor(ctx actor.Context, gen uint64, a ticker) {
+	if b.timer.fired(gen) {
+		a.onTick(ctx)
+	}
+}
+
 // survive, deferred by Receive, turns a panic (a bug) into the actor's
 // failure (its fail).
 func (b *waitingActor) survive(ctx actor.Context, a failer) {
