@@ -21,11 +21,17 @@
 //   - key actor (keyActor), one per (name, kind) of the held kinds: owns
 //     the name's holdings in this process (owner → hold count, lease,
 //     watchers), its waiters, the Redis requests queued and the one in
-//     flight, its renewal registrations and its subscriptions. Its files:
-//     key_actor.go (the state, Receive, the op queue, the outcomes of
-//     attempts and releases, renewal and subscription upkeep, stop and
-//     failure), wait_queue.go (the waiter queue, which the count actor
-//     shares) with deadlines.go (its deadline heap), lock_io.go (the Redis
+//     flight, its renewal registrations and its subscriptions. Its files,
+//     each named for the state it owns: key_actor.go (the state, Receive,
+//     the outcomes of attempts and releases, the deadlines and timer),
+//     key_holdings.go (the holdings, their watchers, lose and giveBack),
+//     key_ops.go (the op queue, the op in flight and handoffs),
+//     key_renewal.go (the renewer's registrations kept in line),
+//     key_subscriptions.go (the channels wanted against those subscribed),
+//     key_groups.go (a group lock's values per owner), key_stop.go (stop
+//     and failure), wait_queue.go (the waiter queue, the waiter's life and
+//     the wake policy, which the count actor shares) with deadlines.go (its
+//     deadline heap), lock_io.go (the Redis
 //     calls of each lock kind, lockIO), extend.go (Extend), fair_place.go
 //     (a fair waiter's place kept alive in Redis's queue) and backoff.go (a
 //     spin lock waiter's polls).

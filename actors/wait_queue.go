@@ -179,3 +179,49 @@ func (q *waitQueue) beyondHead(holders map[string]*holding) bool {
 	}
 	return false
 }
+
+// waiter is one pending Acquire, of a key actor or a count actor.
+type waiter struct {
+	req    *messages.Acquire
+	sender *actor.PID
+	// try marks a request whose deadline had passed on arrival: exactly one
+	// attempt, which may run ahead of the queue.
+	try bool
+	// ready marks a waiter due for an attempt; a refused waiter is not ready
+	// until woken (unlock message, subscription, timer, local release).
+	ready bool
+	// wakeAt is when a refused head waiter retries anyway: the holder's PTTL.
+	wakeAt time.Time
+	// inflight marks the waiter whose attempt is the request in flight.
+	inflight bool
+	// woken records a wake-up (unlock message, subscription, reconnect,
+	// local release) that came while the waiter's attempt was in flight:
+	// the attempt may have read the lock before it was freed, so a refusal
+	// is retried at once instead of sleeping on a stale PTTL.
+	woken bool
+	// refused marks a waiter refused at least once: it listens on its
+	// channel from then on, and a fair waiter has a place in Redis's queue
+	// to give up when it leaves.
+	refused bool
+	// cancelled marks a waiter already answered: because of Cancel, or by
+	// its latch's zero message while its read was in flight. The answer
+	// of a request in flight for it is then dropped.
+	cancelled bool
+	// gone marks a waiter that left the queue (for the deadlines heap).
+	gone bool
+	// permitIDs are the permits a permit-expirable semaphore waiter asks
+	// for, one or more.
+	permitIDs []string
+	// channel is what a refused waiter listens on (set with refused).
+	channel string
+	// poll is a spin lock waiter's back-off (lockIO.polls).
+	poll spinPoll
+}
+
+func wake(w *waiter) {
+	if w.inflight {
+		w.woken = true
+	} else {
+		w.ready = true
+	}
+}
