@@ -203,231 +203,286 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	owner := w.req.Owner
 	switch {
 	case d.err != nil:
-		// The outcome is unknown: the script may have run and only its reply
-		// was lost. Undo it if it was applied; never assume. A fair
-		// waiter's attempt may also have taken a place in the queue: give
-		// it up.
-		a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
-		if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.rio.nonReentrant() {
-			h.uncertain = true // (a non-reentrant holder's attempt never touches its lease)
-		}
-		if a.endedInFlight(d.op) {
-			// The owner was told its holding was lost while this reentry
-			// was in flight; the holds it had may still be in Redis.
-			a.giveBack(owner, w.req.RequestID, d.op.count, d.op.holdLease)
-		}
-		if a.rio.perWaiter() {
-			w.refused = true
-			a.leave(w)
-		}
-		a.waiters.remove(w)
-		if !w.cancelled {
-			a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
-		}
+		a.attemptUnknown(ctx, d)
 	case d.acquire.Acquired && a.endedInFlight(d.op) && d.acquire.HoldCount > 1:
-		// A reentry whose holding's lease ran out while it was in flight,
-		// and the owner was told: Redis applied it before the lease ended,
-		// so the holds the owner was told it lost are still there. Give
-		// them all back rather than hand the owner a holding it was told
-		// is gone.
-		a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
-		a.waiters.remove(w)
-		if !w.cancelled {
-			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
-				messages.ErrLockLost, a.key.Name, owner))
-		}
+		a.attemptReentryLost(ctx, d)
 	case d.acquire.Acquired && a.holdings[owner] == nil && w.req.Lease > 0 &&
 		!a.cfg.Clock.Now().Before(a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
-		// A first acquire (or a reentry whose holding ended while it was
-		// in flight, which Redis ran as a first acquire) with a lease
-		// shorter than its round trip: it ran out before the answer came,
-		// and another process may hold the lock by now.
-		// The owner is not handed a lock it never held at a moment it
-		// could know of; Redis ran the acquire after it was sent, so the
-		// hold may still be there: it is given back.
-		a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
-		a.waiters.remove(w)
-		if !w.cancelled {
-			a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
-				messages.ErrLockLost, a.key.Name, w.req.Lease))
-		}
+		a.attemptOutlived(ctx, d)
 	case d.acquire.AlreadyHeld:
-		// A non-reentrant lock its owner holds already: refused at once,
-		// nothing changed in Redis.
-		a.waiters.remove(w)
-		a.leave(w)
-		if !w.cancelled {
-			a.replyFailed(ctx, w, fmt.Errorf("%w: %s %s, owner %s", messages.ErrAlreadyHeld, a.key.Kind, a.key.Name, owner))
-		}
+		a.attemptAlreadyHeld(ctx, d)
 	case d.acquire.Acquired:
-		h := a.holdings[owner]
-		if h != nil && a.rio.nonReentrant() {
-			// A non-reentrant lock is entered only when its owner does not
-			// hold it: the holding known here had ended in Redis.
-			a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s had ended before its next acquire",
-				messages.ErrLockLost, a.key.Name, owner))
-			h = nil
-		}
-		if h != nil && h.unrenewed && !a.rio.sharesHash() && d.acquire.HoldCount <= 1 {
-			// Redis had none of the holds a failed unlock left in doubt:
-			// that holding ended (released or expired) before this
-			// acquire, which starts the next one.
-			a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s ended after its unlock failed",
-				messages.ErrLockLost, a.key.Name, owner))
-			h = nil
-		}
-		if h == nil {
-			h = a.newHolding()
-			a.holdings[owner] = h
-		}
-		h.count = d.acquire.HoldCount
-		h.unrenewed = false // the acquire set the lease anew
-		if a.rio.shared() {
-			// A read acquire adds a hold and leaves the others as they are,
-			// with whatever a failed request may have done to them.
-			h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
-			h.reads = h.reads[max(0, len(h.reads)-h.count):]
-			h.settleReads()
-		} else {
-			h.uncertain = false
-			h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
-			h.lease = w.req.Lease
-		}
-		a.waiters.remove(w)
-		if a.rio.shared() {
-			a.waiters.wakeHead() // a shared hold: the next reader may join at once
-		}
-		if w.cancelled {
-			// The requester gave up while the attempt was in flight.
-			a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: w.req.RequestID + ":cancel"})
-			break
-		}
-		if w.req.Watch {
-			h.watch(w.sender)
-		}
-		sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
-			RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id, Token: d.acquire.Token})
+		a.attemptAcquired(ctx, d)
 	default:
-		if !w.try && !w.refused {
-			w.refused, w.channel = true, a.rio.channel(w.req.Owner)
-		}
-		switch {
-		case w.cancelled:
-			a.waiters.remove(w)
-			a.leave(w)
-		case w.try || a.expired(w, a.cfg.Clock.Now()):
-			a.waiters.remove(w)
-			a.leave(w)
-			a.replyFailed(ctx, w, messages.ErrTimeout)
-		case w.woken:
-			// Freed while the attempt was in flight: try again now. A
-			// handoff's acquire may have been the attempt of a waiter
-			// that slept (not ready): it is made due here, or the wake-up
-			// is lost and it sleeps until its look again.
-			w.woken, w.ready = false, true
-		default:
-			w.ready = false
-			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, d.acquire.PTTL))
-		}
+		a.attemptRefused(ctx, d)
 	}
 	a.syncRenewal(ctx, owner)
 }
 
-func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
-	o := d.op
-	h := a.holdings[o.owner]
-	if o.givingBack {
-		// Give-backs run before any later request of their owner's, so
-		// the owner has no holding yet; should it have one, that holding's
-		// holds in Redis were just counted down: tell it.
-		if h != nil && d.err == nil && d.held {
-			a.lose(ctx, o.owner, h, fmt.Errorf("%w: a give-back of an ended holding of %s released a hold of %s's next",
-				messages.ErrLockLost, a.key.Name, o.owner))
-		}
-		if d.err == nil && !d.held {
-			// Redis has none of the owner's holds left: the owner's other
-			// give-backs queued behind this one would find none either.
-			a.ops = slices.DeleteFunc(a.ops, func(q *op) bool { return q.givingBack && q.owner == o.owner })
-		}
-		if d.err == nil && d.held && d.remaining == 0 {
-			a.waiters.wakeHead()
-		}
-		a.respondRelease(ctx, o, nil, d.err, 0)
-		a.syncRenewal(ctx, o.owner)
+// attemptUnknown settles an attempt whose outcome is unknown (its request
+// failed without an answer).
+func (a *keyActor) attemptUnknown(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	owner := w.req.Owner
+	// The outcome is unknown: the script may have run and only its reply
+	// was lost. Undo it if it was applied; never assume. A fair
+	// waiter's attempt may also have taken a place in the queue: give
+	// it up.
+	a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
+	if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.rio.nonReentrant() {
+		h.uncertain = true // (a non-reentrant holder's attempt never touches its lease)
+	}
+	if a.endedInFlight(d.op) {
+		// The owner was told its holding was lost while this reentry
+		// was in flight; the holds it had may still be in Redis.
+		a.giveBack(owner, w.req.RequestID, d.op.count, d.op.holdLease)
+	}
+	if a.rio.perWaiter() {
+		w.refused = true
+		a.leave(w)
+	}
+	a.waiters.remove(w)
+	if !w.cancelled {
+		a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
+	}
+}
+
+// attemptReentryLost settles a reentry Redis applied whose holding had
+// ended here while it was in flight.
+func (a *keyActor) attemptReentryLost(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	owner := w.req.Owner
+	// A reentry whose holding's lease ran out while it was in flight,
+	// and the owner was told: Redis applied it before the lease ended,
+	// so the holds the owner was told it lost are still there. Give
+	// them all back rather than hand the owner a holding it was told
+	// is gone.
+	a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+	a.waiters.remove(w)
+	if !w.cancelled {
+		a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
+			messages.ErrLockLost, a.key.Name, owner))
+	}
+}
+
+// attemptOutlived settles an acquire whose explicit lease ran out before
+// its answer came.
+func (a *keyActor) attemptOutlived(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	owner := w.req.Owner
+	// A first acquire (or a reentry whose holding ended while it was
+	// in flight, which Redis ran as a first acquire) with a lease
+	// shorter than its round trip: it ran out before the answer came,
+	// and another process may hold the lock by now.
+	// The owner is not handed a lock it never held at a moment it
+	// could know of; Redis ran the acquire after it was sent, so the
+	// hold may still be there: it is given back.
+	a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+	a.waiters.remove(w)
+	if !w.cancelled {
+		a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
+			messages.ErrLockLost, a.key.Name, w.req.Lease))
+	}
+}
+
+// attemptAlreadyHeld settles a non-reentrant lock its owner holds already.
+func (a *keyActor) attemptAlreadyHeld(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	owner := w.req.Owner
+	// A non-reentrant lock its owner holds already: refused at once,
+	// nothing changed in Redis.
+	a.waiters.remove(w)
+	a.leave(w)
+	if !w.cancelled {
+		a.replyFailed(ctx, w, fmt.Errorf("%w: %s %s, owner %s", messages.ErrAlreadyHeld, a.key.Kind, a.key.Name, owner))
+	}
+}
+
+// attemptAcquired settles an acquire that took the lock or a hold of it.
+func (a *keyActor) attemptAcquired(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	owner := w.req.Owner
+	h := a.holdAcquired(ctx, d)
+	a.waiters.remove(w)
+	if a.rio.shared() {
+		a.waiters.wakeHead() // a shared hold: the next reader may join at once
+	}
+	if w.cancelled {
+		// The requester gave up while the attempt was in flight.
+		a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: w.req.RequestID + ":cancel"})
 		return
 	}
-	var id uint64
-	if h != nil {
-		id = h.id
+	if w.req.Watch {
+		h.watch(w.sender)
+	}
+	sendIf(ctx, w.sender, &messages.Acquired{Name: w.req.Name, Kind: w.req.Kind, Owner: owner,
+		RequestID: w.req.RequestID, HoldCount: h.count, Holding: h.id, Token: d.acquire.Token})
+}
+
+// attemptRefused settles an attempt refused: the lock is held elsewhere.
+func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
+	w := d.op.w
+	if !w.try && !w.refused {
+		w.refused, w.channel = true, a.rio.channel(w.req.Owner)
 	}
 	switch {
-	case d.err != nil:
-		// Unknown outcome: the holding is not known released. It stays, so
-		// its owner hears when it is lost. Renewal is already off for a
-		// last hold, so the lock expires within its lease: an explicit
-		// lease at its end (onTick), a watchdog holding when the renewer
-		// finds no renewal reached it for a watchdog timeout
-		// (renewalExpired).
-		if h != nil && h.id == o.holding {
-			if !h.expiresAt.IsZero() {
-				h.uncertain = true
-			}
-			if h.count <= 1 && h.lease == 0 {
-				h.unrenewed = true
-			}
-		}
-		if a.endedInFlight(o) {
-			// The owner was told its holding was lost while this unlock
-			// was in flight; the other holds may still be in Redis.
-			a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
-		}
-		a.respondRelease(ctx, o, nil, a.cfg.closedOr(d.err), id)
-	case !d.held:
-		if h != nil {
-			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
-		}
-		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: %s %s, owner %s", messages.ErrNotHeld, a.key.Kind, a.key.Name, o.owner), id)
-	case d.remaining > 0 && a.endedInFlight(o):
-		// The holding's lease ran out while this unlock of one of its
-		// holds was in flight, and the owner was told; Redis applied the
-		// unlock before the lease ended, so the other holds are still
-		// there: give them back too.
-		a.giveBack(o.owner, o.reqID, d.remaining, o.holdLease)
-		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: the lease of %s held by %s ran out while an unlock was in flight",
-			messages.ErrLockLost, a.key.Name, o.owner), o.holding)
+	case w.cancelled:
+		a.waiters.remove(w)
+		a.leave(w)
+	case w.try || a.expired(w, a.cfg.Clock.Now()):
+		a.waiters.remove(w)
+		a.leave(w)
+		a.replyFailed(ctx, w, messages.ErrTimeout)
+	case w.woken:
+		// Freed while the attempt was in flight: try again now. A
+		// handoff's acquire may have been the attempt of a waiter
+		// that slept (not ready): it is made due here, or the wake-up
+		// is lost and it sleeps until its look again.
+		w.woken, w.ready = false, true
 	default:
-		if d.remaining == 0 {
-			if h != nil {
-				delete(a.holdings, o.owner)
-				a.keepHolding(h)
-			}
-			// The head waiter need not wait for the unlock message's round
-			// trip through pub/sub, unless this unlock evens the odds for
-			// other processes after a streak of handoffs, or handed the
-			// lock on (the handoff's acquire was the head's attempt: if
-			// refused, it waits for the unlock message or its look again).
-			if !o.even && o.next == nil {
-				a.waiters.wakeHead()
-			}
-		} else if h != nil {
-			h.count = d.remaining
-			switch {
-			case h.lease > 0 && a.rio.unlockRefreshesLease():
-				h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, o.started) // the unlock refreshed the lease
-				h.uncertain = false
-			case len(h.reads) > 0:
-				// A read unlock dropped the newest read hold. Should the
-				// holds left all have explicit leases where some had the
-				// watchdog, the renewals may have kept them past their
-				// leases: at their end they are given back (onTick), as
-				// every read holding's are.
-				h.reads = h.reads[:min(len(h.reads), h.count)]
-				h.settleReads()
-			}
-		}
-		a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
+		w.ready = false
+		w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, d.acquire.PTTL))
+	}
+}
+
+func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
+	o := d.op
+	switch {
+	case o.givingBack:
+		a.givenBack(ctx, d)
+	case d.err != nil:
+		a.releaseUnknown(ctx, d)
+	case !d.held:
+		a.releaseNotHeld(ctx, d)
+	case d.remaining > 0 && a.endedInFlight(o):
+		a.releaseOutlived(ctx, d)
+	default:
+		a.released(ctx, d)
 	}
 	a.syncRenewal(ctx, o.owner)
+}
+
+// holdingID is the id of owner's holding, 0 if it holds nothing here.
+func (a *keyActor) holdingID(owner string) uint64 {
+	if h := a.holdings[owner]; h != nil {
+		return h.id
+	}
+	return 0
+}
+
+// givenBack settles a give-back (giveBack): the release of holds of a
+// holding already ended here.
+func (a *keyActor) givenBack(ctx actor.Context, d *opDone) {
+	o := d.op
+	h := a.holdings[o.owner]
+	// Give-backs run before any later request of their owner's, so
+	// the owner has no holding yet; should it have one, that holding's
+	// holds in Redis were just counted down: tell it.
+	if h != nil && d.err == nil && d.held {
+		a.lose(ctx, o.owner, h, fmt.Errorf("%w: a give-back of an ended holding of %s released a hold of %s's next",
+			messages.ErrLockLost, a.key.Name, o.owner))
+	}
+	if d.err == nil && !d.held {
+		// Redis has none of the owner's holds left: the owner's other
+		// give-backs queued behind this one would find none either.
+		a.ops = slices.DeleteFunc(a.ops, func(q *op) bool { return q.givingBack && q.owner == o.owner })
+	}
+	if d.err == nil && d.held && d.remaining == 0 {
+		a.waiters.wakeHead()
+	}
+	a.respondRelease(ctx, o, nil, d.err, 0)
+}
+
+// releaseUnknown settles a release whose outcome is unknown (its request
+// failed without an answer).
+func (a *keyActor) releaseUnknown(ctx actor.Context, d *opDone) {
+	o := d.op
+	h, id := a.holdings[o.owner], a.holdingID(o.owner)
+	// Unknown outcome: the holding is not known released. It stays, so
+	// its owner hears when it is lost. Renewal is already off for a
+	// last hold, so the lock expires within its lease: an explicit
+	// lease at its end (onTick), a watchdog holding when the renewer
+	// finds no renewal reached it for a watchdog timeout
+	// (renewalExpired).
+	if h != nil && h.id == o.holding {
+		if !h.expiresAt.IsZero() {
+			h.uncertain = true
+		}
+		if h.count <= 1 && h.lease == 0 {
+			h.unrenewed = true
+		}
+	}
+	if a.endedInFlight(o) {
+		// The owner was told its holding was lost while this unlock
+		// was in flight; the other holds may still be in Redis.
+		a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
+	}
+	a.respondRelease(ctx, o, nil, a.cfg.closedOr(d.err), id)
+}
+
+// releaseNotHeld settles a release that found the owner holding nothing
+// in Redis.
+func (a *keyActor) releaseNotHeld(ctx actor.Context, d *opDone) {
+	o := d.op
+	h, id := a.holdings[o.owner], a.holdingID(o.owner)
+	if h != nil {
+		a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at unlock", messages.ErrLockLost, a.key.Name, o.owner))
+	}
+	a.respondRelease(ctx, o, nil, fmt.Errorf("%w: %s %s, owner %s", messages.ErrNotHeld, a.key.Kind, a.key.Name, o.owner), id)
+}
+
+// releaseOutlived settles the unlock of one hold of a holding whose lease
+// ran out while the unlock was in flight, the owner told.
+func (a *keyActor) releaseOutlived(ctx actor.Context, d *opDone) {
+	o := d.op
+	// Redis applied the unlock before the lease ended, so the other
+	// holds are still there: give them back too.
+	a.giveBack(o.owner, o.reqID, d.remaining, o.holdLease)
+	a.respondRelease(ctx, o, nil, fmt.Errorf("%w: the lease of %s held by %s ran out while an unlock was in flight",
+		messages.ErrLockLost, a.key.Name, o.owner), o.holding)
+}
+
+// released settles a release Redis applied: the holding ends with its
+// last hold, or counts one hold fewer.
+func (a *keyActor) released(ctx actor.Context, d *opDone) {
+	o := d.op
+	h, id := a.holdings[o.owner], a.holdingID(o.owner)
+	if d.remaining == 0 {
+		if h != nil {
+			delete(a.holdings, o.owner)
+			a.keepHolding(h)
+		}
+		// The head waiter need not wait for the unlock message's round
+		// trip through pub/sub, unless this unlock evens the odds for
+		// other processes after a streak of handoffs, or handed the
+		// lock on (the handoff's acquire was the head's attempt: if
+		// refused, it waits for the unlock message or its look again).
+		if !o.even && o.next == nil {
+			a.waiters.wakeHead()
+		}
+	} else if h != nil {
+		a.releasedOne(h, d)
+	}
+	a.respondRelease(ctx, o, &messages.Released{Remaining: d.remaining}, nil, id)
+}
+
+// releasedOne counts, in h, the unlock of one of its holds that left
+// d.remaining.
+func (a *keyActor) releasedOne(h *holding, d *opDone) {
+	h.count = d.remaining
+	switch {
+	case h.lease > 0 && a.rio.unlockRefreshesLease():
+		h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, d.op.started) // the unlock refreshed the lease
+		h.uncertain = false
+	case len(h.reads) > 0:
+		// A read unlock dropped the newest read hold. Should the
+		// holds left all have explicit leases where some had the
+		// watchdog, the renewals may have kept them past their
+		// leases: at their end they are given back (onTick), as
+		// every read holding's are.
+		h.reads = h.reads[:min(len(h.reads), h.count)]
+		h.settleReads()
+	}
 }
 
 // sleep is how long a refused waiter w waits for a message before it tries

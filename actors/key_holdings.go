@@ -148,3 +148,45 @@ func (a *keyActor) lose(ctx actor.Context, owner string, h *holding, err error) 
 	}
 	a.cfg.Logger.Warn("warden: lock lost", slog.String("name", a.key.Name), slog.String("owner", owner))
 }
+
+// holdAcquired records what an acquire of owner's took in Redis: a new
+// holding, or one more hold of the owner's holding. A holding known here
+// that had ended in Redis meanwhile is lost first.
+func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
+	w := d.op.w
+	owner := w.req.Owner
+	h := a.holdings[owner]
+	if h != nil && a.rio.nonReentrant() {
+		// A non-reentrant lock is entered only when its owner does not
+		// hold it: the holding known here had ended in Redis.
+		a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s had ended before its next acquire",
+			messages.ErrLockLost, a.key.Name, owner))
+		h = nil
+	}
+	if h != nil && h.unrenewed && !a.rio.sharesHash() && d.acquire.HoldCount <= 1 {
+		// Redis had none of the holds a failed unlock left in doubt:
+		// that holding ended (released or expired) before this
+		// acquire, which starts the next one.
+		a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s ended after its unlock failed",
+			messages.ErrLockLost, a.key.Name, owner))
+		h = nil
+	}
+	if h == nil {
+		h = a.newHolding()
+		a.holdings[owner] = h
+	}
+	h.count = d.acquire.HoldCount
+	h.unrenewed = false // the acquire set the lease anew
+	if a.rio.shared() {
+		// A read acquire adds a hold and leaves the others as they are,
+		// with whatever a failed request may have done to them.
+		h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
+		h.reads = h.reads[max(0, len(h.reads)-h.count):]
+		h.settleReads()
+	} else {
+		h.uncertain = false
+		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
+		h.lease = w.req.Lease
+	}
+	return h
+}
