@@ -181,6 +181,39 @@ func (q *waitQueue) beyondHead(holders map[string]*holding) bool {
 }
 
 // waiter is one pending Acquire, of a key actor or a count actor.
+//
+// Its life, in the four states its flags make (try and cancelled mark a
+// waiter in any state but gone):
+//
+//	state      flags
+//	due        ready, !inflight
+//	in flight  inflight (ready or not; woken once a wake-up came meanwhile)
+//	asleep     !ready, !inflight, refused, wakeAt set
+//	gone       gone (out of the queue; the deadlines heap drops it)
+//
+//	from       event                                          to
+//	(push)     queued                                         due (a try if its deadline had passed)
+//	due        pump: start, or a handoff (lockIO.handoff)      in flight
+//	due        pump: the head, held by another owner here      asleep
+//	asleep     wake, wakeDue (its wakeAt came)                 due
+//	asleep     a handoff's acquire for it                      in flight
+//	in flight  wake                                            in flight, woken
+//	in flight  refused, woken                                  due (woken cleared)
+//	in flight  refused                                         asleep (refused from then on)
+//	in flight  refused as a try or past its deadline           gone
+//	in flight  acquired, failed, already held, lost            gone
+//	in flight  Cancel, Closing, a latch's zero                 in flight, cancelled (answered now)
+//	due/asleep Cancel, Closing, its deadline (expire)          gone (answered now)
+//	due/asleep a latch's zero (count actor)                    gone (answered now)
+//
+// So the legal combinations are: woken only with inflight (cleared when
+// the refusal is read); inflight with ready or not (a handoff's attempt
+// may be a sleeper's); !ready && !inflight only asleep, with refused and
+// a wakeAt (a count actor's sleeper too); cancelled, once answered, only
+// while the attempt is in flight, or for the moment before the waiter is
+// taken out; try never asleep (its one attempt answers it); refused never
+// cleared (a fair waiter then has a place in Redis's queue to give up,
+// keyActor.leave); gone last, set when the waiter leaves the queue.
 type waiter struct {
 	req    *messages.Acquire
 	sender *actor.PID
