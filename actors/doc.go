@@ -130,7 +130,7 @@
 //     which answers subscribed: one more attempt, for an unlock published
 //     before the subscription). An unlock message (unlocked, from the
 //     subscriber's reader on the workers), the timer (tick) or a local
-//     release wakes the waiter (keyActor.wakeChannel, waitQueue.wakeHead),
+//     release wakes the waiter (waitQueue.wakeChannel, waitQueue.wakeHead),
 //     and step 3's pump
 //     makes its next attempt.
 //  6. Caller's goroutine. Client.waitReply takes the reply off the channel

@@ -115,15 +115,11 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *opDone:
 		a.onOpDone(ctx, m)
 	case *subscribed:
-		a.wakeChannel(m.Channel, "")
+		a.waiters.wakeChannel(&a.rio, m.Channel, "")
 	case *unlocked:
-		a.wakeChannel(m.Channel, m.Payload)
+		a.waiters.wakeChannel(&a.rio, m.Channel, m.Payload)
 	case *retry:
-		if a.rio.eachAttempts() {
-			a.wakeAll()
-		} else {
-			a.waiters.wakeHead()
-		}
+		a.waiters.wakeRetry(&a.rio)
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
 	case *crash:
@@ -607,29 +603,4 @@ func (a *keyActor) isIdle() bool {
 
 func (a *keyActor) expired(w *waiter, now time.Time) bool {
 	return !w.req.Deadline.IsZero() && !now.Before(w.req.Deadline)
-}
-
-// wakeAll wakes every waiter.
-func (a *keyActor) wakeAll() {
-	for _, w := range a.waiters.list {
-		wake(w)
-	}
-}
-
-// wakeChannel wakes whom a message (or a confirmed subscription, payload
-// "") on channel concerns: a fair waiter listening on it, every waiter
-// after a write unlock, or else the head.
-func (a *keyActor) wakeChannel(channel, payload string) {
-	switch {
-	case a.rio.wakesAll(payload):
-		a.wakeAll()
-	case a.rio.eachAttempts():
-		for _, w := range a.waiters.list {
-			if w.channel == channel {
-				wake(w)
-			}
-		}
-	default:
-		a.waiters.wakeHead()
-	}
 }

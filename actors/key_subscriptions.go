@@ -43,8 +43,8 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		// often waits again soon (a handle used in a loop). While others
 		// still wait, up to lingerChannels channels nobody listens on stay
 		// subscribed: waiting again then costs no SUBSCRIBE, UNSUBSCRIBE
-		// or the extra attempt a fresh subscription makes (wakeChannel on
-		// subscribed).
+		// or the extra attempt a fresh subscription makes
+		// (waitQueue.wakeChannel on subscribed).
 		gone = gone[:max(0, len(gone)-lingerChannels)]
 	}
 	for _, ch := range gone {

@@ -76,6 +76,42 @@ func (q *waitQueue) wakeHead() {
 	}
 }
 
+// wakeAll makes every waiter due (wake).
+func (q *waitQueue) wakeAll() {
+	for _, w := range q.list {
+		wake(w)
+	}
+}
+
+// wakeChannel wakes whom a message (or a confirmed subscription, payload
+// "") on channel concerns, for a key actor's kind (lio): a fair waiter
+// listening on it, every waiter after a write unlock, or else the head.
+func (q *waitQueue) wakeChannel(lio *lockIO, channel, payload string) {
+	switch {
+	case lio.wakesAll(payload):
+		q.wakeAll()
+	case lio.eachAttempts():
+		for _, w := range q.list {
+			if w.channel == channel {
+				wake(w)
+			}
+		}
+	default:
+		q.wakeHead()
+	}
+}
+
+// wakeRetry wakes whom a reconnect of the pub/sub concerns (messages sent
+// meanwhile are lost), for a key actor's kind (lio): every waiter when
+// each attempts on its own, else the head.
+func (q *waitQueue) wakeRetry(lio *lockIO) {
+	if lio.eachAttempts() {
+		q.wakeAll()
+	} else {
+		q.wakeHead()
+	}
+}
+
 // waiting counts the queued waiters not answered yet (WaiterCount).
 func (q *waitQueue) waiting() int {
 	n := 0
