@@ -234,7 +234,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	})
 }
 
-// closingUndoTimeout bounds a give-back run while the engine stops.
+// closingUndoTimeout bounds a give-back or undo run while the engine stops.
 const closingUndoTimeout = time.Second
 
 // undo gives back what w's acquire may have taken. It reads only what

@@ -24,7 +24,7 @@
 //     flight, its renewal registrations and its subscriptions. Its files,
 //     each named for the state it owns: key_actor.go (the state, Receive,
 //     the outcomes of attempts and releases, the deadlines and timer),
-//     key_holdings.go (the holdings, their watchers, lose and giveBack),
+//     key_holdings.go (the holdings, their watchers, lose and releaseLost),
 //     key_ops.go (the op queue, the op in flight and handoffs),
 //     key_renewal.go (the renewer's registrations kept in line),
 //     key_subscriptions.go (the channels wanted against those subscribed),

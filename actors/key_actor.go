@@ -23,7 +23,7 @@ type key struct {
 // alive, and the one Redis request in flight.
 type keyActor struct {
 	waitingActor
-	rio     lockIO
+	lockIO  lockIO // the Redis calls of the key's kind
 	renewer *actor.PID
 
 	holdings   map[string]*holding
@@ -54,7 +54,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 	return actor.PropsFromProducer(func() actor.Actor {
 		a := &keyActor{
 			waitingActor: newWaitingActor(cfg, k, root, subscriber),
-			rio:          lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
+			lockIO:       lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
 			renewer:      renewer,
 			holdings:     map[string]*holding{},
 			registered:   map[string]*registration{},
@@ -65,7 +65,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
 		}
 		if usesLockArgs(k.Kind) {
-			a.rio.args = cfg.Scripts.LockArgs(k.Name)
+			a.lockIO.args = cfg.Scripts.LockArgs(k.Name)
 		}
 		if cfg.keyActorMade != nil {
 			cfg.keyActorMade(a)
@@ -115,11 +115,11 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *opDone:
 		a.onOpDone(ctx, m)
 	case *subscribed:
-		a.waiters.wakeChannel(&a.rio, m.Channel, "")
+		a.waiters.wakeChannel(&a.lockIO, m.Channel, "")
 	case *unlocked:
-		a.waiters.wakeChannel(&a.rio, m.Channel, m.Payload)
+		a.waiters.wakeChannel(&a.lockIO, m.Channel, m.Payload)
 	case *retry:
-		a.waiters.wakeRetry(&a.rio)
+		a.waiters.wakeRetry(&a.lockIO)
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
 	case *crash:
@@ -148,7 +148,7 @@ func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 		return
 	}
 	w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
-	if a.rio.polls() {
+	if a.lockIO.polls() {
 		a.spinPollFor(w)
 	}
 }
@@ -168,7 +168,7 @@ func (a *keyActor) spinPollFor(w *waiter) {
 
 func (a *keyActor) onCancel(ctx actor.Context, m *messages.Cancel) {
 	if w, left := a.cancel(ctx, m); left {
-		a.leave(w)
+		a.leaveQueue(w)
 	}
 }
 
@@ -189,7 +189,7 @@ func (a *keyActor) onClosing(ctx actor.Context) {
 	}
 	for _, w := range idle {
 		a.waiters.remove(w)
-		a.leave(w)
+		a.leaveQueue(w)
 	}
 }
 
@@ -203,7 +203,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	case d.acquire.Acquired && a.endedInFlight(d.op) && d.acquire.HoldCount > 1:
 		a.attemptReentryLost(ctx, d)
 	case d.acquire.Acquired && a.holdings[owner] == nil && w.req.Lease > 0 &&
-		!a.cfg.Clock.Now().Before(a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
+		!a.cfg.Clock.Now().Before(a.lockIO.leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
 		a.attemptOutlived(ctx, d)
 	case d.acquire.AlreadyHeld:
 		a.attemptAlreadyHeld(ctx, d)
@@ -225,17 +225,17 @@ func (a *keyActor) attemptUnknown(ctx actor.Context, d *opDone) {
 	// waiter's attempt may also have taken a place in the queue: give
 	// it up.
 	a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
-	if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.rio.nonReentrant() {
+	if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.lockIO.nonReentrant() {
 		h.uncertain = true // (a non-reentrant holder's attempt never touches its lease)
 	}
 	if a.endedInFlight(d.op) {
 		// The owner was told its holding was lost while this reentry
 		// was in flight; the holds it had may still be in Redis.
-		a.giveBack(owner, w.req.RequestID, d.op.count, d.op.holdLease)
+		a.releaseLost(owner, w.req.RequestID, d.op.count, d.op.holdLease)
 	}
-	if a.rio.perWaiter() {
+	if a.lockIO.perWaiter() {
 		w.refused = true
-		a.leave(w)
+		a.leaveQueue(w)
 	}
 	a.waiters.remove(w)
 	if !w.cancelled {
@@ -253,7 +253,7 @@ func (a *keyActor) attemptReentryLost(ctx actor.Context, d *opDone) {
 	// so the holds the owner was told it lost are still there. Give
 	// them all back rather than hand the owner a holding it was told
 	// is gone.
-	a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+	a.releaseLost(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
 	a.waiters.remove(w)
 	if !w.cancelled {
 		a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
@@ -273,7 +273,7 @@ func (a *keyActor) attemptOutlived(ctx actor.Context, d *opDone) {
 	// The owner is not handed a lock it never held at a moment it
 	// could know of; Redis ran the acquire after it was sent, so the
 	// hold may still be there: it is given back.
-	a.giveBack(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+	a.releaseLost(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
 	a.waiters.remove(w)
 	if !w.cancelled {
 		a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
@@ -288,7 +288,7 @@ func (a *keyActor) attemptAlreadyHeld(ctx actor.Context, d *opDone) {
 	// A non-reentrant lock its owner holds already: refused at once,
 	// nothing changed in Redis.
 	a.waiters.remove(w)
-	a.leave(w)
+	a.leaveQueue(w)
 	if !w.cancelled {
 		a.replyFailed(ctx, w, fmt.Errorf("%w: %s %s, owner %s", messages.ErrAlreadyHeld, a.key.Kind, a.key.Name, owner))
 	}
@@ -300,7 +300,7 @@ func (a *keyActor) attemptAcquired(ctx actor.Context, d *opDone) {
 	owner := w.req.Owner
 	h := a.holdAcquired(ctx, d)
 	a.waiters.remove(w)
-	if a.rio.shared() {
+	if a.lockIO.shared() {
 		a.waiters.wakeHead() // a shared hold: the next reader may join at once
 	}
 	if w.cancelled {
@@ -319,15 +319,15 @@ func (a *keyActor) attemptAcquired(ctx actor.Context, d *opDone) {
 func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
 	w := d.op.w
 	if !w.try && !w.refused {
-		w.refused, w.channel = true, a.rio.channel(w.req.Owner)
+		w.refused, w.channel = true, a.lockIO.channel(w.req.Owner)
 	}
 	switch {
 	case w.cancelled:
 		a.waiters.remove(w)
-		a.leave(w)
+		a.leaveQueue(w)
 	case w.try || a.expired(w, a.cfg.Clock.Now()):
 		a.waiters.remove(w)
-		a.leave(w)
+		a.leaveQueue(w)
 		a.replyFailed(ctx, w, messages.ErrTimeout)
 	case w.woken:
 		// Freed while the attempt was in flight: try again now. A
@@ -344,8 +344,8 @@ func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
 func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 	o := d.op
 	switch {
-	case o.givingBack:
-		a.givenBack(ctx, d)
+	case o.releasingLost:
+		a.lostReleased(ctx, d)
 	case d.err != nil:
 		a.releaseUnknown(ctx, d)
 	case !d.held:
@@ -366,9 +366,9 @@ func (a *keyActor) holdingID(owner string) uint64 {
 	return 0
 }
 
-// givenBack settles a give-back (giveBack): the release of holds of a
-// holding already ended here.
-func (a *keyActor) givenBack(ctx actor.Context, d *opDone) {
+// lostReleased settles a release queued by releaseLost: of holds Redis
+// may keep of a holding already ended here.
+func (a *keyActor) lostReleased(ctx actor.Context, d *opDone) {
 	o := d.op
 	h := a.holdings[o.owner]
 	// Give-backs run before any later request of their owner's, so
@@ -380,8 +380,8 @@ func (a *keyActor) givenBack(ctx actor.Context, d *opDone) {
 	}
 	if d.err == nil && !d.held {
 		// Redis has none of the owner's holds left: the owner's other
-		// give-backs queued behind this one would find none either.
-		a.ops = slices.DeleteFunc(a.ops, func(q *op) bool { return q.givingBack && q.owner == o.owner })
+		// lost-hold releases queued behind this one would find none either.
+		a.ops = slices.DeleteFunc(a.ops, func(q *op) bool { return q.releasingLost && q.owner == o.owner })
 	}
 	if d.err == nil && d.held && d.remaining == 0 {
 		a.waiters.wakeHead()
@@ -411,7 +411,7 @@ func (a *keyActor) releaseUnknown(ctx actor.Context, d *opDone) {
 	if a.endedInFlight(o) {
 		// The owner was told its holding was lost while this unlock
 		// was in flight; the other holds may still be in Redis.
-		a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
+		a.releaseLost(o.owner, o.reqID, o.count, o.holdLease)
 	}
 	a.respondRelease(ctx, o, nil, a.cfg.closedOr(d.err), id)
 }
@@ -433,7 +433,7 @@ func (a *keyActor) releaseOutlived(ctx actor.Context, d *opDone) {
 	o := d.op
 	// Redis applied the unlock before the lease ended, so the other
 	// holds are still there: give them back too.
-	a.giveBack(o.owner, o.reqID, d.remaining, o.holdLease)
+	a.releaseLost(o.owner, o.reqID, d.remaining, o.holdLease)
 	a.respondRelease(ctx, o, nil, fmt.Errorf("%w: the lease of %s held by %s ran out while an unlock was in flight",
 		messages.ErrLockLost, a.key.Name, o.owner), o.holding)
 }
@@ -453,7 +453,7 @@ func (a *keyActor) released(ctx actor.Context, d *opDone) {
 		// other processes after a streak of handoffs, or handed the
 		// lock on (the handoff's acquire was the head's attempt: if
 		// refused, it waits for the unlock message or its look again).
-		if !o.even && o.next == nil {
+		if !o.endsStreak && o.next == nil {
 			a.waiters.wakeHead()
 		}
 	} else if h != nil {
@@ -467,8 +467,8 @@ func (a *keyActor) released(ctx actor.Context, d *opDone) {
 func (a *keyActor) releasedOne(h *holding, d *opDone) {
 	h.count = d.remaining
 	switch {
-	case h.lease > 0 && a.rio.unlockRefreshesLease():
-		h.expiresAt = a.rio.leaseEnd(time.Time{}, h.lease, d.op.started) // the unlock refreshed the lease
+	case h.lease > 0 && a.lockIO.unlockRefreshesLease():
+		h.expiresAt = a.lockIO.leaseEnd(time.Time{}, h.lease, d.op.started) // the unlock refreshed the lease
 		h.uncertain = false
 	case len(h.reads) > 0:
 		// A read unlock dropped the newest read hold. Should the
@@ -484,7 +484,7 @@ func (a *keyActor) releasedOne(h *holding, d *opDone) {
 // sleep is how long a refused waiter w waits for a message before it tries
 // again anyway, given the PTTL the refusal reported.
 func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
-	if a.rio.polls() {
+	if a.lockIO.polls() {
 		// A spin lock's waiter hears of no unlock: it polls again after
 		// its back-off's pause, whatever the holder's lease. The waiters
 		// behind it share that poll, which never pauses longer than the
@@ -500,11 +500,11 @@ func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 		// No TTL on the key (a foreign writer) or just expired: look again
 		// after a bounded pause rather than spin or hang.
 		wait = min(a.cfg.Watchdog/3, 100*time.Millisecond)
-		if pttl == 0 && !a.rio.perWaiter() {
+		if pttl == 0 && !a.lockIO.perWaiter() {
 			wait = time.Millisecond
 		}
 	}
-	if a.rio.perWaiter() {
+	if a.lockIO.perWaiter() {
 		// A fair waiter's next attempt refreshes its place in the queue
 		// (fair_place.go); it also bounds the wait should its wake-up
 		// message be lost.
@@ -513,11 +513,11 @@ func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 	return wait
 }
 
-// leave gives up a waiter's place in Redis's queue (a fair waiter that was
+// leaveQueue gives up a waiter's place in Redis's queue (a fair waiter that was
 // refused there) when it leaves without the lock.
-func (a *keyActor) leave(w *waiter) {
-	if a.rio.perWaiter() && w.refused {
-		a.ops = append(a.ops, &op{kind: opGiveUp, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
+func (a *keyActor) leaveQueue(w *waiter) {
+	if a.lockIO.perWaiter() && w.refused {
+		a.ops = append(a.ops, &op{kind: opLeaveQueue, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
 	}
 }
 
@@ -550,7 +550,7 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		// A request of the owner's in flight (a reentry, an unlock of one
 		// hold) may have refreshed the lease, or may never reach Redis:
 		// the owner is told now either way, and should Redis have
-		// refreshed it, the answer gives the holds back (giveBack).
+		// refreshed it, the answer gives the holds back (releaseLost).
 		if h.expiresAt.IsZero() || now.Before(h.expiresAt) {
 			continue
 		}
@@ -559,30 +559,30 @@ func (a *keyActor) onTick(ctx actor.Context) {
 	slices.Sort(ended)
 	for _, owner := range ended {
 		h := a.holdings[owner]
-		if (h.uncertain || a.rio.sharesHash()) && !a.inFlightFor(owner, h.id) {
+		if (h.uncertain || a.lockIO.sharesHash()) && !a.inFlightFor(owner, h.id) {
 			// A failed request may have left the lease longer than counted.
 			// A read/write lock's hash is shared: it may live on (raised by
 			// the owner's other side, or kept by other readers) with the
 			// owner's field in it, which would keep others out until the
 			// hash's TTL. Give the holds back. A request of the holding in
 			// flight gives them back itself once its answer shows what
-			// Redis kept (a give-back queued now could run after it and
+			// Redis kept (a lost-hold release queued now could run after it and
 			// release the holds of the holding it may start).
-			a.giveBack(owner, fmt.Sprintf("%s:%d", owner, h.id), h.count, h.lease)
+			a.releaseLost(owner, fmt.Sprintf("%s:%d", owner, h.id), h.count, h.lease)
 		}
 		a.lose(ctx, owner, h, fmt.Errorf("%w: the lease of %s held by %s ran out", messages.ErrLockLost, a.key.Name, owner))
 	}
 	for _, w := range a.waiters.expire(now) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
-		a.leave(w)
+		a.leaveQueue(w)
 	}
-	a.waiters.wakeDue(now, a.rio.eachAttempts())
+	a.waiters.wakeDue(now, a.lockIO.eachAttempts())
 }
 
 // settle re-arms the timer for the next deadline or wake-up, unsubscribes
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
-	next := a.waiters.next(a.rio.eachAttempts())
+	next := a.waiters.next(a.lockIO.eachAttempts())
 	for _, h := range a.holdings {
 		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
 			next = h.expiresAt
@@ -590,7 +590,7 @@ func (a *keyActor) settle(ctx actor.Context) {
 	}
 	a.timer.set(ctx, next)
 	if len(a.groups) > 0 {
-		a.forgetGroups()
+		a.dropIdleGroups()
 	}
 	a.syncSubscriptions(ctx)
 	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)

@@ -27,9 +27,9 @@ func (a *keyActor) groupValues(owner string, values []string) error {
 	return nil
 }
 
-// forgetGroups drops the values of owners that hold, wait for and ask
+// dropIdleGroups drops the values of owners that hold, wait for and ask
 // nothing of a group lock any more.
-func (a *keyActor) forgetGroups() {
+func (a *keyActor) dropIdleGroups() {
 	for owner := range a.groups {
 		if a.holdings[owner] != nil || a.registered[owner] != nil || a.waiters.owners[owner] > 0 ||
 			(a.inflight != nil && a.inflight.owner == owner) ||
@@ -40,13 +40,13 @@ func (a *keyActor) forgetGroups() {
 	}
 }
 
-// rioFor is the key's lockIO for a call of owner's: a group lock's with
+// lockIOFor is the key's lockIO for a call of owner's: a group lock's with
 // owner's values.
-func (a *keyActor) rioFor(owner string) lockIO {
-	rio := a.rio
+func (a *keyActor) lockIOFor(owner string) lockIO {
+	rio := a.lockIO
 	rio.values = a.groups[owner]
 	return rio
 }
 
 // held names owner's holding for the renewer.
-func (a *keyActor) held(owner string) redisio.Held { return a.rioFor(owner).held(owner) }
+func (a *keyActor) held(owner string) redisio.Held { return a.lockIOFor(owner).held(owner) }

@@ -13,7 +13,7 @@ import (
 // The key actor's holdings: who of this process holds the lock, how often,
 // with which lease and until when (keyActor.holdings), who watches each
 // holding, how a holding ends (lose) and how the holds Redis may still
-// keep of an ended one are given back (giveBack).
+// keep of an ended one are given back (releaseLost).
 
 // holding is one local owner's current hold of the lock.
 type holding struct {
@@ -121,15 +121,15 @@ func (a *keyActor) endedInFlight(o *op) bool {
 	return h == nil || h.id != o.holding
 }
 
-// giveBack queues the release of n holds of owner's that Redis still has
+// releaseLost queues the release of n holds of owner's that Redis still has
 // after the engine told the owner they were lost, each with a request ID
 // of its own derived from reqID, so that no hold outlives the news. lease
 // is what a release that leaves holds refreshes them to (0: the
 // watchdog): the holds expire within it should a release fail.
-func (a *keyActor) giveBack(owner, reqID string, n int, lease time.Duration) {
+func (a *keyActor) releaseLost(owner, reqID string, n int, lease time.Duration) {
 	for i := range n {
 		a.ops = append(a.ops, &op{kind: opRelease, owner: owner, reqID: fmt.Sprintf("%s:lost%d", reqID, i), lease: lease,
-			givingBack: true})
+			releasingLost: true})
 	}
 }
 
@@ -156,14 +156,14 @@ func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
 	w := d.op.w
 	owner := w.req.Owner
 	h := a.holdings[owner]
-	if h != nil && a.rio.nonReentrant() {
+	if h != nil && a.lockIO.nonReentrant() {
 		// A non-reentrant lock is entered only when its owner does not
 		// hold it: the holding known here had ended in Redis.
 		a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s had ended before its next acquire",
 			messages.ErrLockLost, a.key.Name, owner))
 		h = nil
 	}
-	if h != nil && h.unrenewed && !a.rio.sharesHash() && d.acquire.HoldCount <= 1 {
+	if h != nil && h.unrenewed && !a.lockIO.sharesHash() && d.acquire.HoldCount <= 1 {
 		// Redis had none of the holds a failed unlock left in doubt:
 		// that holding ended (released or expired) before this
 		// acquire, which starts the next one.
@@ -177,15 +177,15 @@ func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
 	}
 	h.count = d.acquire.HoldCount
 	h.unrenewed = false // the acquire set the lease anew
-	if a.rio.shared() {
+	if a.lockIO.shared() {
 		// A read acquire adds a hold and leaves the others as they are,
 		// with whatever a failed request may have done to them.
-		h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.rio.leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
+		h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.lockIO.leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
 		h.reads = h.reads[max(0, len(h.reads)-h.count):]
 		h.settleReads()
 	} else {
 		h.uncertain = false
-		h.expiresAt = a.rio.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
+		h.expiresAt = a.lockIO.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
 	}
 	return h

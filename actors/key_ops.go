@@ -22,15 +22,15 @@ const (
 	opAttempt opKind = iota + 1
 	opRelease
 	opUndo
-	opVerify // is the owner's field still there? (after a renewal found it gone)
-	opGiveUp // a fair waiter leaves the Redis queue
-	opExtend // a holding's lease is set anew (extend.go)
+	opVerify     // is the owner's field still there? (after a renewal found it gone)
+	opLeaveQueue // a fair waiter leaves the Redis queue
+	opExtend     // a holding's lease is set anew (extend.go)
 )
 
 // op is a Redis request of the key actor, queued or in flight.
 type op struct {
 	kind   opKind
-	w      *waiter           // opAttempt, opGiveUp
+	w      *waiter           // opAttempt, opLeaveQueue
 	req    *messages.Release // opRelease (nil for an internal release)
 	ext    *messages.Extend  // opExtend
 	sender *actor.PID
@@ -42,23 +42,23 @@ type op struct {
 	// lease, on an internal release of a holding already ended here, is
 	// the lease its unlock refreshes (0: the watchdog).
 	lease time.Duration
-	// givingBack marks such a release (giveBack): it belongs to no
+	// releasingLost marks such a release (releaseLost): it belongs to no
 	// current holding of its owner's.
-	givingBack bool
+	releasingLost bool
 	// count and holdLease are the owner's holding's count and lease when
 	// an opAttempt or opRelease started (what to give back should the
 	// holding end meanwhile).
 	count     int
 	holdLease time.Duration
-	// closing marks a give-up or undo run after Close began, within the
+	// closing marks a queue leave or undo run after Close began, within the
 	// closing bound.
 	closing bool
 	// next, on an opRelease of a last hold, is the local waiter the lock is
 	// handed to in the same round trip (lockIO.handoff).
 	next *waiter
-	// even marks the unlock that ends a streak of handoffs: the local
-	// waiters then wait for its message like every other process's.
-	even bool
+	// endsStreak marks the unlock that ends a streak of handoffs: the
+	// local waiters then wait for its message like every other process's.
+	endsStreak bool
 	// started is when the request was sent; a lease it sets runs from no
 	// earlier than this.
 	started time.Time
@@ -66,7 +66,7 @@ type op struct {
 	// What the call on the workers reads (run): set by start, untouched by
 	// the actor until the result comes back.
 	a         *keyActor
-	rio       lockIO
+	lockIO    lockIO
 	callLease time.Duration
 	sys       *actor.ActorSystem
 	self      *actor.PID
@@ -128,15 +128,15 @@ func (a *keyActor) pump(ctx actor.Context) {
 		if o.kind == opExtend && a.refuseExtend(ctx, o) {
 			continue // answered without Redis
 		}
-		if o.kind == opRelease && !o.givingBack {
-			o.next, o.even = a.handoffTo(o)
+		if o.kind == opRelease && !o.releasingLost {
+			o.next, o.endsStreak = a.handoffTo(o)
 		}
 		a.start(ctx, o)
 		return
 	}
 	// Past the head only a try, a reentry, a fair waiter or a reader may
 	// attempt; without any, a long queue is not scanned.
-	scan := a.rio.eachAttempts() || a.rio.shared() || a.waiters.beyondHead(a.holdings)
+	scan := a.lockIO.eachAttempts() || a.lockIO.shared() || a.waiters.beyondHead(a.holdings)
 	for i, w := range a.waiters.list {
 		if i > 0 && !scan {
 			break
@@ -151,11 +151,11 @@ func (a *keyActor) pump(ctx actor.Context) {
 			// message or the bounded look again; once woken, it attempts
 			// (the holding known here may be gone from Redis).
 			w.ready = false
-			w.refused, w.channel = true, a.rio.channel(w.req.Owner)
+			w.refused, w.channel = true, a.lockIO.channel(w.req.Owner)
 			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, -1))
 			continue
 		}
-		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.rio.eachAttempts() || a.rio.shared() {
+		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.lockIO.eachAttempts() || a.lockIO.shared() {
 			o := a.newOp()
 			o.kind, o.w, o.owner, o.reqID = opAttempt, w, w.req.Owner, w.req.RequestID
 			a.start(ctx, o)
@@ -171,7 +171,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	o.started = a.cfg.Clock.Now()
 	lease := a.cfg.Watchdog
 	h := a.holdings[o.owner]
-	if o.givingBack {
+	if o.releasingLost {
 		h = nil // it belongs to no current holding: leave that one's lease and renewal alone
 	}
 	if h != nil && (o.kind == opAttempt || o.kind == opRelease || o.kind == opExtend) {
@@ -186,11 +186,11 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		// A non-reentrant lock's holder is refused (ErrAlreadyHeld), its
 		// holding left as it is: its lease is not touched, nor renewed
 		// meanwhile by this attempt's mode.
-		refusedEntry := h != nil && a.rio.nonReentrant()
+		refusedEntry := h != nil && a.lockIO.nonReentrant()
 		if h != nil && !refusedEntry && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
 			// Until its answer comes the reentry may have set the lease
 			// (even a watchdog holding's, to the reentry's explicit one).
-			h.expiresAt = a.rio.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
+			h.expiresAt = a.lockIO.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
 		}
 		if o.w.req.Lease == 0 && !refusedEntry {
 			// Register before the round trip: a holding must never be
@@ -207,7 +207,7 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 			}
 			if h.count > 1 {
 				// Until its answer comes the unlock may have set the lease.
-				h.expiresAt = a.rio.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
+				h.expiresAt = a.lockIO.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
 			}
 			if h.count <= 1 {
 				// Stop renewal before the unlock round trip, so renewal
@@ -230,11 +230,11 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	}
 	// Closing: a fair waiter's place or an uncertain acquire left behind
 	// would hold the lock's other waiters up, so its clean-up still runs,
-	// within the bound the closing give-ups have.
-	o.closing = (o.kind == opGiveUp || o.kind == opUndo) && a.cfg.IO.Err() != nil
+	// within the bound the closing queue leaves have.
+	o.closing = (o.kind == opLeaveQueue || o.kind == opUndo) && a.cfg.IO.Err() != nil
 	// The call (run) reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
-	o.a, o.rio, o.callLease, o.sys, o.self = a, a.rioFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
+	o.a, o.lockIO, o.callLease, o.sys, o.self = a, a.lockIOFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
 	a.calls.Add(1)
 	a.cfg.Workers.run(o)
 }
@@ -245,7 +245,7 @@ func (o *op) run() {
 	a := o.a
 	// o is not read once the result is sent: the actor may recycle it.
 	defer a.calls.Done()
-	cfg, rio, lease := a.cfg, o.rio, o.callLease
+	cfg, rio, lease := a.cfg, o.lockIO, o.callLease
 	c, cancel := cfg.ioContext()
 	if o.closing {
 		cancel()
@@ -278,8 +278,8 @@ func (o *op) run() {
 		var n int
 		n, d.err = rio.holdCount(c, o.owner)
 		d.held = n > 0
-	case opGiveUp:
-		d.err = rio.giveUp(c, o.w)
+	case opLeaveQueue:
+		d.err = rio.leaveQueue(c, o.w)
 	case opExtend:
 		d.held, d.err = rio.extend(c, o.owner, lease)
 	}
@@ -315,7 +315,7 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 		a.onVerifyDone(ctx, d)
 	case opExtend:
 		a.onExtendDone(ctx, d)
-	case opGiveUp:
+	case opLeaveQueue:
 		if a.retryClosing(d) {
 			break
 		}
@@ -331,7 +331,7 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 // waiter still makes its first attempt: it takes its place in Redis's
 // queue then.
 func (a *keyActor) heldHereByOther(w *waiter) bool {
-	if w.try || !a.rio.handsOff() || a.rio.perWaiter() || a.holdings[w.req.Owner] != nil {
+	if w.try || !a.lockIO.handsOff() || a.lockIO.perWaiter() || a.holdings[w.req.Owner] != nil {
 		return false
 	}
 	for _, h := range a.holdings {
@@ -352,12 +352,12 @@ const maxHandoffs = 8
 // handoffTo picks the local waiter an unlock of the last hold can hand the
 // lock to in the same round trip: the head waiter, when it is due for an
 // attempt or waits on Redis (refused), for a kind and setup that allow it.
-// It returns nil for a plain unlock, and even for the unlock that ends a
+// It returns nil for a plain unlock, and endsStreak for the unlock that ends a
 // streak of maxHandoffs: its local waiters are not woken at once but by
 // the unlock's message, on the same footing as other processes' waiters.
-func (a *keyActor) handoffTo(o *op) (next *waiter, even bool) {
+func (a *keyActor) handoffTo(o *op) (next *waiter, endsStreak bool) {
 	h := a.holdings[o.owner]
-	if h == nil || h.count > 1 || !a.rio.handsOff() || len(a.waiters.list) == 0 {
+	if h == nil || h.count > 1 || !a.lockIO.handsOff() || len(a.waiters.list) == 0 {
 		return nil, false
 	}
 	w := a.waiters.list[0]
@@ -367,14 +367,14 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, even bool) {
 	}
 	// A fair lock's queue in Redis lets other processes' waiters in, in
 	// their turn: its streaks need no end.
-	if a.handoffs >= maxHandoffs && !a.rio.perWaiter() {
+	if a.handoffs >= maxHandoffs && !a.lockIO.perWaiter() {
 		a.handoffs = 0
 		return nil, w.refused
 	}
 	return w, false
 }
 
-// retryClosing queues again a give-up or undo that Close cut (it began
+// retryClosing queues again a queue leave or undo that Close cut (it began
 // before Close and failed with the engine's cancelled calls), to run
 // within the closing bound; it tells whether it did.
 func (a *keyActor) retryClosing(d *opDone) bool {

@@ -10,16 +10,16 @@ import (
 )
 
 // The key actor's stop and failure: answering everybody left, giving up
-// fair waiters' places in Redis's queue, and abandoning the state when the
+// fair waiters' places in Redis's queue, and dropping the state when the
 // actor stops for any reason but Close, or fails.
 
-// leaveAll gives up, at once and in order, the Redis queue places of every
-// fair waiter (the actor is stopping: a queued give-up would never run).
+// leaveQueues gives up, at once and in order, the Redis queue places of every
+// fair waiter (the actor is stopping: a queued leave would never run).
 // The actor's Redis call has finished (stopCalls) before this runs. One
-// bound covers every give-up, so a Redis that does not answer holds the
+// bound covers every leave, so a Redis that does not answer holds the
 // stop up once, not once per waiter.
-func (a *keyActor) leaveAll() {
-	if !a.rio.perWaiter() {
+func (a *keyActor) leaveQueues() {
+	if !a.lockIO.perWaiter() {
 		return
 	}
 	leaving := make([]*waiter, 0, len(a.waiters.list)+len(a.ops))
@@ -29,11 +29,11 @@ func (a *keyActor) leaveAll() {
 		}
 	}
 	for _, o := range a.ops {
-		if o.kind == opGiveUp {
+		if o.kind == opLeaveQueue {
 			leaving = append(leaving, o.w) // left the local queue, not yet Redis's
 		}
 	}
-	if o := a.inflight; o != nil && o.kind == opGiveUp {
+	if o := a.inflight; o != nil && o.kind == opLeaveQueue {
 		leaving = append(leaving, o.w) // its answer never came back: cut by Close
 	}
 	if len(leaving) == 0 {
@@ -42,7 +42,7 @@ func (a *keyActor) leaveAll() {
 	c, cancel := a.cfg.detachedContext(closingUndoTimeout)
 	defer cancel()
 	for _, w := range leaving {
-		if err := a.rio.giveUp(c, w); err != nil {
+		if err := a.lockIO.leaveQueue(c, w); err != nil {
 			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
 				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
 		}
@@ -51,19 +51,19 @@ func (a *keyActor) leaveAll() {
 
 // onStopping answers everybody left. On Close that is ErrClosed, and the
 // holdings are left to expire (Close releases nothing). Passivation stops
-// only idle key actors, and a failed one has abandoned its state already;
-// any other stop abandons the state as a failure does.
+// only idle key actors, and a failed one has dropped its state already;
+// any other stop drops the state as a failure does.
 func (a *keyActor) onStopping(ctx actor.Context) {
 	a.stopCalls()
 	if a.cfg.IO.Err() != nil {
 		a.answerAll(ctx, messages.ErrClosed)
 		return
 	}
-	a.abandon(ctx, fmt.Errorf("warden: the engine stopped the state of %s", a.key.Name))
+	a.dropState(ctx, fmt.Errorf("warden: the engine stopped the state of %s", a.key.Name))
 }
 
 // fail handles a panic in Receive (a bug): the key actor waits for its
-// Redis call, undoes an acquire that call may have made, abandons its
+// Redis call, undoes an acquire that call may have made, drops its
 // state, and asks root to stop it. Until then it answers every request
 // with the fault (receiveFailed), so no caller is left waiting.
 func (a *keyActor) fail(ctx actor.Context, r any) {
@@ -80,14 +80,14 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 		if owner != "" {
 			c, cancel := a.cfg.ioContext()
-			if _, err := a.rioFor(owner).undo(c, owner, reqID); err != nil {
+			if _, err := a.lockIOFor(owner).undo(c, owner, reqID); err != nil {
 				a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
 					slog.String("name", a.key.Name), slog.Any("err", err))
 			}
 			cancel()
 		}
 	}
-	a.abandon(ctx, a.fault)
+	a.dropState(ctx, a.fault)
 	retireVia(ctx, a.root, a.key, a.renewer, a.subscriber)
 }
 
@@ -105,10 +105,10 @@ func (a *keyActor) receiveFailed(ctx actor.Context) {
 	}
 }
 
-// abandon ends the key actor's state: every waiter and queued release is
+// dropState ends the key actor's state: every waiter and queued release is
 // answered with why, every holding reported lost, every renewal and the
 // subscription stopped, so each lock expires within its lease.
-func (a *keyActor) abandon(ctx actor.Context, why error) {
+func (a *keyActor) dropState(ctx actor.Context, why error) {
 	for _, owner := range sortedKeys(a.holdings) {
 		a.lose(ctx, owner, a.holdings[owner], fmt.Errorf("%w: %v", messages.ErrLockLost, why))
 	}
@@ -126,7 +126,7 @@ func (a *keyActor) abandon(ctx actor.Context, why error) {
 // with err, and forgets them. Fair waiters first give up their places in
 // Redis's queue, or the lock's other waiters would wait for them.
 func (a *keyActor) answerAll(ctx actor.Context, err error) {
-	a.leaveAll()
+	a.leaveQueues()
 	a.answerWaiters(ctx, err)
 	for _, o := range a.ops {
 		switch o.kind {

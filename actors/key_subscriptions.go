@@ -17,14 +17,14 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 	if len(a.waiters.list) == 0 && len(a.subs) == 0 {
 		return // the uncontended path: nothing to compare
 	}
-	if a.rio.polls() {
+	if a.lockIO.polls() {
 		return // a spin lock's waiters poll: they listen on nothing
 	}
 	want := map[string]bool{}
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
 			want[w.channel] = true
-			if !a.rio.eachAttempts() {
+			if !a.lockIO.eachAttempts() {
 				break
 			}
 		}
@@ -38,7 +38,7 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		}
 	}
 	slices.Sort(gone)
-	if a.rio.perWaiter() && len(a.waiters.list) > 0 {
+	if a.lockIO.perWaiter() && len(a.waiters.list) > 0 {
 		// A fair waiter listens on a channel of its own, and its owner
 		// often waits again soon (a handle used in a loop). While others
 		// still wait, up to lingerChannels channels nobody listens on stay

@@ -53,7 +53,7 @@ func (q *waitQueue) find(owner, reqID string) int {
 
 // removeAt takes the waiter at i out of the queue.
 func (q *waitQueue) removeAt(i int) {
-	q.forget(q.list[i])
+	q.uncount(q.list[i])
 	q.list[i].gone = true
 	n := len(q.list)
 	copy(q.list[i:], q.list[i+1:])
@@ -141,7 +141,7 @@ func (q *waitQueue) expire(now time.Time) []*waiter {
 		return nil
 	}
 	for _, w := range expired {
-		q.forget(w)
+		q.uncount(w)
 		w.gone = true
 	}
 	kept := q.list[:0]
@@ -192,8 +192,8 @@ func (q *waitQueue) reset() {
 	q.list, q.deadlines, q.owners, q.tries = nil, nil, nil, 0
 }
 
-// forget takes w out of the counts as it leaves the queue.
-func (q *waitQueue) forget(w *waiter) {
+// uncount takes w out of the counts as it leaves the queue.
+func (q *waitQueue) uncount(w *waiter) {
 	if q.owners[w.req.Owner]--; q.owners[w.req.Owner] <= 0 {
 		delete(q.owners, w.req.Owner)
 	}
