@@ -23,12 +23,10 @@ type key struct {
 // alive, and the one Redis request in flight.
 type keyActor struct {
 	waitingActor
-	lockIO  lockIO // the Redis calls of the key's kind
-	renewer *actor.PID
+	lockIO lockIO // the Redis calls of the key's kind
 
-	holdings   map[string]*holding
-	registered map[string]*registration // owners registered with the renewer; the renewer owns each registration (register)
-	paused     map[string]bool          // registered owners not renewed, whose lease's end the renewer still follows
+	holdings map[string]*holding
+	renewals keyRenewals // the owners the renewer renews or follows (key_renewal.go)
 	// waitingActor.waiters are FIFO; the head is the one that waits on
 	// Redis (each fair waiter waits).
 	ops      []*op // releases and undos, served before attempts
@@ -40,7 +38,7 @@ type keyActor struct {
 	// handoffs counts the handoffs since an ordinary attempt acquired
 	// (maxHandoffs).
 	handoffs int
-	subs     map[string]bool // channels subscribed
+	subs     channelSet // channels subscribed (key_subscriptions.go)
 
 	// groups, for a group lock, are each owner's values (sorted), from its
 	// acquire or release until it holds, waits for and asks nothing; nil
@@ -55,11 +53,9 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 		a := &keyActor{
 			waitingActor: newWaitingActor(cfg, k, root, subscriber),
 			lockIO:       lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
-			renewer:      renewer,
 			holdings:     map[string]*holding{},
-			registered:   map[string]*registration{},
-			paused:       map[string]bool{},
-			subs:         map[string]bool{},
+			renewals:     keyRenewals{renewer: renewer, registered: map[string]*registration{}, paused: map[string]bool{}},
+			subs:         channelSet{subscribed: map[string]bool{}},
 		}
 		if k.Kind == messages.KindGroupLock {
 			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
@@ -125,7 +121,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *crash:
 		panic(fmt.Sprintf("warden: key actor %q told to crash", a.key.Name))
 	case *renewalExpired:
-		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.registered[m.Owner] != nil {
+		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.renewals.registered[m.Owner] != nil {
 			a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
 				a.key.Name, m.Owner, a.cfg.Watchdog))
 			a.syncRenewal(ctx, m.Owner)
@@ -598,7 +594,7 @@ func (a *keyActor) settle(ctx actor.Context) {
 
 func (a *keyActor) isIdle() bool {
 	return len(a.holdings) == 0 && len(a.waiters.list) == 0 && len(a.ops) == 0 && a.inflight == nil &&
-		len(a.subs) == 0 && len(a.registered) == 0
+		len(a.subs.subscribed) == 0 && len(a.renewals.registered) == 0
 }
 
 func (a *keyActor) expired(w *waiter, now time.Time) bool {

@@ -31,7 +31,7 @@ func (a *keyActor) groupValues(owner string, values []string) error {
 // nothing of a group lock any more.
 func (a *keyActor) dropIdleGroups() {
 	for owner := range a.groups {
-		if a.holdings[owner] != nil || a.registered[owner] != nil || a.waiters.owners[owner] > 0 ||
+		if a.holdings[owner] != nil || a.renewals.registered[owner] != nil || a.waiters.owners[owner] > 0 ||
 			(a.inflight != nil && a.inflight.owner == owner) ||
 			slices.ContainsFunc(a.ops, func(o *op) bool { return o.owner == owner }) {
 			continue

@@ -10,13 +10,13 @@ import (
 )
 
 // The key actor's renewal bookkeeping: which owners the renewer renews
-// (keyActor.registered) or only follows to their lease's end
-// (keyActor.paused), kept in line with the holdings (syncRenewal), and
+// (keyRenewals.registered) or only follows to their lease's end
+// (keyRenewals.paused), kept in line with the holdings (syncRenewal), and
 // what the renewer's reports of a holding gone lead to.
 
 func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
 	h := a.holdings[m.Owner]
-	if h == nil || h.lease != 0 || a.registered[m.Owner] == nil {
+	if h == nil || h.lease != 0 || a.renewals.registered[m.Owner] == nil {
 		return // released meanwhile, or not a watchdog holding
 	}
 	// The renewal may have read Redis before this holding's acquire ran
@@ -59,7 +59,7 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 		renew = true
 	}
 	switch {
-	case a.paused[owner] && a.inflight != nil && a.inflight.kind == opRelease && a.inflight.owner == owner:
+	case a.renewals.paused[owner] && a.inflight != nil && a.inflight.kind == opRelease && a.inflight.owner == owner:
 		// A last hold's unlock in flight: its outcome tells.
 	case renew:
 		a.register(ctx, owner)
@@ -76,28 +76,54 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 // expiry the renewer reported while it was paused (the holding that ended
 // then) does not hide the next one.
 func (a *keyActor) register(ctx actor.Context, owner string) {
-	if a.registered[owner] != nil && !a.paused[owner] {
+	if a.renewals.renewed(owner) {
 		return
 	}
-	r := newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind)
-	a.registered[owner] = r
-	delete(a.paused, owner)
-	ctx.Send(a.renewer, (*register)(r))
+	a.renewals.add(ctx, newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind))
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when
 // its lease has run out (renewalExpired). An owner not registered stays so.
-func (a *keyActor) pause(ctx actor.Context, owner string) {
-	if r := a.registered[owner]; r != nil && !a.paused[owner] {
-		a.paused[owner] = true
-		ctx.Send(a.renewer, (*pause)(r))
+func (a *keyActor) pause(ctx actor.Context, owner string) { a.renewals.pause(ctx, owner) }
+
+func (a *keyActor) unregister(ctx actor.Context, owner string) { a.renewals.unregister(ctx, owner) }
+
+// keyRenewals is the key actor's renewal bookkeeping: which of its owners
+// the renewer renews, and which it only follows to their lease's end.
+// What each registration holds is the renewer's (register).
+type keyRenewals struct {
+	renewer    *actor.PID
+	registered map[string]*registration // owners registered with the renewer
+	paused     map[string]bool          // registered owners not renewed, whose lease's end the renewer still follows
+}
+
+// renewed tells that owner is registered and not paused.
+func (r *keyRenewals) renewed(owner string) bool {
+	return r.registered[owner] != nil && !r.paused[owner]
+}
+
+// add registers reg, its owner's registration anew should it have been
+// paused.
+func (r *keyRenewals) add(ctx actor.Context, reg *registration) {
+	r.registered[reg.owner] = reg
+	delete(r.paused, reg.owner)
+	ctx.Send(r.renewer, (*register)(reg))
+}
+
+// pause has the renewer stop renewing owner, still following its lease's
+// end. An owner not registered stays so.
+func (r *keyRenewals) pause(ctx actor.Context, owner string) {
+	if reg := r.registered[owner]; reg != nil && !r.paused[owner] {
+		r.paused[owner] = true
+		ctx.Send(r.renewer, (*pause)(reg))
 	}
 }
 
-func (a *keyActor) unregister(ctx actor.Context, owner string) {
-	if r := a.registered[owner]; r != nil {
-		delete(a.registered, owner)
-		delete(a.paused, owner)
-		ctx.Send(a.renewer, (*unregister)(r))
+// unregister has the renewer forget owner.
+func (r *keyRenewals) unregister(ctx actor.Context, owner string) {
+	if reg := r.registered[owner]; reg != nil {
+		delete(r.registered, owner)
+		delete(r.paused, owner)
+		ctx.Send(r.renewer, (*unregister)(reg))
 	}
 }

@@ -88,7 +88,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 	}
 	a.dropState(ctx, a.fault)
-	retireVia(ctx, a.root, a.key, a.renewer, a.subscriber)
+	retireVia(ctx, a.root, a.key, a.renewals.renewer, a.subscriber)
 }
 
 // receiveFailed answers a request reaching a failed key actor.
@@ -112,13 +112,10 @@ func (a *keyActor) dropState(ctx actor.Context, why error) {
 	for _, owner := range sortedKeys(a.holdings) {
 		a.lose(ctx, owner, a.holdings[owner], fmt.Errorf("%w: %v", messages.ErrLockLost, why))
 	}
-	for _, owner := range sortedKeys(a.registered) {
+	for _, owner := range sortedKeys(a.renewals.registered) {
 		a.unregister(ctx, owner) // including a watchdog acquire still in flight
 	}
-	for _, ch := range sortedKeys(a.subs) {
-		delete(a.subs, ch)
-		ctx.Send(a.subscriber, &unsubscribe{Channel: ch, PID: ctx.Self()})
-	}
+	a.subs.dropAll(ctx, a.subscriber)
 	a.answerAll(ctx, why)
 }
 
