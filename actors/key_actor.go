@@ -121,11 +121,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *crash:
 		panic(fmt.Sprintf("warden: key actor %q told to crash", a.key.Name))
 	case *renewalExpired:
-		if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.renewals.registered[m.Owner] != nil {
-			a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
-				a.key.Name, m.Owner, a.cfg.Watchdog))
-			a.syncRenewal(ctx, m.Owner)
-		}
+		a.onRenewalExpired(ctx, m)
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:

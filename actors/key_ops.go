@@ -179,51 +179,9 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	}
 	switch o.kind {
 	case opAttempt:
-		o.w.inflight = true
-		if o.w.req.Lease > 0 {
-			lease = o.w.req.Lease
-		}
-		// A non-reentrant lock's holder is refused (ErrAlreadyHeld), its
-		// holding left as it is: its lease is not touched, nor renewed
-		// meanwhile by this attempt's mode.
-		refusedEntry := h != nil && a.lockIO.nonReentrant()
-		if h != nil && !refusedEntry && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
-			// Until its answer comes the reentry may have set the lease
-			// (even a watchdog holding's, to the reentry's explicit one).
-			h.expiresAt = a.lockIO.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
-		}
-		if o.w.req.Lease == 0 && !refusedEntry {
-			// Register before the round trip: a holding must never be
-			// unrenewed between its acquire and its registration.
-			a.register(ctx, o.owner)
-		}
+		lease = a.startAttempt(ctx, o, h, lease)
 	case opRelease:
-		if o.lease > 0 {
-			lease = o.lease
-		}
-		if h != nil {
-			if h.lease > 0 {
-				lease = h.lease
-			}
-			if h.count > 1 {
-				// Until its answer comes the unlock may have set the lease.
-				h.expiresAt = a.lockIO.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
-			}
-			if h.count <= 1 {
-				// Stop renewal before the unlock round trip, so renewal
-				// can never outlive the unlock. The renewer still follows
-				// the lease's end: should the unlock fail, the holding is
-				// not known released, and its owner is told when the
-				// lease has run out.
-				a.pause(ctx, o.owner)
-			}
-		}
-		if w := o.next; w != nil {
-			w.inflight = true
-			if w.req.Lease == 0 {
-				a.register(ctx, w.req.Owner) // as an attempt does
-			}
-		}
+		lease = a.startRelease(ctx, o, h, lease)
 	case opExtend:
 		lease = o.ext.Lease
 		a.extendInFlight(h, lease, o.started)
@@ -237,6 +195,68 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	o.a, o.lockIO, o.callLease, o.sys, o.self = a, a.lockIOFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
 	a.calls.Add(1)
 	a.cfg.Workers.run(o)
+}
+
+// startAttempt readies an attempt o for its round trip, h being its
+// owner's holding (nil: none): the holding's end counted as the reentry may
+// set it, the owner registered for renewal first in watchdog mode. It
+// returns the lease the call sets, lease (the watchdog's) unless the
+// request names one.
+func (a *keyActor) startAttempt(ctx actor.Context, o *op, h *holding, lease time.Duration) time.Duration {
+	o.w.inflight = true
+	if o.w.req.Lease > 0 {
+		lease = o.w.req.Lease
+	}
+	// A non-reentrant lock's holder is refused (ErrAlreadyHeld), its
+	// holding left as it is: its lease is not touched, nor renewed
+	// meanwhile by this attempt's mode.
+	refusedEntry := h != nil && a.lockIO.nonReentrant()
+	if h != nil && !refusedEntry && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
+		// Until its answer comes the reentry may have set the lease
+		// (even a watchdog holding's, to the reentry's explicit one).
+		h.expiresAt = a.lockIO.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
+	}
+	if o.w.req.Lease == 0 && !refusedEntry {
+		// Register before the round trip: a holding must never be
+		// unrenewed between its acquire and its registration.
+		a.register(ctx, o.owner)
+	}
+	return lease
+}
+
+// startRelease readies a release o for its round trip, h being the
+// holding it releases a hold of (nil: none, or a give-back): the holding's
+// end counted as the unlock may set it, a last hold's renewal paused, and
+// the waiter a handoff takes the lock for marked in flight. It returns the
+// lease the call sets (lease, the watchdog's, by default).
+func (a *keyActor) startRelease(ctx actor.Context, o *op, h *holding, lease time.Duration) time.Duration {
+	if o.lease > 0 {
+		lease = o.lease
+	}
+	if h != nil {
+		if h.lease > 0 {
+			lease = h.lease
+		}
+		if h.count > 1 {
+			// Until its answer comes the unlock may have set the lease.
+			h.expiresAt = a.lockIO.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
+		}
+		if h.count <= 1 {
+			// Stop renewal before the unlock round trip, so renewal
+			// can never outlive the unlock. The renewer still follows
+			// the lease's end: should the unlock fail, the holding is
+			// not known released, and its owner is told when the
+			// lease has run out.
+			a.pause(ctx, o.owner)
+		}
+	}
+	if w := o.next; w != nil {
+		w.inflight = true
+		if w.req.Lease == 0 {
+			a.register(ctx, w.req.Owner) // as an attempt does
+		}
+	}
+	return lease
 }
 
 // run makes o's Redis call on one of the engine's workers and sends the

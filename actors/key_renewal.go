@@ -30,6 +30,16 @@ func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
 	a.ops = append(a.ops, &op{kind: opVerify, owner: m.Owner, holding: h.id})
 }
 
+// onRenewalExpired ends a watchdog holding the renewer could not renew for
+// a whole watchdog timeout: its lease may have run out in Redis.
+func (a *keyActor) onRenewalExpired(ctx actor.Context, m *renewalExpired) {
+	if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.renewals.registered[m.Owner] != nil {
+		a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
+			a.key.Name, m.Owner, a.cfg.Watchdog))
+		a.syncRenewal(ctx, m.Owner)
+	}
+}
+
 func (a *keyActor) onVerifyDone(ctx actor.Context, d *opDone) {
 	o := d.op
 	h := a.holdings[o.owner]
