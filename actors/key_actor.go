@@ -43,7 +43,7 @@ type keyActor struct {
 	// groups, for a group lock, are each owner's values (sorted), from its
 	// acquire or release until it holds, waits for and asks nothing; nil
 	// for every other kind.
-	groups map[string][]string
+	groups groupValues
 }
 
 var _ actor.Actor = (*keyActor)(nil)
@@ -58,7 +58,7 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			subs:         channelSet{subscribed: map[string]bool{}},
 		}
 		if k.Kind == messages.KindGroupLock {
-			a.groups = map[string][]string{} // the other kinds' stays nil: nothing to make per key actor
+			a.groups = groupValues{} // the other kinds' stays nil: nothing to make per key actor
 		}
 		if usesLockArgs(k.Kind) {
 			a.lockIO.args = cfg.Scripts.LockArgs(k.Name)

@@ -19,11 +19,21 @@ func (a *keyActor) groupValues(owner string, values []string) error {
 	if a.key.Kind != messages.KindGroupLock || len(values) == 0 {
 		return nil
 	}
+	return a.groups.record(owner, values, a.key.Name)
+}
+
+// groupValues is a group lock's values of each owner (sorted), kept from
+// its acquire or release until it holds, waits for and asks nothing.
+type groupValues map[string][]string
+
+// record keeps values for owner, refused when owner holds or waits for
+// other values of the group name meanwhile.
+func (g groupValues) record(owner string, values []string, name string) error {
 	sorted := slices.Sorted(slices.Values(values))
-	if known, ok := a.groups[owner]; ok && !slices.Equal(known, sorted) {
-		return messages.Invalid("values", "%s already holds or waits for other values of group %s", owner, a.key.Name)
+	if known, ok := g[owner]; ok && !slices.Equal(known, sorted) {
+		return messages.Invalid("values", "%s already holds or waits for other values of group %s", owner, name)
 	}
-	a.groups[owner] = sorted
+	g[owner] = sorted
 	return nil
 }
 
@@ -43,9 +53,9 @@ func (a *keyActor) dropIdleGroups() {
 // lockIOFor is the key's lockIO for a call of owner's: a group lock's with
 // owner's values.
 func (a *keyActor) lockIOFor(owner string) lockIO {
-	rio := a.lockIO
-	rio.values = a.groups[owner]
-	return rio
+	lio := a.lockIO
+	lio.values = a.groups[owner]
+	return lio
 }
 
 // held names owner's holding for the renewer.
