@@ -245,11 +245,18 @@ func (a *keyActor) attemptReentryLost(ctx actor.Context, d *opDone) {
 	// so the holds the owner was told it lost are still there. Give
 	// them all back rather than hand the owner a holding it was told
 	// is gone.
-	a.releaseLost(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
+	a.acquiredLost(ctx, d, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
+		messages.ErrLockLost, a.key.Name, owner))
+}
+
+// acquiredLost gives back the holds an acquire took in Redis (releaseLost)
+// and fails its waiter, unless answered already, with err.
+func (a *keyActor) acquiredLost(ctx actor.Context, d *opDone, err error) {
+	w := d.op.w
+	a.releaseLost(w.req.Owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
 	a.waiters.remove(w)
 	if !w.cancelled {
-		a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s held by %s ran out while a reentry was in flight",
-			messages.ErrLockLost, a.key.Name, owner))
+		a.replyFailed(ctx, w, err)
 	}
 }
 
@@ -257,7 +264,6 @@ func (a *keyActor) attemptReentryLost(ctx actor.Context, d *opDone) {
 // its answer came.
 func (a *keyActor) attemptOutlived(ctx actor.Context, d *opDone) {
 	w := d.op.w
-	owner := w.req.Owner
 	// A first acquire (or a reentry whose holding ended while it was
 	// in flight, which Redis ran as a first acquire) with a lease
 	// shorter than its round trip: it ran out before the answer came,
@@ -265,12 +271,8 @@ func (a *keyActor) attemptOutlived(ctx actor.Context, d *opDone) {
 	// The owner is not handed a lock it never held at a moment it
 	// could know of; Redis ran the acquire after it was sent, so the
 	// hold may still be there: it is given back.
-	a.releaseLost(owner, w.req.RequestID, d.acquire.HoldCount, w.req.Lease)
-	a.waiters.remove(w)
-	if !w.cancelled {
-		a.replyFailed(ctx, w, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
-			messages.ErrLockLost, a.key.Name, w.req.Lease))
-	}
+	a.acquiredLost(ctx, d, fmt.Errorf("%w: the lease of %s (%v) ran out before the acquire's answer came",
+		messages.ErrLockLost, a.key.Name, w.req.Lease))
 }
 
 // attemptAlreadyHeld settles a non-reentrant lock its owner holds already.

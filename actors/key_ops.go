@@ -323,26 +323,15 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 				started: d.op.started}, acquire: d.handoff.Acquire, err: d.handoff.AcquireErr})
 		}
 	case opUndo:
-		if a.retryClosing(d) {
-			break
+		if a.cleanedUp(d, "warden: undo of an uncertain acquire failed; the lock expires within its lease") {
+			a.syncRenewal(ctx, d.op.owner)
 		}
-		if d.err != nil {
-			a.cfg.Logger.Warn("warden: undo of an uncertain acquire failed; the lock expires within its lease",
-				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
-		}
-		a.syncRenewal(ctx, d.op.owner)
 	case opVerify:
 		a.onVerifyDone(ctx, d)
 	case opExtend:
 		a.onExtendDone(ctx, d)
 	case opLeaveQueue:
-		if a.retryClosing(d) {
-			break
-		}
-		if d.err != nil {
-			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
-				slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
-		}
+		a.cleanedUp(d, "warden: a fair waiter could not leave the queue; its place expires at its deadline")
 	}
 }
 
@@ -392,6 +381,19 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, endsStreak bool) {
 		return nil, w.refused
 	}
 	return w, false
+}
+
+// cleanedUp settles a clean-up (an undo, a queue leave): queued again
+// should Close have cut it (retryClosing), else a failure logged with
+// warning. It tells whether the clean-up is over (not queued again).
+func (a *keyActor) cleanedUp(d *opDone, warning string) bool {
+	if a.retryClosing(d) {
+		return false
+	}
+	if d.err != nil {
+		a.cfg.Logger.Warn(warning, slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
+	}
+	return true
 }
 
 // retryClosing queues again a queue leave or undo that Close cut (it began
