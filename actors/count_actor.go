@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -41,22 +40,12 @@ type countDone struct {
 // all. The head waiter also looks again on a bounded interval, so a lost
 // message delays it, never hangs it.
 type countActor struct {
-	cfg        *Config
-	key        key
-	channel    string
-	root       *actor.PID // which spawned it; it is not root's child (rootActor.route)
-	subscriber *actor.PID
+	waitingActor
+	channel string
 
-	waiters    waitQueue
 	ops        []*countOp // undos, served before attempts
 	inflight   *countOp
 	subscribed bool
-	seen       uint64
-	fault      error
-
-	timer clockTimer
-	idle  idleTimer
-	io    sync.WaitGroup
 }
 
 var _ actor.Actor = (*countActor)(nil)
@@ -67,15 +56,7 @@ func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Pro
 		channel = redisio.LatchChannel(k.Name)
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &countActor{
-			cfg:        cfg,
-			key:        k,
-			channel:    channel,
-			root:       root,
-			subscriber: subscriber,
-			timer:      clockTimer{clock: cfg.Clock},
-			idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
-		}
+		return &countActor{waitingActor: newWaitingActor(cfg, k, root, subscriber), channel: channel}
 	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
@@ -84,15 +65,11 @@ func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Pro
 func (a *countActor) Receive(ctx actor.Context) {
 	if a.fault != nil {
 		if m, ok := ctx.Message().(*messages.Acquire); ok {
-			sendIf(ctx, ctx.Sender(), failedReply(m, a.fault))
+			sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
 		}
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			a.fail(ctx, r)
-		}
-	}()
+	defer a.survive(ctx, a)
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
 		a.seen++
@@ -105,7 +82,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 		}
 	case *messages.Cancel:
 		a.seen++
-		a.onCancel(ctx, m)
+		a.cancel(ctx, m)
 	case *WaiterCount:
 		ctx.Respond(a.waiters.waiting())
 		return
@@ -120,18 +97,12 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *crash:
 		panic(fmt.Sprintf("warden: count actor %q told to crash", a.key.Name))
 	case *tick:
-		if a.timer.fired(m.Gen) {
-			a.onTick(ctx)
-		}
+		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		if a.idle.due(ctx, m.Gen, a.isIdle(), a.cfg.IdleTimeout) {
-			ctx.Send(a.root, &passivate{Key: a.key, PID: ctx.Self(), Seen: a.seen})
-		}
+		a.idleFor(ctx, m.Gen, a.isIdle())
 		return
 	case *actor.Stopping:
-		a.timer.stop()
-		a.idle.stop()
-		a.io.Wait()
+		a.stopCalls()
 		a.answerAll(ctx, messages.ErrClosed)
 		return
 	default:
@@ -139,19 +110,6 @@ func (a *countActor) Receive(ctx actor.Context) {
 	}
 	a.pump(ctx)
 	a.settle(ctx)
-}
-
-func (a *countActor) onCancel(ctx actor.Context, m *messages.Cancel) {
-	i := a.waiters.find(m.Owner, m.RequestID)
-	if i < 0 {
-		return
-	}
-	w := a.waiters.list[i]
-	w.cancelled = true
-	sendIf(ctx, w.sender, failedReply(w.req, messages.ErrCancelled))
-	if !w.inflight {
-		a.waiters.removeAt(i)
-	}
 }
 
 // onMessage wakes the waiters a message on the channel concerns: the
@@ -247,9 +205,9 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
 	req, permitIDs := o.w.req, o.w.permitIDs
 	sys, self := ctx.ActorSystem(), ctx.Self()
-	a.io.Add(1)
+	a.calls.Add(1)
 	cfg.Workers.Schedule(func() {
-		defer a.io.Done()
+		defer a.calls.Done()
 		c, cancel := cfg.ioContext()
 		defer cancel()
 		d := &countDone{op: o}
@@ -276,7 +234,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	})
 }
 
-// closingUndoTimeout bounds a give-back run while the engine stops.
+// closingUndoTimeout bounds a give-back or undo run while the engine stops.
 const closingUndoTimeout = time.Second
 
 // undo gives back what w's acquire may have taken. It reads only what
@@ -297,7 +255,7 @@ func (a *countActor) undo(c context.Context, w *waiter) error {
 
 // undoLeft gives back, at once, what the queued undos and the attempt in
 // flight (whose answer will not be read) may have taken: the actor is
-// stopping. Its Redis call has finished (a.io.Wait) before this runs; an
+// stopping. Its Redis call has finished (stopCalls) before this runs; an
 // undo that was that call has run. One bound covers them all, so a Redis
 // that does not answer holds the stop up once, not once per undo.
 func (a *countActor) undoLeft() {
@@ -345,7 +303,7 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 			a.ops = append(a.ops, &countOp{w: w, undo: true})
 		}
 		if !w.cancelled {
-			sendIf(ctx, w.sender, failedReply(w.req, a.cfg.closedOr(d.err)))
+			a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
 		}
 	case d.acquired:
 		a.waiters.remove(w)
@@ -368,7 +326,7 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 		a.waiters.remove(w)
 	case w.try || (!w.req.Deadline.IsZero() && !a.cfg.Clock.Now().Before(w.req.Deadline)):
 		a.waiters.remove(w)
-		sendIf(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
+		a.replyFailed(ctx, w, messages.ErrTimeout)
 	case w.woken:
 		w.woken = false
 	default:
@@ -386,7 +344,7 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 func (a *countActor) onTick(ctx actor.Context) {
 	now := a.cfg.Clock.Now()
 	for _, w := range a.waiters.expire(now) {
-		sendIf(ctx, w.sender, failedReply(w.req, messages.ErrTimeout))
+		a.replyFailed(ctx, w, messages.ErrTimeout)
 	}
 	a.waiters.wakeDue(now, false)
 }
@@ -420,11 +378,7 @@ func (a *countActor) isIdle() bool {
 // fail handles a panic in Receive (a bug): every waiter is told, and root
 // is asked to stop the actor; until then every request gets the fault.
 func (a *countActor) fail(ctx actor.Context, r any) {
-	a.fault = fmt.Errorf("warden: internal error in the engine's state for %s: %v", a.key.Name, r)
-	a.cfg.Logger.Error("warden: count actor failed; its waiters are told", slog.Any("err", a.fault))
-	a.timer.stop()
-	a.idle.stop()
-	a.io.Wait()
+	a.failWith(r, "warden: count actor failed; its waiters are told")
 	if a.subscribed {
 		a.subscribed = false
 		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
@@ -437,11 +391,6 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 // waiter with err and forgets them.
 func (a *countActor) answerAll(ctx actor.Context, err error) {
 	a.undoLeft()
-	for _, w := range a.waiters.list {
-		if !w.cancelled {
-			sendIf(ctx, w.sender, failedReply(w.req, err))
-		}
-	}
-	a.waiters.reset()
+	a.answerWaiters(ctx, err)
 	a.ops, a.inflight = nil, nil
 }

@@ -21,11 +21,17 @@
 //   - key actor (keyActor), one per (name, kind) of the held kinds: owns
 //     the name's holdings in this process (owner → hold count, lease,
 //     watchers), its waiters, the Redis requests queued and the one in
-//     flight, its renewal registrations and its subscriptions. Its files:
-//     key_actor.go (the state, Receive, the op queue, the outcomes of
-//     attempts and releases, renewal and subscription upkeep, stop and
-//     failure), wait_queue.go (the waiter queue, which the count actor
-//     shares) with deadlines.go (its deadline heap), lock_io.go (the Redis
+//     flight, its renewal registrations and its subscriptions. Its files,
+//     each named for the state it owns: key_actor.go (the state, Receive,
+//     the outcomes of attempts and releases, the deadlines and timer),
+//     key_holdings.go (the holdings, their watchers, lose and releaseLost),
+//     key_ops.go (the op queue, the op in flight and handoffs),
+//     key_renewal.go (the renewer's registrations kept in line),
+//     key_subscriptions.go (the channels wanted against those subscribed),
+//     key_groups.go (a group lock's values per owner), key_stop.go (stop
+//     and failure), wait_queue.go (the waiter queue, the waiter's life and
+//     the wake policy, which the count actor shares) with deadlines.go (its
+//     deadline heap), lock_io.go (the Redis
 //     calls of each lock kind, lockIO), extend.go (Extend), fair_place.go
 //     (a fair waiter's place kept alive in Redis's queue), lost_release.go
 //     (the release of what is left of a holding reported lost) and
@@ -48,6 +54,12 @@
 //     timeout (renewalExpired).
 //   - registry (registry_actor.go, registryActor): writes the Client's
 //     registry record as the engine starts and every renewal period.
+//
+// The key actor and the count actor share waiting_actor.go
+// (waitingActor, which each embeds: the key, the waiters, the timers, the
+// Redis calls waited for on stop, the fault, and the guard, fail and
+// answer-all skeleton around them) and replies.go (one builder per
+// failure reply, which root uses too).
 //
 // The rest is shared: config.go (Config, read-only once the engine
 // starts, and the Redis calls' contexts), protocol.go (the messages
@@ -80,7 +92,7 @@
 //     passivation handshake), and forwards the Acquire to it, sender kept.
 //     The key actor's mailbox schedules a pass: another hand-off.
 //  3. A worker goroutine, the key actor's turn. keyActor.Receive counts the
-//     request (keyActor.seen) and keyActor.onAcquire queues a waiter
+//     request (waitingActor.seen) and keyActor.onAcquire queues a waiter
 //     (waitQueue.push: ready; a try when its deadline had passed). Then
 //     keyActor.pump picks the next Redis request (releases and undos first,
 //     then the head waiter's attempt) and keyActor.start makes it the one in
@@ -119,7 +131,7 @@
 //     which answers subscribed: one more attempt, for an unlock published
 //     before the subscription). An unlock message (unlocked, from the
 //     subscriber's reader on the workers), the timer (tick) or a local
-//     release wakes the waiter (keyActor.wakeChannel, waitQueue.wakeHead),
+//     release wakes the waiter (waitQueue.wakeChannel, waitQueue.wakeHead),
 //     and step 3's pump
 //     makes its next attempt.
 //  6. Caller's goroutine. Client.waitReply takes the reply off the channel

@@ -64,7 +64,7 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 		if a.endedInFlight(o) {
 			// The owner was told its holding was lost while the extend was
 			// in flight; Redis may have run it first.
-			a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
+			a.releaseLost(o.owner, o.reqID, o.count, o.holdLease)
 		}
 		a.respondExtend(ctx, o, a.cfg.closedOr(d.err))
 	case !d.held:
@@ -76,7 +76,7 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 		// The holding's lease ran out while the extend was on its way, and
 		// its owner was told; Redis ran the extend before the lease ended,
 		// so the holds are there again with the new lease: give them back.
-		a.giveBack(o.owner, o.reqID, o.count, o.holdLease)
+		a.releaseLost(o.owner, o.reqID, o.count, o.holdLease)
 		a.respondExtend(ctx, o, fmt.Errorf("%w: the lease of %s held by %s ran out while an extend was in flight",
 			messages.ErrLockLost, a.key.Name, o.owner))
 	default:
@@ -98,6 +98,5 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 // respondExtend answers an Extend with ExtendFailed carrying err, for the
 // holding o was for (o.holding).
 func (a *keyActor) respondExtend(ctx actor.Context, o *op, err error) {
-	sendIf(ctx, o.sender, &messages.ExtendFailed{Name: o.ext.Name, Kind: o.ext.Kind, Owner: o.owner, RequestID: o.reqID,
-		Err: err, Holding: o.holding})
+	sendIf(ctx, o.sender, extendFailed(o.ext, err, o.holding))
 }

@@ -350,9 +350,9 @@ func (l lockIO) holdCount(ctx context.Context, owner string) (int, error) {
 	}
 }
 
-// giveUp takes a fair waiter that gives up out of the queue, pulling the
+// leaveQueue takes a fair waiter that gives up out of the queue, pulling the
 // deadlines behind it forward. Other kinds keep no place in Redis.
-func (l lockIO) giveUp(ctx context.Context, w *waiter) error {
+func (l lockIO) leaveQueue(ctx context.Context, w *waiter) error {
 	if !l.perWaiter() {
 		return nil
 	}

@@ -55,19 +55,19 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 	case *messages.Acquire:
 		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
-			a.reject(ctx, &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
+			a.reject(ctx, acquireFailed(m, err))
 			return
 		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Release:
 		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
-			a.reject(ctx, &messages.ReleaseFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
+			a.reject(ctx, releaseFailed(m, err, 0))
 			return
 		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *messages.Extend:
 		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
-			a.reject(ctx, &messages.ExtendFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err})
+			a.reject(ctx, extendFailed(m, err, 0))
 			return
 		}
 		a.route(ctx, key{m.Name, m.Kind})
@@ -77,7 +77,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 	case *messages.Watch:
 		if err := a.validate(m.Validate(), m.Name, m.Kind); err != nil {
-			a.reject(ctx, &messages.Watched{Name: m.Name, Kind: m.Kind, Owner: m.Owner, Err: err})
+			a.reject(ctx, watchFailed(m, err))
 			return
 		}
 		a.route(ctx, key{m.Name, m.Kind})

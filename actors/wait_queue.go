@@ -53,7 +53,7 @@ func (q *waitQueue) find(owner, reqID string) int {
 
 // removeAt takes the waiter at i out of the queue.
 func (q *waitQueue) removeAt(i int) {
-	q.forget(q.list[i])
+	q.uncount(q.list[i])
 	q.list[i].gone = true
 	n := len(q.list)
 	copy(q.list[i:], q.list[i+1:])
@@ -73,6 +73,42 @@ func (q *waitQueue) remove(w *waiter) {
 func (q *waitQueue) wakeHead() {
 	if len(q.list) > 0 {
 		wake(q.list[0])
+	}
+}
+
+// wakeAll makes every waiter due (wake).
+func (q *waitQueue) wakeAll() {
+	for _, w := range q.list {
+		wake(w)
+	}
+}
+
+// wakeChannel wakes whom a message (or a confirmed subscription, payload
+// "") on channel concerns, for a key actor's kind (lio): a fair waiter
+// listening on it, every waiter after a write unlock, or else the head.
+func (q *waitQueue) wakeChannel(lio *lockIO, channel, payload string) {
+	switch {
+	case lio.wakesAll(payload):
+		q.wakeAll()
+	case lio.eachAttempts():
+		for _, w := range q.list {
+			if w.channel == channel {
+				wake(w)
+			}
+		}
+	default:
+		q.wakeHead()
+	}
+}
+
+// wakeRetry wakes whom a reconnect of the pub/sub concerns (messages sent
+// meanwhile are lost), for a key actor's kind (lio): every waiter when
+// each attempts on its own, else the head.
+func (q *waitQueue) wakeRetry(lio *lockIO) {
+	if lio.eachAttempts() {
+		q.wakeAll()
+	} else {
+		q.wakeHead()
 	}
 }
 
@@ -105,7 +141,7 @@ func (q *waitQueue) expire(now time.Time) []*waiter {
 		return nil
 	}
 	for _, w := range expired {
-		q.forget(w)
+		q.uncount(w)
 		w.gone = true
 	}
 	kept := q.list[:0]
@@ -156,8 +192,8 @@ func (q *waitQueue) reset() {
 	q.list, q.deadlines, q.owners, q.tries = nil, nil, nil, 0
 }
 
-// forget takes w out of the counts as it leaves the queue.
-func (q *waitQueue) forget(w *waiter) {
+// uncount takes w out of the counts as it leaves the queue.
+func (q *waitQueue) uncount(w *waiter) {
 	if q.owners[w.req.Owner]--; q.owners[w.req.Owner] <= 0 {
 		delete(q.owners, w.req.Owner)
 	}
@@ -180,7 +216,81 @@ func (q *waitQueue) beyondHead(holders map[string]*holding) bool {
 	return false
 }
 
-// failedReply answers m with err.
-func failedReply(m *messages.Acquire, err error) *messages.AcquireFailed {
-	return &messages.AcquireFailed{Name: m.Name, Kind: m.Kind, Owner: m.Owner, RequestID: m.RequestID, Err: err}
+// waiter is one pending Acquire, of a key actor or a count actor.
+//
+// Its life, in the four states its flags make (try and cancelled mark a
+// waiter in any state but gone):
+//
+//	state      flags
+//	due        ready, !inflight
+//	in flight  inflight (ready or not; woken once a wake-up came meanwhile)
+//	asleep     !ready, !inflight, refused, wakeAt set
+//	gone       gone (out of the queue; the deadlines heap drops it)
+//
+//	from       event                                          to
+//	(push)     queued                                         due (a try if its deadline had passed)
+//	due        pump: start, or a handoff (lockIO.handoff)      in flight
+//	due        pump: the head, held by another owner here      asleep
+//	asleep     wake, wakeDue (its wakeAt came)                 due
+//	asleep     a handoff's acquire for it                      in flight
+//	in flight  wake                                            in flight, woken
+//	in flight  refused, woken                                  due (woken cleared)
+//	in flight  refused                                         asleep (refused from then on)
+//	in flight  refused as a try or past its deadline           gone
+//	in flight  acquired, failed, already held, lost            gone
+//	in flight  Cancel, Closing, a latch's zero                 in flight, cancelled (answered now)
+//	due/asleep Cancel, Closing, its deadline (expire)          gone (answered now)
+//	due/asleep a latch's zero (count actor)                    gone (answered now)
+//
+// So the legal combinations are: woken only with inflight (cleared when
+// the refusal is read); inflight with ready or not (a handoff's attempt
+// may be a sleeper's); !ready && !inflight only asleep, with refused and
+// a wakeAt (a count actor's sleeper too); cancelled, once answered, only
+// while the attempt is in flight, or for the moment before the waiter is
+// taken out; try never asleep (its one attempt answers it); refused never
+// cleared (a fair waiter then has a place in Redis's queue to give up,
+// keyActor.leave); gone last, set when the waiter leaves the queue.
+type waiter struct {
+	req    *messages.Acquire
+	sender *actor.PID
+	// try marks a request whose deadline had passed on arrival: exactly one
+	// attempt, which may run ahead of the queue.
+	try bool
+	// ready marks a waiter due for an attempt; a refused waiter is not ready
+	// until woken (unlock message, subscription, timer, local release).
+	ready bool
+	// wakeAt is when a refused head waiter retries anyway: the holder's PTTL.
+	wakeAt time.Time
+	// inflight marks the waiter whose attempt is the request in flight.
+	inflight bool
+	// woken records a wake-up (unlock message, subscription, reconnect,
+	// local release) that came while the waiter's attempt was in flight:
+	// the attempt may have read the lock before it was freed, so a refusal
+	// is retried at once instead of sleeping on a stale PTTL.
+	woken bool
+	// refused marks a waiter refused at least once: it listens on its
+	// channel from then on, and a fair waiter has a place in Redis's queue
+	// to give up when it leaves.
+	refused bool
+	// cancelled marks a waiter already answered: because of Cancel, or by
+	// its latch's zero message while its read was in flight. The answer
+	// of a request in flight for it is then dropped.
+	cancelled bool
+	// gone marks a waiter that left the queue (for the deadlines heap).
+	gone bool
+	// permitIDs are the permits a permit-expirable semaphore waiter asks
+	// for, one or more.
+	permitIDs []string
+	// channel is what a refused waiter listens on (set with refused).
+	channel string
+	// poll is a spin lock waiter's back-off (lockIO.polls).
+	poll spinPoll
+}
+
+func wake(w *waiter) {
+	if w.inflight {
+		w.woken = true
+	} else {
+		w.ready = true
+	}
 }
