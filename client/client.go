@@ -261,9 +261,11 @@ func (c *Client) PID() *actor.PID {
 // The Redis client is left open. Once the engine has stopped, the
 // Client's registry record (see New) is deleted, unless a lock of the
 // Client's handles was still held: then the record is written one last
-// time, marked closed (ClientRecord.Closed), and expires by the registry
-// retention (WithRegistryRetention), so that the locks left in Redis stay
-// named by service, host and PID while they live. CloseAndRelease deletes
+// time, marked closed (ClientRecord.Closed), and expires when the longest
+// of those locks may have (its key's TTL, plus three refresh periods),
+// never later than the registry retention (WithRegistryRetention), so
+// that the locks left in Redis stay named by service, host and PID while
+// they live. CloseAndRelease deletes
 // it once every release succeeded. If ctx ends first, Close returns its
 // error but still waits for the engine to stop, which takes no longer
 // than the Redis calls in flight (they are aborted).
@@ -340,7 +342,11 @@ func (c *Client) close(ctx context.Context, release bool) error {
 	}
 	// A lock left in Redis (Close, or a release that failed) keeps its
 	// holder named: the record stays, marked closed.
-	c.unregister(ctx, len(held) > 0 && (!release || released != nil))
+	var left []holdingKey
+	if !release || released != nil {
+		left = held
+	}
+	c.unregister(ctx, left)
 	c.sys.ProcessRegistry.Remove(c.mbPID)
 	if c.ownSystem {
 		c.sys.Shutdown()

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/warden-go/warden/actors"
+	"github.com/warden-go/warden/messages"
 	"github.com/warden-go/warden/redisio"
 )
 
@@ -192,7 +193,7 @@ func registryContext(ctx context.Context) (context.Context, context.CancelFunc) 
 // and expires by its retention, so that those locks' holder stays named;
 // otherwise it is deleted. A failure is logged (the record expires by
 // itself).
-func (c *Client) unregister(ctx context.Context, held bool) {
+func (c *Client) unregister(ctx context.Context, held []holdingKey) {
 	if c.registry == nil {
 		return
 	}
@@ -200,14 +201,14 @@ func (c *Client) unregister(ctx context.Context, held bool) {
 	defer cancel()
 	// Only its own record: another Client given the same ID (a mistake the
 	// registry actor warns of) keeps its record.
-	if held {
+	if len(held) > 0 {
 		now := c.opts.clock.Now()
 		period := actors.RegistryPeriod(c.opts.watchdog)
 		fields := append(slices.Clip(c.registry.Fields),
 			redisio.RegistrySeen, redisio.UnixMillis(now),
 			redisio.RegistryBeat, strconv.FormatInt(period.Milliseconds(), 10),
 			redisio.RegistryClosed, redisio.UnixMillis(now))
-		if _, err := redisio.CloseClientRecord(dctx, c.rdb, c.registry.Key, fields, c.registry.Retention); err != nil {
+		if _, err := redisio.CloseClientRecord(dctx, c.rdb, c.registry.Key, fields, c.closedRecordTTL(dctx, held, period)); err != nil {
 			c.opts.logger.Warn("warden: could not mark the client registry record closed; it expires by itself",
 				"key", c.registry.Key, "err", err)
 		}
@@ -217,4 +218,29 @@ func (c *Client) unregister(ctx context.Context, held bool) {
 		c.opts.logger.Warn("warden: could not delete the client registry record; it expires by itself",
 			"key", c.registry.Key, "err", err)
 	}
+}
+
+// closedRecordTTL is how long the record of a Client closed while it held
+// the locks in held stays: as long as the longest of them may still live
+// in Redis (its key's PTTL) plus three refresh periods, never longer than
+// the registry retention. A lock whose key cannot be read, has no TTL, or
+// is of a kind whose holds are not all in the name's own key counts as
+// living the whole retention.
+func (c *Client) closedRecordTTL(ctx context.Context, held []holdingKey, period time.Duration) time.Duration {
+	retention := c.registry.Retention
+	var longest time.Duration
+	for _, k := range held {
+		if k.kind == messages.KindGroupLock || k.kind == messages.KindSemaphore ||
+			k.kind == messages.KindPermitSemaphore || k.kind == messages.KindCountDownLatch {
+			return retention
+		}
+		ttl, err := c.rdb.PTTL(ctx, k.name).Result()
+		switch {
+		case err != nil || ttl == -1:
+			return retention // unknown, or no TTL: the whole retention
+		case ttl > longest:
+			longest = ttl // -2 (gone) counts as nothing left
+		}
+	}
+	return min(retention, longest+3*period)
 }
