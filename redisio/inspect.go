@@ -94,6 +94,7 @@ var auxPrefixes = []string{
 	"warden_gaveup:",
 	"warden_fair_places:",
 	"warden_latch:",
+	"warden_permits_total:",
 	clientRecordPrefix,
 }
 
@@ -101,7 +102,7 @@ var auxPrefixes = []string{
 // rather than a name: a fair lock's queue, deadlines or places, a token
 // counter, an unlock or operation latch, a read hold's timeout
 // ("...:rwlock_timeout:<k>"), a permit semaphore's permits ("...:timeout"),
-// or a registry entry. It looks at the key's shape only, so a user's own
+// a semaphore's total, or a registry entry. It looks at the key's shape only, so a user's own
 // name of that shape reads as auxiliary too.
 func IsAuxiliaryKey(key string) bool {
 	for _, p := range auxPrefixes {
