@@ -57,8 +57,8 @@ const aclRegistryKeys = "warden_client:*"
 // line after "user <name> on >password") that give a Client exactly what
 // it needs to use the lock family on names matching the glob names: its
 // commands, the keys of the family's layout for those names (the names,
-// fair queues and deadlines, token counters, latches, permits and read
-// hold timeouts), the client registry's keys (warden_client:*), and the
+// fair queues and deadlines, token counters, latches, permits, semaphore
+// totals and read hold timeouts), the client registry's keys (warden_client:*), and the
 // family's channels (which the scripts also take as keys). It allows
 // Inspect, Scan and Clients (the warden command's ls, inspect, watch and
 // clients) too. Use the glob the names share ("orders:*"); "*" allows
@@ -108,6 +108,7 @@ func aclPatterns(names, tagged string) (keys, channels []string) {
 		redisio.GaveUpKey(names, "*"),
 		redisio.FairPlacesKey(names),
 		redisio.OpLatchKey(names, "*"),
+		redisio.PermitsTotalKey(names),
 		aclRegistryKeys,
 	)
 	channels = []string{
@@ -137,6 +138,7 @@ func ReadOnlyACLRules(names string) (string, error) {
 		redisio.FairTimeoutKey(names),
 		redisio.TokenKey(names),
 		redisio.FairPlacesKey(names),
+		redisio.PermitsTotalKey(names),
 		aclRegistryKeys,
 	} {
 		rules = append(rules, "%R~"+k)

@@ -75,6 +75,14 @@ type Object struct {
 	// it does; semaphore_or_count_down_latch: the integer). Zero for the
 	// other kinds.
 	Permits int64
+	// Total is the total a semaphore's permits were set to by warden's
+	// TrySetPermits or SetPermits, moved by AddPermits since; HasTotal
+	// tells whether it is known. A semaphore set by Redisson, which
+	// records no total, has none. A semaphore with a total is
+	// ObjectSemaphore even when its permits are positive: a count-down
+	// latch has no total.
+	Total    int64
+	HasTotal bool
 	// Leases are a permit semaphore's held permits that have not expired,
 	// soonest end first.
 	Leases []PermitLease
@@ -531,6 +539,8 @@ func interpret(s *redisio.Snapshot, now time.Time) (Object, error) {
 		switch {
 		case s.HasPermits:
 			permits(&o, s, n, now)
+		case s.HasTotal:
+			o.Kind, o.Permits, o.Total, o.HasTotal = ObjectSemaphore, n, s.Total, true
 		case n <= 0:
 			o.Kind, o.Permits = ObjectSemaphore, n
 		default:

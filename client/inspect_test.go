@@ -151,21 +151,24 @@ func TestInspectEveryKindWrittenByWarden(t *testing.T) {
 	assert.Empty(t, o.Holders)
 	assert.Equal(t, client.NoTTL, o.TTL)
 
-	// A semaphore with permits left cannot be told from a latch; one
-	// drained to zero can.
+	// A semaphore warden set carries its total, which tells it from a
+	// latch even with permits left; drained to zero, it keeps the total.
 	s := c.Semaphore("insp:sem")
 	set(t, s.TrySetPermits, 5)
 	require.NoError(t, s.Acquire(ctx, 2))
 	o = inspect(t, e.rdb, "insp:sem")
-	assert.Equal(t, client.ObjectSemaphoreOrLatch, o.Kind)
+	assert.Equal(t, client.ObjectSemaphore, o.Kind)
 	assert.Equal(t, int64(3), o.Permits)
-	assert.Equal(t, int64(3), o.Count)
+	assert.True(t, o.HasTotal)
+	assert.Equal(t, int64(5), o.Total)
+	assert.Zero(t, o.Count)
 	assert.Equal(t, client.NoTTL, o.TTL)
 	_, err = s.DrainPermits(ctx)
 	require.NoError(t, err)
 	o = inspect(t, e.rdb, "insp:sem")
 	assert.Equal(t, client.ObjectSemaphore, o.Kind)
 	assert.Zero(t, o.Permits)
+	assert.Equal(t, int64(5), o.Total)
 
 	// A latch.
 	dl := c.CountDownLatch("insp:latch")

@@ -247,12 +247,13 @@ func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	return s.keys().delete(ctx)
 }
 
-// keys are the semaphore's one key.
+// keys are the semaphore's key and the total recorded beside it
+// (redisio.PermitsTotalKey), which expire and are deleted together.
 func (s *Semaphore) keys() objectKeys {
 	if err := s.check(); err != nil {
 		return objectKeys{err: err}
 	}
-	return objectKeys{c: s.c, keys: []string{s.name}}
+	return objectKeys{c: s.c, keys: []string{s.name, redisio.PermitsTotalKey(s.name)}}
 }
 
 // maxCount bounds permits and counts: the scripts compute in doubles.

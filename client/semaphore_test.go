@@ -472,3 +472,88 @@ func TestSemaphoreReleaseIfExistsAvailable(t *testing.T) {
 	_, _, err = sem.ReleaseIfExistsAvailable(ctx, -1)
 	require.ErrorIs(t, err, client.ErrInvalidArgument)
 }
+
+// The total beside a semaphore follows TrySetPermits, SetPermits and
+// AddPermits, shares the semaphore's TTL and goes with its Delete; a
+// semaphore Redisson set (its key alone) has none.
+func TestSemaphorePermitsTotal(t *testing.T) {
+	e := realEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := e.newClient(t, client.WithoutRegistry())
+	const name = "tot:sem"
+	totalKey := redisio.PermitsTotalKey(name)
+	total := func() (int64, bool) {
+		t.Helper()
+		o, err := client.Inspect(ctx, e.rdb, name)
+		require.NoError(t, err)
+		require.Equal(t, client.ObjectSemaphore, o.Kind)
+		return o.Total, o.HasTotal
+	}
+	s := c.Semaphore(name)
+	ok, err := s.TrySetPermits(ctx, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "5", e.rdb.Get(ctx, totalKey).Val())
+	require.NoError(t, s.Acquire(ctx, 2))
+	n, known := total()
+	assert.True(t, known)
+	assert.Equal(t, int64(5), n, "acquire leaves the total")
+
+	// A second TrySetPermits changes nothing.
+	ok, err = s.TrySetPermits(ctx, 9)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	n, _ = total()
+	assert.Equal(t, int64(5), n)
+
+	// AddPermits moves the total by its delta, either way.
+	require.NoError(t, s.AddPermits(ctx, 3))
+	n, _ = total()
+	assert.Equal(t, int64(8), n)
+	require.NoError(t, s.AddPermits(ctx, -4))
+	n, _ = total()
+	assert.Equal(t, int64(4), n)
+	assert.Equal(t, "2", e.rdb.Get(ctx, name).Val(), "3 available, +3, -4")
+
+	// SetPermits sets it, and keeps the semaphore's TTL on both.
+	ok, err = s.Expire(ctx, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ttl := e.rdb.PTTL(ctx, totalKey).Val()
+	assert.Greater(t, ttl, 50*time.Second, "Expire gives the total the semaphore's TTL")
+	require.NoError(t, s.SetPermits(ctx, 7))
+	n, _ = total()
+	assert.Equal(t, int64(7), n)
+	assert.Greater(t, e.rdb.PTTL(ctx, totalKey).Val(), 50*time.Second, "SetPermits keeps the TTL")
+	assert.Greater(t, e.rdb.PTTL(ctx, name).Val(), 50*time.Second)
+	ok, err = s.ClearExpire(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, time.Duration(-1), e.rdb.PTTL(ctx, totalKey).Val())
+
+	// Delete takes the total with it.
+	ok, err = s.Delete(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Zero(t, e.rdb.Exists(ctx, name, totalKey).Val())
+
+	// TrySetPermitsTTL: both keys expire together.
+	ok, err = s.TrySetPermitsTTL(ctx, 3, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Greater(t, e.rdb.PTTL(ctx, totalKey).Val(), 50*time.Second)
+	require.NoError(t, e.rdb.Del(ctx, name, totalKey).Err())
+
+	// Redisson's semaphore: its key alone, no total; AddPermits starts none.
+	require.NoError(t, e.rdb.Set(ctx, name, 0, 0).Err())
+	_, known = total()
+	assert.False(t, known, "a semaphore Redisson set has no total")
+	// One a vanished semaphore left behind is dropped, not moved.
+	require.NoError(t, e.rdb.Set(ctx, totalKey, 5, 0).Err())
+	require.NoError(t, e.rdb.Del(ctx, name).Err())
+	require.NoError(t, s.AddPermits(ctx, -1))
+	assert.Zero(t, e.rdb.Exists(ctx, totalKey).Val(), "a stale total is deleted")
+	_, known = total()
+	assert.False(t, known)
+}

@@ -57,6 +57,12 @@ type Snapshot struct {
 	// ZSET; HasPermits tells whether the ZSET exists.
 	Permits    []PermitEntry
 	HasPermits bool
+	// Total is the total a semaphore's permits were set to by warden
+	// (PermitsTotalKey); HasTotal tells whether it was read, which it is
+	// only for a name that is a string (a semaphore set by Redisson has
+	// none).
+	Total    int64
+	HasTotal bool
 	// Err is the error that kept this name from being read (a permission
 	// the Redis user lacks, say); the other fields are then partial.
 	Err error
@@ -88,6 +94,7 @@ var auxPrefixes = []string{
 	"warden_gaveup:",
 	"warden_fair_places:",
 	"warden_latch:",
+	"warden_permits_total:",
 	clientRecordPrefix,
 }
 
@@ -95,7 +102,7 @@ var auxPrefixes = []string{
 // rather than a name: a fair lock's queue, deadlines or places, a token
 // counter, an unlock or operation latch, a read hold's timeout
 // ("...:rwlock_timeout:<k>"), a permit semaphore's permits ("...:timeout"),
-// or a registry entry. It looks at the key's shape only, so a user's own
+// a semaphore's total, or a registry entry. It looks at the key's shape only, so a user's own
 // name of that shape reads as auxiliary too.
 func IsAuxiliaryKey(key string) bool {
 	for _, p := range auxPrefixes {
@@ -284,6 +291,16 @@ func queueReads(ctx context.Context, p redis.Pipeliner, s *Snapshot) []func() er
 			var err error
 			s.Value, err = v.Result()
 			return set(err)
+		})
+		t := p.Get(ctx, PermitsTotalKey(s.Name))
+		reads = append(reads, func() error {
+			v, err := t.Result()
+			if err != nil {
+				return set(err)
+			}
+			s.Total, err = strconv.ParseInt(v, 10, 64)
+			s.HasTotal = err == nil
+			return nil
 		})
 		permitRead()
 	case "none":

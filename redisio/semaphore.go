@@ -28,6 +28,17 @@ func SemaphoreChannel(name string) string {
 	return prefixName("redisson_sc", name)
 }
 
+// PermitsTotalKey is the key beside a semaphore that records the total
+// its permits were set to by warden (TrySetPermits, SetPermits, and
+// AddPermits, which moves it by the same delta):
+// warden_permits_total:{name}, a STRING holding the integer, with the
+// semaphore's TTL. The semaphore's own key stays Redisson's; Redisson
+// writes no total, so a semaphore it set has none. The total means
+// something only while the semaphore exists.
+func PermitsTotalKey(name string) string {
+	return prefixName("warden_permits_total", name)
+}
+
 // OpLatchKey is the key that remembers the result of one non-idempotent
 // semaphore, permit or count-down latch write for the retry window, so a
 // retried request is applied once: warden_latch:{name}:<requestID>.
@@ -85,8 +96,8 @@ func (s *Scripts) SemaphoreRelease(ctx context.Context, r Redis, name, reqID str
 }
 
 // SemaphoreTrySetPermits sets the semaphore to permits (at least 0) if it
-// does not exist, and then publishes the count. It reports whether it set
-// it.
+// does not exist, records permits as its total (PermitsTotalKey), and then
+// publishes the count. It reports whether it set it.
 func (s *Scripts) SemaphoreTrySetPermits(ctx context.Context, r Redis, name string, permits int64) (bool, error) {
 	return s.SemaphoreTrySetPermitsTTL(ctx, r, name, permits, 0)
 }
@@ -102,17 +113,18 @@ func (s *Scripts) SemaphoreTrySetPermitsTTL(ctx context.Context, r Redis, name s
 		}
 		ttlArg = Millis(ttl)
 	}
-	return runFlag(ctx, r, semTrySetPermitsScript, "semaphore try set permits", name, []string{name, SemaphoreChannel(name)},
+	return runFlag(ctx, r, semTrySetPermitsScript, "semaphore try set permits", name, []string{name, SemaphoreChannel(name), PermitsTotalKey(name)},
 		strconv.FormatInt(permits, 10), s.publish, ttlArg)
 }
 
 // SemaphoreSetPermits sets the semaphore's available permits to permits
-// (at least 0), whether or not it exists, and keeps its TTL if it has one.
+// (at least 0), whether or not it exists, and keeps its TTL if it has one;
+// permits becomes its total (PermitsTotalKey), with the same TTL.
 // The new count is published when it is above 0. It returns the count
 // there was (0 when absent). Setting is idempotent: a retry sets the same
 // count.
 func (s *Scripts) SemaphoreSetPermits(ctx context.Context, r Redis, name string, permits int64) (int64, error) {
-	return runInt(ctx, r, semSetPermitsScript, "semaphore set permits", name, []string{name, SemaphoreChannel(name)},
+	return runInt(ctx, r, semSetPermitsScript, "semaphore set permits", name, []string{name, SemaphoreChannel(name), PermitsTotalKey(name)},
 		strconv.FormatInt(permits, 10), s.publish)
 }
 
@@ -132,10 +144,12 @@ func (s *Scripts) SemaphoreReleaseIfExists(ctx context.Context, r Redis, name, r
 
 // SemaphoreAddPermits adds delta permits (negative removes them; the count
 // may go negative) and returns the new count, published when it is above
-// 0. It is applied once per reqID: a repeat returns the first result.
+// 0. A recorded total (PermitsTotalKey) moves by delta too; none is
+// started where there was none. It is applied once per reqID: a repeat returns the first result.
 func (s *Scripts) SemaphoreAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64) (int64, error) {
-	return s.countingWrite(ctx, r, semAddPermitsScript, "semaphore add permits", name, SemaphoreChannel(name), reqID,
-		strconv.FormatInt(delta, 10))
+	return runInt(ctx, r, semAddPermitsScript, "semaphore add permits", name,
+		[]string{name, SemaphoreChannel(name), OpLatchKey(name, reqID), PermitsTotalKey(name)},
+		strconv.FormatInt(delta, 10), s.publish, Millis(LatchTTL))
 }
 
 // SemaphoreAvailable returns the semaphore's available permits, 0 when it

@@ -69,7 +69,11 @@ func TestSemaphoreKeyNames(t *testing.T) {
 		assert.Equal(t, tc.opLatch, OpLatchKey(tc.name, "r1"))
 		assert.Equal(t, Slot(tc.name), Slot(PermitTimeoutKey(tc.name)), "timeout ZSET in the name's slot")
 		assert.Equal(t, Slot(tc.name), Slot(OpLatchKey(tc.name, "r1")), "latch in the name's slot")
+		assert.Equal(t, Slot(tc.name), Slot(PermitsTotalKey(tc.name)), "total in the name's slot")
+		assert.True(t, IsAuxiliaryKey(PermitsTotalKey(tc.name)), "the total is no name")
 	}
+	assert.Equal(t, "warden_permits_total:{sem}", PermitsTotalKey("sem"))
+	assert.Equal(t, "warden_permits_total:{t}:x", PermitsTotalKey("{t}:x"))
 	assert.Equal(t, "warden_latch:{sem}:permit:00ff", PermitSpentKey("sem", "00ff"))
 	assert.Equal(t, "0", LatchZeroMessage)
 	assert.Equal(t, "1", LatchNewCountMessage)

@@ -350,7 +350,7 @@ func TestPermitAcquireMany(t *testing.T) {
 
 // FuzzTrySetPermitsTTL runs the semaphore's trySetPermits script with
 // arbitrary TTL strings: it either refuses before writing, or sets the
-// semaphore with exactly that TTL (none for "0").
+// semaphore and its total with exactly that TTL (none for "0").
 func FuzzTrySetPermitsTTL(f *testing.F) {
 	m := miniredis.NewMiniRedis()
 	require.NoError(f, m.Start())
@@ -363,7 +363,7 @@ func FuzzTrySetPermitsTTL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ttl string) {
 		ctx := context.Background()
 		m.FlushAll()
-		n, err := semTrySetPermitsScript.Run(ctx, rdb, []string{"s", SemaphoreChannel("s")}, "3", "publish", ttl).Int64()
+		n, err := semTrySetPermitsScript.Run(ctx, rdb, []string{"s", SemaphoreChannel("s"), PermitsTotalKey("s")}, "3", "publish", ttl).Int64()
 		if err != nil {
 			if len(m.Keys()) > 0 {
 				t.Fatalf("ttl %q: refused but wrote", ttl)
@@ -379,6 +379,9 @@ func FuzzTrySetPermitsTTL(f *testing.F) {
 		}
 		if got := m.TTL("s"); got != time.Duration(want)*time.Millisecond {
 			t.Fatalf("ttl %q: the semaphore's TTL is %v", ttl, got)
+		}
+		if got := m.TTL(PermitsTotalKey("s")); got != time.Duration(want)*time.Millisecond {
+			t.Fatalf("ttl %q: the total's TTL is %v", ttl, got)
 		}
 	})
 }

@@ -12,7 +12,7 @@
 //	warden [connection flags] unlock --force [--yes] NAME
 //	warden [connection flags] watch [GLOB] [--interval 1s] [--count N]
 //	warden [connection flags] clients [GLOB] [--json]
-//	warden [connection flags] permits release [--yes] [--semaphore] NAME N
+//	warden [connection flags] permits release [--yes] [--semaphore] [--over] NAME N
 //	warden [connection flags] doctor [GLOB] [--acl-user NAME] [--read-only] [--json]
 //	warden acl [--user NAME [--password P]] [--read-only] [NAMES]
 //
@@ -68,8 +68,11 @@
 // --force, and prints how many are available after the release. A positive
 // integer is a semaphore's permits or a count-down latch's count, which
 // Redis cannot tell apart: it refuses one (exit 4) unless --semaphore says
-// it is a semaphore. A semaphore's total is not in Redis (Redisson records
-// none), so nothing bounds N. A permit-expirable semaphore's permits come
+// it is a semaphore. Where warden recorded the semaphore's total
+// (TrySetPermits, SetPermits, moved by AddPermits), inspect and ls show
+// it, and a release that would leave more available than the total is
+// refused (exit 5) unless --over; a semaphore Redisson set has no total,
+// and nothing bounds N. A permit-expirable semaphore's permits come
 // back by themselves as their leases end: it refuses one (exit 4).
 //
 // doctor checks the server against what the lock family needs, one line
@@ -132,7 +135,8 @@
 //	   or unlock of a kind that has no holder (a semaphore), or permits
 //	   release of a kind that is no semaphore (or may be a latch, without
 //	   --semaphore)
-//	5  refused: unlock or permits release not confirmed, or Redis refused
+//	5  refused: unlock or permits release not confirmed, a release past a
+//	   semaphore's recorded total without --over, or Redis refused
 //	   the user (a wrong password, or an ACL without the permission, as a
 //	   read-only user's for unlock)
 //	6  doctor found a problem

@@ -59,6 +59,12 @@ func printObject(a *app, o client.Object, now time.Time) {
 	} else if d := detailText(o); d != "" {
 		fmt.Fprintf(tw, "value:\t%s\n", d)
 	}
+	switch {
+	case o.Kind == client.ObjectSemaphore && o.HasTotal:
+		fmt.Fprintf(tw, "total:\t%d (%d of %d available)\n", o.Total, o.Permits, o.Total)
+	case o.Kind == client.ObjectSemaphore, o.Kind == client.ObjectSemaphoreOrLatch:
+		fmt.Fprintf(tw, "total:\tunknown (not set by warden's TrySetPermits or SetPermits)\n")
+	}
 	_ = tw.Flush()
 	if len(o.Holders) > 0 {
 		fmt.Fprintln(a.stdout, "\nholders:")

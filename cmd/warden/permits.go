@@ -27,7 +27,7 @@ func closeClient(ctx context.Context, wc *client.Client) {
 
 // permitsCmd groups the commands on a semaphore's permits.
 type permitsCmd struct {
-	Release permitsReleaseCmd `cmd:"" help:"Give N permits back to a semaphore (those a process took and died holding). Redisson records no semaphore's total: warden cannot check N against it."`
+	Release permitsReleaseCmd `cmd:"" help:"Give N permits back to a semaphore (those a process took and died holding). Where warden recorded the semaphore's total (TrySetPermits, SetPermits), a release that would leave more available than that is refused unless --over; a semaphore set by Redisson has no total to check against."`
 }
 
 // permitsReleaseCmd gives permits back to a semaphore.
@@ -35,9 +35,11 @@ type permitsReleaseCmd struct {
 	Yes bool `help:"Do not ask for confirmation."`
 	// Semaphore confirms that a positive integer, which a count-down
 	// latch's count also is, is a semaphore's permits.
-	Semaphore bool   `help:"Confirm that NAME is a semaphore: a positive integer may as well be a count-down latch's count, which a release would raise."`
-	Name      string `arg:"" help:"The semaphore's name."`
-	N         int64  `arg:"" help:"How many permits to give back."`
+	Semaphore bool `help:"Confirm that NAME is a semaphore: a positive integer may as well be a count-down latch's count, which a release would raise."`
+	// Over allows a release past the semaphore's recorded total.
+	Over bool   `help:"Release even if that leaves more permits available than the total the semaphore was set to."`
+	Name string `arg:"" help:"The semaphore's name."`
+	N    int64  `arg:"" help:"How many permits to give back."`
 }
 
 func (c *permitsReleaseCmd) Run(ctx context.Context, a *app) error {
@@ -72,13 +74,21 @@ func (c *permitsReleaseCmd) Run(ctx context.Context, a *app) error {
 	default:
 		return fail(exitNotLock, "warden: permits release %q: it is a %s, not a semaphore", c.Name, o.Kind)
 	}
+	if o.HasTotal && !c.Over && o.Permits+c.N > o.Total {
+		return fail(exitRefused, "warden: permits release %q: %d available of a total of %d: releasing %d would leave %d available, "+
+			"more than the total (pass --over to release anyway)", c.Name, o.Permits, o.Total, c.N, o.Permits+c.N)
+	}
 	if !c.Yes {
 		if o.Kind == client.ObjectSemaphoreOrLatch {
 			fmt.Fprintf(a.stderr, "%q may be a count-down latch (its count and a semaphore's permits look the same in Redis); "+
 				"releasing raises a latch's count.\n", c.Name)
 		}
-		fmt.Fprintf(a.stderr, "Give %d permit(s) back to %s %q (%d available now, %d after; warden cannot know its total)? [y/N] ",
-			c.N, o.Kind, c.Name, o.Permits, o.Permits+c.N)
+		total := "its total unknown: not set by warden"
+		if o.HasTotal {
+			total = fmt.Sprintf("of a total of %d", o.Total)
+		}
+		fmt.Fprintf(a.stderr, "Give %d permit(s) back to %s %q (%d available now, %d after, %s)? [y/N] ",
+			c.N, o.Kind, c.Name, o.Permits, o.Permits+c.N, total)
 		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
 			return fail(exitRefused, "warden: permits release %q: not confirmed", c.Name)
@@ -98,8 +108,14 @@ func (c *permitsReleaseCmd) Run(ctx context.Context, a *app) error {
 	if !done {
 		return fail(exitNotFound, "warden: permits release %q: it no longer exists", c.Name)
 	}
-	// The semaphore's total is not in Redis (Redisson records none), so
-	// nothing bounds N: say what the release left, as its script saw it.
-	fmt.Fprintf(a.stdout, "released %d permit(s) of %q: %d available after release, %d before\n", c.N, c.Name, after, o.Permits)
+	// Say what the release left, as its script saw it. The total was
+	// checked against what inspect read: a release by another process in
+	// between can still take the count past it.
+	if o.HasTotal {
+		fmt.Fprintf(a.stdout, "released %d permit(s) of %q: %d available after release, %d before, of a total of %d\n",
+			c.N, c.Name, after, o.Permits, o.Total)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "released %d permit(s) of %q: %d available after release, %d before (total unknown)\n", c.N, c.Name, after, o.Permits)
 	return nil
 }

@@ -42,8 +42,10 @@ func TestPermitsHolderChild(t *testing.T) {
 }
 
 // A process killed (kill -9) while it holds two of a semaphore's five
-// permits leaves three: permits release gives them back, with unlock
-// --force's confirmation rules, and a waiter for all five wakes. It
+// permits leaves three: inspect shows 3 of the total of 5 TrySetPermits
+// recorded, permits release gives them back, with unlock --force's
+// confirmation rules, and a waiter for all five wakes; a release past the
+// total is refused unless --over. A semaphore Redisson set shows no total. It
 // refuses what is no semaphore, a permit-expirable semaphore among them.
 func TestPermitsRelease(t *testing.T) {
 	srv := redistest.Start(t)
@@ -73,30 +75,54 @@ func TestPermitsRelease(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	assert.Equal(t, "3", rdb.Get(ctx, name).Val(), "the dead process's two permits are gone")
-	assert.Regexp(t, `(?m)^kind:\s+semaphore_or_count_down_latch\n.*\nvalue:\s+3 \(a semaphore's available permits or a count-down latch's count\)$`,
-		ok(t, nil, append(addr, "inspect", name)...))
+	// TrySetPermits recorded the total beside it: a semaphore, 3 of 5.
+	text := ok(t, nil, append(addr, "inspect", name)...)
+	assert.Regexp(t, `(?m)^kind:\s+semaphore\n.*\nvalue:\s+permits=3 total=5\ntotal:\s+5 \(3 of 5 available\)$`, text)
+	j := inspectJSON(t, nil, name, addr...)
+	require.NotNil(t, j.Permits)
+	require.NotNil(t, j.Total)
+	assert.EqualValues(t, 3, *j.Permits)
+	assert.EqualValues(t, 5, *j.Total)
+	assert.Contains(t, ok(t, nil, append(addr, "ls", "p:*")...), "permits=3 total=5")
 
 	// A waiter for all five, woken by the release.
 	got := make(chan error, 1)
 	go func() { got <- c.Semaphore(name).Acquire(ctx, 5) }()
 
-	failsWith(t, exitRefused, nil, append(addr, "permits", "release", "--semaphore", name, "2"), "pass --yes")
-	// A positive integer may be a latch's count: refused without --semaphore.
-	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", name, "2"), "count-down latch", "pass --semaphore")
-	r := onTerminal(t, "n\n", append(addr, "permits", "release", "--semaphore", name, "2")...)
+	failsWith(t, exitRefused, nil, append(addr, "permits", "release", name, "2"), "pass --yes")
+	r := onTerminal(t, "n\n", append(addr, "permits", "release", name, "2")...)
 	assert.Equal(t, exitRefused, r.code, r.stdout)
-	assert.Contains(t, r.stdout, `"p:sem" may be a count-down latch`)
-	assert.Contains(t, r.stdout, `Give 2 permit(s) back to semaphore_or_count_down_latch "p:sem" (3 available now, 5 after; warden cannot know its total)? [y/N]`)
+	assert.Contains(t, r.stdout, `Give 2 permit(s) back to semaphore "p:sem" (3 available now, 5 after, of a total of 5)? [y/N]`)
 	assert.Equal(t, "3", rdb.Get(ctx, name).Val(), "not confirmed: nothing written")
 
-	r = onTerminal(t, "y\n", append(addr, "permits", "release", "--semaphore", name, "2")...)
+	r = onTerminal(t, "y\n", append(addr, "permits", "release", name, "2")...)
 	require.Equal(t, 0, r.code, r.stdout)
-	assert.Contains(t, r.stdout, `released 2 permit(s) of "p:sem": 5 available after release, 3 before`)
+	assert.Contains(t, r.stdout, `released 2 permit(s) of "p:sem": 5 available after release, 3 before, of a total of 5`)
 	require.NoError(t, await.Value(t, got, 10*time.Second, "the waiter for five woken"))
 	require.NoError(t, sem.Release(ctx, 5))
 	assert.Equal(t, "5", rdb.Get(ctx, name).Val())
 
-	assert.Contains(t, ok(t, nil, append(addr, "permits", "release", "--yes", "--semaphore", name, "1")...), `6 available after release, 5 before`)
+	// Past the total: refused, nothing written, unless --over.
+	failsWith(t, exitRefused, nil, append(addr, "permits", "release", "--yes", name, "1"),
+		"5 available of a total of 5", "would leave 6 available", "--over")
+	assert.Equal(t, "5", rdb.Get(ctx, name).Val(), "refused: nothing written")
+	assert.Contains(t, ok(t, nil, append(addr, "permits", "release", "--yes", "--over", name, "1")...),
+		`6 available after release, 5 before, of a total of 5`)
+
+	// A semaphore Redisson set (its key alone): the total is unknown, and a
+	// positive integer may be a latch's count: refused without --semaphore.
+	const plain = "p:redisson"
+	require.NoError(t, rdb.Set(ctx, plain, 3, 0).Err())
+	assert.Regexp(t, `(?m)^kind:\s+semaphore_or_count_down_latch\n.*\nvalue:\s+3 \(a semaphore's available permits or a count-down latch's count\)\ntotal:\s+unknown`,
+		ok(t, nil, append(addr, "inspect", plain)...))
+	assert.Nil(t, inspectJSON(t, nil, plain, addr...).Total, "no total where none was recorded")
+	failsWith(t, exitNotLock, nil, append(addr, "permits", "release", "--yes", plain, "2"), "count-down latch", "pass --semaphore")
+	r = onTerminal(t, "n\n", append(addr, "permits", "release", "--semaphore", plain, "2")...)
+	assert.Equal(t, exitRefused, r.code, r.stdout)
+	assert.Contains(t, r.stdout, `"p:redisson" may be a count-down latch`)
+	assert.Contains(t, r.stdout, `Give 2 permit(s) back to semaphore_or_count_down_latch "p:redisson" (3 available now, 5 after, its total unknown: not set by warden)? [y/N]`)
+	assert.Contains(t, ok(t, nil, append(addr, "permits", "release", "--yes", "--semaphore", plain, "2")...),
+		`5 available after release, 3 before (total unknown)`)
 
 	// A semaphore at zero is one (a latch at zero is deleted): no flag needed.
 	require.NoError(t, rdb.Set(ctx, "p:zero", 0, 0).Err())

@@ -23,7 +23,8 @@ type jsonObject struct {
 	Token   *int64       `json:"token,omitempty"`
 	Leases  []jsonLease  `json:"leases,omitempty"`
 	// Total is a permit-expirable semaphore's permits, available and
-	// held (Redisson's getPermits).
+	// held (Redisson's getPermits), or a semaphore's total as warden
+	// recorded it (absent when unknown: set by Redisson).
 	Total *int64 `json:"total,omitempty"`
 }
 
@@ -98,6 +99,9 @@ func toJSON(o client.Object, now time.Time) jsonObject {
 	switch o.Kind {
 	case client.ObjectSemaphore, client.ObjectPermitSemaphore:
 		j.Permits = &o.Permits
+		if o.HasTotal {
+			j.Total = &o.Total
+		}
 	case client.ObjectCountDownLatch:
 		j.Count = &o.Count
 	case client.ObjectSemaphoreOrLatch:
@@ -234,6 +238,10 @@ func holdersText(o client.Object) string {
 func detailText(o client.Object) string {
 	switch o.Kind {
 	case client.ObjectSemaphore:
+		if o.HasTotal {
+			// Available of the total warden recorded.
+			return fmt.Sprintf("permits=%d total=%d", o.Permits, o.Total)
+		}
 		return "permits=" + strconv.FormatInt(o.Permits, 10)
 	case client.ObjectPermitSemaphore:
 		// Its total is what is available and what is held, as Redisson
