@@ -205,7 +205,7 @@ func TestRecipeMyCodeWaitsItsTurn(t *testing.T) {
 			case got := <-done:
 				require.NoError(t, got.err)
 				assert.Equal(t, tc.refreshed, got.refreshed)
-			default:
+			case <-time.After(5 * time.Second): // real time: its goroutine need only be scheduled
 				t.Fatal("the code under test still waits")
 			}
 			kit.WaitWaiters("cache", 0)
@@ -220,8 +220,11 @@ func TestRecipeMyCodeWaitsItsTurn(t *testing.T) {
 // since start (defer it first).
 func wallLimit(t *testing.T, start time.Time) {
 	t.Helper()
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %v of wall time, want under 1s", d)
+	// The tests move far more of the kit's time than they may take of the
+	// wall's: the bound shows the time was the kit's, with room for a loaded
+	// machine.
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v of wall time, want under 15s", d)
 	}
 	t.Logf("wall time %v", time.Since(start).Round(time.Millisecond))
 }
