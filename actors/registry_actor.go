@@ -37,7 +37,8 @@ func RegistryPeriod(watchdog time.Duration) time.Duration { return watchdog / 3 
 
 // registryActor keeps the client's registry record alive: it writes it as
 // the engine starts and again every period, the write made off the mailbox
-// by a worker. Client.Close deletes the record once the engine has stopped, or marks it closed when locks it held are left in Redis.
+// by a worker. Client.Close deletes the record once the engine has
+// stopped, or marks it closed when locks it held are left in Redis.
 type registryActor struct {
 	cfg      *Config
 	timer    clockTimer
