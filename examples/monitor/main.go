@@ -109,8 +109,11 @@ func run(ctx context.Context, listen string, ready func(addr string)) error {
 	}
 
 	err = work(ctx, c)
-	// The semaphore is the example's own: it leaves nothing behind.
-	_ = rdb.Del(context.Background(), exportsName).Err()
+	// The semaphore is the example's own: it leaves nothing behind (Delete
+	// removes the total warden records beside it too).
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_, _ = c.Semaphore(exportsName).Delete(dctx)
+	cancel()
 	if cerr := c.Close(context.Background()); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
