@@ -82,16 +82,19 @@
 //     reply channel under the request ID (mailbox.expect; the only state
 //     on this side, behind the mailbox's mutex) and send the Acquire to
 //     root with the Client's mailbox as its sender. The message lands in
-//     root's queueMailbox, whose queueMailbox.schedule hands a pass to
-//     Workers. The caller then blocks on the reply channel, the Client's
-//     end and ctx.
-//  2. A worker goroutine, root's turn. rootActor.Receive validates the
+//     root's queueMailbox, whose queueMailbox.schedule runs the pass right
+//     there, on the caller's goroutine, when the mailbox is idle (an
+//     inline pass: inlineMessage names the messages that may), and else
+//     hands it to Workers. The caller then blocks on the reply channel,
+//     the Client's end and ctx.
+//  2. The caller's goroutine (a worker when root was busy), root's turn. rootActor.Receive validates the
 //     request (its own checks and, on a Cluster, the slot rule) and
 //     rootActor.route looks the key actor up, spawning it on first use
 //     (state: rootActor.keys and the entry's routed count, for the
 //     passivation handshake), and forwards the Acquire to it, sender kept.
-//     The key actor's mailbox schedules a pass: another hand-off.
-//  3. A worker goroutine, the key actor's turn. keyActor.Receive counts the
+//     The key actor's pass runs nested on the same goroutine when its
+//     mailbox is idle.
+//  3. The same goroutine, the key actor's turn. keyActor.Receive counts the
 //     request (waitingActor.seen) and keyActor.onAcquire queues a waiter
 //     (waitQueue.push: ready; a try when its deadline had passed). Then
 //     keyActor.pump picks the next Redis request (releases and undos first,
@@ -117,7 +120,8 @@
 //     count, the acquire record field) and its TTL: the state that counts.
 //     The reply becomes an AcquireResult; op.run fills the op's opDone and
 //     sends it to the key actor.
-//  5. A worker goroutine, the key actor's turn. keyActor.onOpDone clears
+//  5. The call's worker, the key actor's turn: op.run's post of the
+//     opDone runs the pass inline when the mailbox is idle. keyActor.onOpDone clears
 //     keyActor.inflight and keyActor.onAttemptDone settles the outcome.
 //     Acquired: a holding is made or updated (keyActor.holdings: count,
 //     lease, end), the waiter leaves the queue, the sender becomes a
@@ -141,9 +145,14 @@
 //
 // So a free lock costs four actor messages (Acquire to root, forwarded to
 // the key actor, the op's opDone, Acquired to the Client's mailbox), a
-// fifth in watchdog mode (register), four hand-offs to a worker (root's
-// pass, the key actor's pass, the Redis call, the key actor's pass for the
-// result) and the caller's wake-up on its channel.
+// fifth in watchdog mode (register), and, with idle mailboxes, one
+// hand-off to a worker (the Redis call, whose result turn runs on that
+// worker) and the caller's wake-up on its channel. The bookkeeping after
+// the call starts (the renewer's registration, the timers) runs on the
+// caller's goroutine while the call is on the wire, and the bookkeeping
+// after the answer runs on the worker while the caller returns. A busy
+// mailbox's pass goes to a worker, as every pass does under a
+// simulation's schedule (Workers.Inline).
 //
 // The other requests follow the same path to the key actor: a Release
 // becomes an op (opRelease) queued ahead of attempts; the unlock of a last

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
 )
 
 // withMailbox is the props option of every engine actor: its mailbox is a
@@ -32,6 +34,9 @@ type queueMailbox struct {
 	suspended  atomic.Bool
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
+	// inline tells that a pass may run on the goroutine that posts to the
+	// idle mailbox (the dispatcher's Inline) instead of on a worker.
+	inline bool
 	// pass is m.process, made once.
 	pass func()
 }
@@ -50,7 +55,7 @@ func (m *queueMailbox) PostUserMessage(msg any) {
 	m.user.push(msg)
 	m.mu.Unlock()
 	m.userCount.Add(1)
-	m.schedule()
+	m.schedule(m.inline && inlineMessage(msg))
 }
 
 // PostSystemMessage queues msg and schedules a pass.
@@ -59,12 +64,14 @@ func (m *queueMailbox) PostSystemMessage(msg any) {
 	m.sys.push(msg)
 	m.mu.Unlock()
 	m.sysCount.Add(1)
-	m.schedule()
+	m.schedule(false)
 }
 
 // RegisterHandlers sets who handles the messages and where passes run.
 func (m *queueMailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker, m.dispatcher = invoker, dispatcher
+	w, ok := dispatcher.(*Workers)
+	m.inline = ok && w.Inline()
 }
 
 // Start does nothing: the mailbox has no middlewares to tell.
@@ -73,19 +80,56 @@ func (m *queueMailbox) Start() {}
 // UserMessageCount is the number of user messages queued.
 func (m *queueMailbox) UserMessageCount() int { return int(m.userCount.Load()) }
 
-// schedule starts a pass unless one is scheduled or running.
-func (m *queueMailbox) schedule() {
+// schedule starts a pass unless one is scheduled or running. With inline
+// (the dispatcher allows it and the message is one inlineMessage names)
+// the pass runs right here, on the posting goroutine: the message is
+// handled without waking another goroutine. That goroutine then runs the
+// actor's turn (one turn at a time still: scheduled stays set until the
+// pass ends), nested in its own turn when it is another actor's; the
+// nesting is as deep as a chain of distinct actors, each holding its own
+// mailbox's flag, can be. An inline pass takes no system message: once
+// one is queued, the rest of the pass goes to the dispatcher.
+func (m *queueMailbox) schedule(inline bool) {
 	if m.scheduled.CompareAndSwap(false, true) {
+		if inline {
+			m.passes(true)
+			return
+		}
 		m.dispatcher.Schedule(m.pass)
 	}
 }
 
-// process runs passes until the queues hold nothing it may take: a
+// inlineMessage tells the messages whose post may run an idle mailbox's
+// pass on the posting goroutine: the requests of package messages and
+// the engine's own messages on a request's path, none of whose turns
+// waits for anything. A stop, a failure's clean-up and a passivation wait
+// for the actor's Redis call in their turn, which the goroutine that
+// posted must not: every other message goes to a worker.
+func inlineMessage(msg any) bool {
+	if e, ok := msg.(*actor.MessageEnvelope); ok {
+		msg = e.Message
+	}
+	switch msg.(type) {
+	case *messages.Acquire, *messages.Release, *messages.Cancel, *messages.Extend, *messages.Watch,
+		*opDone, *register, *unregister, *pause, *unlocked, *subscribed:
+		return true
+	}
+	return false
+}
+
+// process runs the passes of a pass scheduled on the dispatcher.
+func (m *queueMailbox) process() { m.passes(false) }
+
+// passes runs passes until the queues hold nothing it may take: a
 // message posted while a pass was ending is either taken by another pass
-// here or has scheduled one itself.
-func (m *queueMailbox) process() {
+// here or has scheduled one itself. An inline pass that meets a system
+// message hands the rest to the dispatcher.
+func (m *queueMailbox) passes(inline bool) {
 	for {
-		m.run()
+		if !m.run(inline) {
+			m.dispatcher.Schedule(m.pass) // scheduled stays set: the worker's pass takes over
+			return
+		}
 		m.scheduled.Store(false)
 		if m.sysCount.Load() == 0 && (m.suspended.Load() || m.userCount.Load() == 0) {
 			return
@@ -97,8 +141,9 @@ func (m *queueMailbox) process() {
 }
 
 // run hands the queued messages to the invoker, system messages first,
-// until the queues are empty or the mailbox is suspended.
-func (m *queueMailbox) run() {
+// until the queues are empty or the mailbox is suspended. An inline run
+// stops short of a system message and returns false.
+func (m *queueMailbox) run(inline bool) bool {
 	var msg any
 	defer func() {
 		if r := recover(); r != nil {
@@ -110,6 +155,9 @@ func (m *queueMailbox) run() {
 		if i > throughput {
 			i = 0
 			runtime.Gosched()
+		}
+		if inline && m.sysCount.Load() > 0 {
+			return false
 		}
 		if msg = m.pop(&m.sys, &m.sysCount); msg != nil {
 			switch msg.(type) {
@@ -123,10 +171,10 @@ func (m *queueMailbox) run() {
 			continue
 		}
 		if m.suspended.Load() {
-			return
+			return true
 		}
 		if msg = m.pop(&m.user, &m.userCount); msg == nil {
-			return
+			return true
 		}
 		m.invoker.InvokeUserMessage(msg)
 	}

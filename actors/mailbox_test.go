@@ -8,6 +8,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/messages"
 )
 
 // recordingInvoker records what a mailbox hands it, in order.
@@ -156,4 +158,68 @@ func TestQueueMailboxConcurrentPosts(t *testing.T) {
 	inv.mu.Unlock()
 	time.Sleep(10 * time.Millisecond)
 	assert.Len(t, inv.snapshot(), want, "and nothing twice")
+}
+
+// funcInvoker hands each message to a function.
+type funcInvoker struct{ fn func(msg any) }
+
+func (f funcInvoker) InvokeSystemMessage(msg any) { f.fn(msg) }
+func (f funcInvoker) InvokeUserMessage(msg any)   { f.fn(msg) }
+func (f funcInvoker) EscalateFailure(any, any)    {}
+
+// An idle mailbox runs a request's pass on the goroutine that posts it;
+// a system message queued meanwhile, and a message inlineMessage does not
+// name, go to the workers, so the poster never waits for what their turns
+// wait for.
+func TestInlinePassRunsOnThePosterButNotItsSystemMessages(t *testing.T) {
+	w := NewWorkers()
+	defer w.Stop()
+	gate := make(chan struct{})
+	got := make(chan any, 8)
+	m := newQueueMailbox().(*queueMailbox)
+	m.RegisterHandlers(funcInvoker{fn: func(msg any) {
+		switch msg {
+		case "system", "plain":
+			<-gate // a turn that waits, as a stop waits for the actor's call
+		}
+		if a, ok := msg.(*messages.Acquire); ok && a.Name == "then-stop" {
+			m.PostSystemMessage("system")
+		}
+		got <- msg
+	}}, w)
+	require.True(t, m.inline, "a mailbox on the engine's own workers runs inline passes")
+
+	first := &messages.Acquire{Name: "first"}
+	m.PostUserMessage(first)
+	select {
+	case msg := <-got:
+		assert.Same(t, first, msg, "handled before the post returned")
+	default:
+		t.Fatal("an idle mailbox's request was not handled on the posting goroutine")
+	}
+
+	returned := make(chan struct{})
+	go func() {
+		m.PostUserMessage(&messages.Acquire{Name: "then-stop"}) // its turn queues a system message
+		m.PostUserMessage("plain")
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		close(gate)
+		t.Fatal("a post waited for a system message's turn or a plain message's")
+	}
+	close(gate)
+	var rest []any
+	for range 3 {
+		select {
+		case msg := <-got:
+			rest = append(rest, msg)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %v handled", rest)
+		}
+	}
+	assert.Equal(t, "then-stop", rest[0].(*messages.Acquire).Name)
+	assert.ElementsMatch(t, []any{"system", "plain"}, rest[1:], "both handled, on the workers")
 }
