@@ -99,7 +99,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		a.idleFor(ctx, m.Gen, a.isIdle())
+		a.idleFor(ctx, m.Gen, a.isIdle(), nil)
 		return
 	case *actor.Stopping:
 		a.stopCalls()

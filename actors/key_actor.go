@@ -53,9 +53,8 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 		a := &keyActor{
 			waitingActor: newWaitingActor(cfg, k, root, subscriber),
 			lockIO:       lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
-			holdings:     map[string]*holding{},
-			renewals:     keyRenewals{renewer: renewer, registered: map[string]*registration{}, paused: map[string]bool{}},
-			subs:         channelSet{subscribed: map[string]bool{}},
+			// The maps are made on first use, and dropped again by trim.
+			renewals: keyRenewals{renewer: renewer},
 		}
 		if k.Kind == messages.KindGroupLock {
 			a.groups = groupValues{} // the other kinds' stays nil: nothing to make per key actor
@@ -125,7 +124,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		a.idleFor(ctx, m.Gen, a.isIdle())
+		a.idleFor(ctx, m.Gen, a.isIdle(), a.trim)
 		return
 	default:
 		return
@@ -591,6 +590,19 @@ func (a *keyActor) settle(ctx actor.Context) {
 	}
 	a.syncSubscriptions(ctx)
 	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)
+}
+
+// trim lets go of what an idle key actor keeps for its next requests
+// (the spare ops and holding, the maps' and queues' room, the script
+// arguments): once idle for a while (trimAfter) a name costs the engine
+// little until it is passivated, and its next request makes them anew.
+func (a *keyActor) trim() {
+	a.spare, a.spareHolding, a.ops = nil, nil, nil
+	a.holdings, a.renewals.registered, a.renewals.paused, a.subs.subscribed = nil, nil, nil, nil
+	a.waiters.trim()
+	if a.lockIO.args != nil {
+		a.lockIO.args = nil // made again by the next start
+	}
 }
 
 func (a *keyActor) isIdle() bool {

@@ -175,6 +175,9 @@ func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
 	}
 	if h == nil {
 		h = a.newHolding()
+		if a.holdings == nil {
+			a.holdings = map[string]*holding{} // made anew after a trim
+		}
 		a.holdings[owner] = h
 	}
 	h.count = d.acquire.HoldCount

@@ -167,6 +167,9 @@ func (a *keyActor) pump(ctx actor.Context) {
 // start runs o on the engine's workers; the actor waits for it (calls) on
 // stop, and the result comes back as opDone.
 func (a *keyActor) start(ctx actor.Context, o *op) {
+	if a.lockIO.args == nil && usesLockArgs(a.key.Kind) {
+		a.lockIO.args = a.cfg.Scripts.LockArgs(a.key.Name) // dropped by trim
+	}
 	a.inflight = o
 	o.started = a.cfg.Clock.Now()
 	lease := a.cfg.Watchdog

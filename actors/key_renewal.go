@@ -115,6 +115,9 @@ func (r *keyRenewals) renewed(owner string) bool {
 // add registers reg, its owner's registration anew should it have been
 // paused.
 func (r *keyRenewals) add(ctx actor.Context, reg *registration) {
+	if r.registered == nil {
+		r.registered = map[string]*registration{}
+	}
 	r.registered[reg.owner] = reg
 	delete(r.paused, reg.owner)
 	ctx.Send(r.renewer, (*register)(reg))
@@ -124,6 +127,9 @@ func (r *keyRenewals) add(ctx actor.Context, reg *registration) {
 // end. An owner not registered stays so.
 func (r *keyRenewals) pause(ctx actor.Context, owner string) {
 	if reg := r.registered[owner]; reg != nil && !r.paused[owner] {
+		if r.paused == nil {
+			r.paused = map[string]bool{}
+		}
 		r.paused[owner] = true
 		ctx.Send(r.renewer, (*pause)(reg))
 	}

@@ -79,6 +79,9 @@ func (c *channelSet) apply(ctx actor.Context, subscriber *actor.PID, want map[st
 			break
 		}
 		if ch := w.channel; want[ch] && !c.subscribed[ch] {
+			if c.subscribed == nil {
+				c.subscribed = map[string]bool{}
+			}
 			c.subscribed[ch] = true
 			missing--
 			ctx.Send(subscriber, &subscribe{Channel: ch, PID: ctx.Self()})

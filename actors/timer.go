@@ -61,46 +61,72 @@ func (ct *clockTimer) set(ctx actor.Context, at time.Time) {
 	ct.arm(ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &tick{Gen: g} })
 }
 
-// idleTimer tells its actor when it has been idle for a while. It stays
-// armed through busy spells, so that an actor that turns busy and idle
-// again on every request (a lock taken and released) costs no timer
-// operation: a tick that comes early re-arms it for the rest of the
-// current idle spell, and one that comes while the actor is busy leaves it
-// unarmed until the next idle spell begins.
+// trimAfter is how long an actor is idle before its idle timer's first
+// tick lets it trim what it keeps for its next requests (keyActor.trim);
+// passivation comes at the idle timeout.
+const trimAfter = 200 * time.Millisecond
+
+// idleTimer tells its actor when it has been idle for a while: first
+// when to trim (trimAfter, or the idle timeout if shorter), then when it
+// may passivate (the idle timeout). It stays armed through busy spells,
+// so that an actor that turns busy and idle again on every request (a
+// lock taken and released) costs no timer operation: a tick that comes
+// early re-arms it for the rest of the current idle spell, and one that
+// comes while the actor is busy leaves it unarmed until the next idle
+// spell begins.
 type idleTimer struct {
 	clockTimer
 	// since is when the current idle spell began; zero while busy.
 	since time.Time
+	// trimmed tells that the current idle spell's trim ran.
+	trimmed bool
 }
 
 // track records whether the actor is idle now (after each message it
-// handles), arming the timer to tick d after an idle spell begins unless
-// it is armed already.
+// handles), arming the timer for the idle spell's next tick unless it is
+// armed already.
 func (it *idleTimer) track(ctx actor.Context, idle bool, d time.Duration) {
 	if !idle {
-		it.since = time.Time{}
+		it.since, it.trimmed = time.Time{}, false
 		return
 	}
 	if it.since.IsZero() {
 		it.since = it.clock.Now()
 	}
 	if it.t == nil {
-		it.arm(ctx.ActorSystem(), ctx.Self(), it.since.Add(d), func(g uint64) any { return &idleTick{Gen: g} })
+		it.arm(ctx.ActorSystem(), ctx.Self(), it.next(d), func(g uint64) any { return &idleTick{Gen: g} })
 	}
 }
 
-// due handles an idle tick of generation gen: it reports whether the
-// actor (idle now) has been idle for d, and otherwise re-arms the timer
-// for the rest of the current idle spell, if there is one.
-func (it *idleTimer) due(ctx actor.Context, gen uint64, idle bool, d time.Duration) bool {
+// next is when the current idle spell's next tick is due: its trim, then
+// its end, d after it began.
+func (it *idleTimer) next(d time.Duration) time.Time {
+	if !it.trimmed {
+		return it.since.Add(min(trimAfter, d))
+	}
+	return it.since.Add(d)
+}
+
+// due handles an idle tick of generation gen: once the actor (idle now)
+// has been idle for trimAfter it runs trim (unless nil), once per spell;
+// it reports whether the actor has been idle for d, and otherwise re-arms
+// the timer for the current idle spell's next tick, if there is one.
+func (it *idleTimer) due(ctx actor.Context, gen uint64, idle bool, d time.Duration, trim func()) bool {
 	if !it.fired(gen) {
 		return false
 	}
 	if !idle || it.since.IsZero() {
 		return false
 	}
-	if end := it.since.Add(d); it.clock.Now().Before(end) {
-		it.arm(ctx.ActorSystem(), ctx.Self(), end, func(g uint64) any { return &idleTick{Gen: g} })
+	now := it.clock.Now()
+	if !it.trimmed && !now.Before(it.since.Add(min(trimAfter, d))) {
+		it.trimmed = true
+		if trim != nil {
+			trim()
+		}
+	}
+	if now.Before(it.since.Add(d)) {
+		it.arm(ctx.ActorSystem(), ctx.Self(), it.next(d), func(g uint64) any { return &idleTick{Gen: g} })
 		return false
 	}
 	return true

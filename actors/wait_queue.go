@@ -20,6 +20,16 @@ type waitQueue struct {
 	tries  int
 }
 
+// trim lets go of an empty queue's room (keyActor.trim).
+func (q *waitQueue) trim() {
+	if len(q.list) == 0 {
+		q.list, q.owners = nil, nil
+		if len(q.deadlines) == 0 {
+			q.deadlines = nil
+		}
+	}
+}
+
 // push queues a new waiter for m; a deadline already passed at now makes
 // it a try: exactly one attempt, whose outcome answers it, so it never
 // expires unanswered behind another attempt in flight (a Redis error must

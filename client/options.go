@@ -46,7 +46,7 @@ func defaultOptions() options {
 		watchdog:    30 * time.Second,
 		clock:       clockwork.NewRealClock(),
 		logger:      slog.New(slog.DiscardHandler),
-		idleTimeout: 30 * time.Second,
+		idleTimeout: 2 * time.Second,
 	}
 }
 
@@ -129,7 +129,12 @@ func WithClientID(id string) Option {
 
 // WithIdleTimeout sets how long the engine keeps the state of a lock name
 // that nobody in this process holds or waits for before it frees it. The
-// default is 30s.
+// default is 2s: a name used once costs the engine about 1.8 KB until
+// then (what it keeps for the next request is let go of 200ms into the
+// idle spell), and a name in use keeps its state. A longer timeout spares
+// names used every few seconds the state's making anew (a few
+// microseconds and allocations); a shorter one frees many names used
+// once sooner.
 func WithIdleTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
