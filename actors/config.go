@@ -52,8 +52,9 @@ type Config struct {
 	SharedDeadlines time.Duration
 	// calls hands out the shared call contexts. RootProps sets it.
 	calls *callDeadlines
-	// keyActorMade, when set (by tests), sees every key actor made.
-	keyActorMade func(*keyActor)
+	// keyActorMade, when set (by tests), sees every key actor made, and
+	// keyActorTrimmed every trim, in the trimmed actor's turn.
+	keyActorMade, keyActorTrimmed func(*keyActor)
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context

@@ -268,6 +268,46 @@ func TestKeyActorIdleSinceItsLastUse(t *testing.T) {
 		"passivated once idle for IdleTimeout since its last use")
 }
 
+// An idle key actor lets go of what it keeps for its next requests
+// trimAfter into its idle spell, long before it passivates, and serves
+// its next request as before.
+func TestIdleKeyActorTrimsWhatItKeeps(t *testing.T) {
+	made, trimmed := make(chan *keyActor, 1), make(chan *keyActor, 4)
+	e := startEngine(t, redistest.Start(t).Client(t), func(c *Config) {
+		c.keyActorMade = func(a *keyActor) { made <- a }
+		c.keyActorTrimmed = func(a *keyActor) { trimmed <- a }
+	})
+	use := func(id string) {
+		require.IsType(t, &messages.Acquired{}, e.ask(t, &messages.Acquire{Name: "trim", Owner: "o", RequestID: id}))
+		require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: "trim", Owner: "o", RequestID: id + "r"}))
+		e.ask(t, &messages.Watch{Name: "trim", Owner: "o"}) // orders the idle spell's start before the clock moves
+	}
+	// Read only where no turn of the actor's can run: after one of its
+	// answers with no timer due, or in its trim's hook.
+	kept := func(a *keyActor) bool {
+		return len(a.spare) > 0 || a.spareHolding != nil || a.holdings != nil || a.renewals.registered != nil ||
+			a.renewals.paused != nil || a.lockIO.args != nil
+	}
+	use("1")
+	a := await.Value(t, made, 5*time.Second, "the key actor")
+	require.True(t, kept(a), "a key actor just used keeps its spares")
+	e.clock.Advance(trimAfter - time.Millisecond)
+	select {
+	case <-trimmed:
+		t.Fatal("trimmed before trimAfter")
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.clock.Advance(time.Millisecond)
+	require.False(t, kept(await.Value(t, trimmed, 5*time.Second, "the trim")),
+		"spare ops, holding, maps and script arguments let go of trimAfter into the idle spell")
+	assert.Equal(t, 1, e.keyActors(t), "trimmed, not passivated")
+	held := e.ask(t, &messages.Acquire{Name: "trim", Owner: "o", RequestID: "2"}).(*messages.Acquired)
+	assert.Equal(t, 1, held.HoldCount, "the trimmed key actor serves its name as before")
+	assert.Equal(t, "1", e.rdb.HGet(context.Background(), "trim", "o").Val(), "its hold is in Redis")
+	require.IsType(t, &messages.Released{}, e.ask(t, &messages.Release{Name: "trim", Owner: "o", RequestID: "2r"}))
+	assert.Zero(t, e.rdb.Exists(context.Background(), "trim").Val(), "and released there")
+}
+
 // Key actors that passivate leave no memory behind: once many names were
 // touched and their key actors passivated, none of those key actors is
 // still reachable. It runs on the real clock: the fake clock keeps its

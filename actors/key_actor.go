@@ -603,6 +603,9 @@ func (a *keyActor) trim() {
 	if a.lockIO.args != nil {
 		a.lockIO.args = nil // made again by the next start
 	}
+	if a.cfg.keyActorTrimmed != nil {
+		a.cfg.keyActorTrimmed(a)
+	}
 }
 
 func (a *keyActor) isIdle() bool {
