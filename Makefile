@@ -77,4 +77,4 @@ sim: ## 1,000 simulation seeds with every fault, 300 group lock seeds, 300 RedLo
 	$(GO) run ./sim/cmd/warden-sim -kinds lock,fair-lock,group-lock -seed 1 -runs 300 -faults all -q
 	$(GO) run ./sim/cmd/warden-sim -redlock -owners 1 -length 5s -seed 1 -runs 300 -faults all -q
 	$(GO) test -count=1 -tags wardenbroken -run 'TestBrokenEngineIsCaught|TestBrokenGroupLockIsCaught' ./sim
-	$(GO) test -count=1 -v -timeout 30m -run 'TestNaiveRunnerIsCaught|TestFencedRunnerIsClean|TestReplayIsByteIdentical' ./examples/simulate -args -seeds 500 -replays 500 -timeline $${TMPDIR:-/tmp}/warden-simulate-naive.html
+	$(GO) test -count=1 -v -timeout 30m -run 'TestNaiveRunnerIsCaught|TestFencedRunnerIsClean|TestReplayIsByteIdentical' ./examples/simulate -args -seeds 500 -replays 200 -timeline $${TMPDIR:-/tmp}/warden-simulate-naive.html
