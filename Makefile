@@ -49,7 +49,7 @@ deps: ## Install redis-server, PostgreSQL (the fence tests), promtool (the alert
 
 test: deps ## Run go vet and the full test suite with the race detector, in every module
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m vet ./...); done
-	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -race -count=1 -timeout 20m ./...); done
+	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -race -count=1 -parallel 8 -timeout 20m ./...); done
 
 test-short: ## Run the tests once without the race detector, in every module (quick local loop)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -count=1 ./...); done

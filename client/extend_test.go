@@ -75,7 +75,10 @@ func single(make func(*client.Client, string, ...client.LockOption) *client.Lock
 
 func eachExtendable(t *testing.T, fn func(t *testing.T, e *env, c extendCase)) {
 	for _, c := range extendCases {
-		t.Run(c.kind, func(t *testing.T) { fn(t, realEnv(t), c) })
+		t.Run(c.kind, func(t *testing.T) {
+			t.Parallel() // each on a server of its own; they wait on real leases, not on the CPU
+			fn(t, realEnv(t), c)
+		})
 	}
 }
 
