@@ -64,8 +64,11 @@ func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Pro
 // happens here.
 func (a *countActor) Receive(ctx actor.Context) {
 	if a.fault != nil {
-		if m, ok := ctx.Message().(*messages.Acquire); ok {
+		switch m := ctx.Message().(type) {
+		case *messages.Acquire:
 			sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
+		case *WaiterCount:
+			ctx.Respond(0) // it answered every waiter as it failed
 		}
 		return
 	}

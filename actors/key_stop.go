@@ -102,6 +102,8 @@ func (a *keyActor) receiveFailed(ctx actor.Context) {
 		sendIf(ctx, ctx.Sender(), watchFailed(m, a.fault))
 	case *messages.Extend:
 		sendIf(ctx, ctx.Sender(), extendFailed(m, a.fault, 0))
+	case *WaiterCount:
+		ctx.Respond(0) // it answered every waiter as it failed
 	}
 }
 

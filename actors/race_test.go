@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -153,6 +154,26 @@ func TestFailingKeyActorAnswersEverybody(t *testing.T) {
 	again := e.ask(t, &messages.Acquire{Name: "C", Owner: "w", RequestID: "w2", Deadline: e.clock.Now()})
 	require.ErrorIs(t, again.(*messages.AcquireFailed).Err, messages.ErrTimeout,
 		"a fresh key actor serves the name (the lock itself expires within its lease)")
+}
+
+// A failed key actor answers WaiterCount until it is stopped (0: it
+// answered every waiter as it failed), so a test kit counting waiters
+// never waits on it for nothing.
+func TestFailedKeyActorAnswersWaiterCount(t *testing.T) {
+	e := startEngine(t, redistest.Start(t).Client(t))
+	require.IsType(t, &messages.Acquired{}, e.ask(t, &messages.Acquire{Name: "W", Owner: "h", RequestID: "h1"}))
+	pids, err := e.sys.Root.RequestFuture(e.root, &KeyActorsOf{Name: "W"}, 5*time.Second).Result()
+	require.NoError(t, err)
+	require.Len(t, pids, 1)
+	pid := pids.([]*actor.PID)[0]
+	e.sys.Root.Send(pid, &crash{Key: key{Name: "W", Kind: messages.KindLock}})
+	n, err := e.sys.Root.RequestFuture(pid, &WaiterCount{}, 3*time.Second).Result()
+	if errors.Is(err, actor.ErrDeadLetter) {
+		t.Log("the failed key actor had stopped already")
+		return
+	}
+	require.NoError(t, err, "a failed key actor answers WaiterCount")
+	assert.Equal(t, 0, n)
 }
 
 // A key actor that fails with a watchdog acquire in flight undoes it and

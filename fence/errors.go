@@ -43,8 +43,12 @@ func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }
 // *StaleTokenError. The Redis guard's script makes this decision inside
 // Redis, the SQL guard's statement inside the database; Admit makes the
 // same decision in Go, for a store of the caller's own (or a simulated
-// one).
+// one). A token that is not positive is ErrInvalidArgument, as the
+// guards refuse it: fencing tokens start at 1.
 func Admit(resource string, token, highest int64) error {
+	if err := validToken(token); err != nil {
+		return err
+	}
 	if token < highest {
 		return &StaleTokenError{Resource: resource, Token: token, Highest: highest}
 	}

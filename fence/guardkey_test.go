@@ -1,6 +1,7 @@
 package fence_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -96,4 +97,23 @@ func FuzzGuardKey(f *testing.F) {
 		_, err = fence.GuardKey(g)
 		require.ErrorIs(t, err, fence.ErrInvalidArgument, "the guard %q of %q as a resource key", g, key)
 	})
+}
+
+// Admit decides as the guards do: a token not below the highest is
+// admitted, a lower one is a *StaleTokenError, and a token that is not
+// positive is refused as the guards refuse it, whatever the highest.
+func TestAdmitDecidesAsTheGuards(t *testing.T) {
+	require.NoError(t, fence.Admit("r", 1, 0), "the first token")
+	require.NoError(t, fence.Admit("r", 5, 5), "an equal token")
+	require.NoError(t, fence.Admit("r", 6, 5), "a higher token")
+	var stale *fence.StaleTokenError
+	require.ErrorAs(t, fence.Admit("r", 4, 5), &stale)
+	require.Equal(t, fence.StaleTokenError{Resource: "r", Token: 4, Highest: 5}, *stale)
+	for _, token := range []int64{0, -1, math.MinInt64} {
+		for _, highest := range []int64{0, 5} {
+			err := fence.Admit("r", token, highest)
+			require.ErrorIs(t, err, fence.ErrInvalidArgument, "token %d, highest %d", token, highest)
+			require.NotErrorIs(t, err, fence.ErrStaleToken, "token %d, highest %d", token, highest)
+		}
+	}
 }
