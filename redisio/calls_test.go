@@ -173,3 +173,17 @@ func TestRetriedReentryIsAppliedOnce(t *testing.T) {
 		assert.Equal(t, "1", rdb.HGet(ctx, "re", "o1").Val())
 	})
 }
+
+// A key of another type under a registry record's name is no record: the
+// other records are read all the same, and no error comes of it.
+func TestReadClientRecordsSkipsAKeyOfAnotherType(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	require.NoError(t, rdb.HSet(ctx, ClientRegistryKey("good"), "service", "svc").Err())
+	require.NoError(t, rdb.Set(ctx, ClientRegistryKey("string"), "x", 0).Err())
+	require.NoError(t, rdb.RPush(ctx, ClientRegistryKey("list"), "x").Err())
+	got, err := ReadClientRecords(ctx, rdb, []string{"string", "good", "list", "missing"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "svc", got["good"].Fields["service"])
+}

@@ -335,15 +335,27 @@ func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !allWrongType(cmds) {
 		return nil, fmt.Errorf("warden: read the client registry: %w", err)
 	}
 	for i, id := range ids {
-		if f := cmds[i].Val(); len(f) > 0 {
+		if f := cmds[i].Val(); cmds[i].Err() == nil && len(f) > 0 {
 			out[id] = ClientEntry{Fields: f, PTTL: ttls[i].Val()}
 		}
 	}
 	return out, nil
+}
+
+// allWrongType tells that every failed one of cmds failed with WRONGTYPE:
+// a key of another type under a registry record's name (written by
+// something else) is no record, not a failed read.
+func allWrongType(cmds []*redis.MapStringStringCmd) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return false
+		}
+	}
+	return true
 }
 
 // ScanPage is how many keys each SCAN call asks for (its COUNT).
