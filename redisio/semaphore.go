@@ -89,10 +89,13 @@ func (s *Scripts) SemaphoreUndoAcquire(ctx context.Context, r Redis, name, reqID
 
 // SemaphoreRelease adds permits (at least 1) and publishes the new count,
 // which it returns. No prior acquire is needed. It is applied once per
-// reqID: a repeat returns the first result.
+// reqID: a repeat returns the first result. A release that makes the
+// semaphore anew (it was deleted, by Redisson say) deletes the total left
+// of the old one (PermitsTotalKey).
 func (s *Scripts) SemaphoreRelease(ctx context.Context, r Redis, name, reqID string, permits int64) (int64, error) {
-	return s.countingWrite(ctx, r, semReleaseScript, "semaphore release", name, SemaphoreChannel(name), reqID,
-		strconv.FormatInt(permits, 10))
+	return runInt(ctx, r, semReleaseScript, "semaphore release", name,
+		[]string{name, SemaphoreChannel(name), OpLatchKey(name, reqID), PermitsTotalKey(name)},
+		strconv.FormatInt(permits, 10), s.publish, Millis(LatchTTL))
 }
 
 // SemaphoreTrySetPermits sets the semaphore to permits (at least 0) if it

@@ -153,6 +153,34 @@ func TestSemaphoreWithoutInit(t *testing.T) {
 	})
 }
 
+// A release that makes a deleted semaphore anew deletes the total left of
+// the old one (a Redisson delete takes only the semaphore's key); a
+// release of a semaphore that exists keeps its total.
+func TestSemaphoreReleaseAfterADeleteDropsTheOldTotal(t *testing.T) {
+	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
+		ctx := context.Background()
+		s := newScripts(t)
+		set, err := s.SemaphoreTrySetPermits(ctx, rdb, "jobs", 5)
+		require.NoError(t, err)
+		require.True(t, set)
+		_, _, _, err = s.SemaphoreAcquire(ctx, rdb, ReplicaSync{}, "jobs", "a1", 2)
+		require.NoError(t, err)
+		n, err := s.SemaphoreRelease(ctx, rdb, "jobs", "r1", 1)
+		require.NoError(t, err)
+		assert.Equal(t, int64(4), n)
+		assert.Equal(t, "5", rdb.Get(ctx, PermitsTotalKey("jobs")).Val(), "a release of a live semaphore keeps its total")
+
+		require.NoError(t, rdb.Del(ctx, "jobs").Err()) // as Redisson's delete does
+		n, err = s.SemaphoreRelease(ctx, rdb, "jobs", "r2", 2)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), n, "made anew with the released permits")
+		assert.Zero(t, rdb.Exists(ctx, PermitsTotalKey("jobs")).Val(), "the old semaphore's total is gone")
+		n, err = s.SemaphoreRelease(ctx, rdb, "jobs", "r2", 2)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), n, "a repeated request changes nothing")
+	})
+}
+
 // TestSemaphoreNegativePermits: REDISSON_BEHAVIOURS 52.
 func TestSemaphoreNegativePermits(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
