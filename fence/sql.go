@@ -227,6 +227,11 @@ func (s *SQL) Do(ctx context.Context, token int64, resource string, fn func(*sql
 	}
 	done = true
 	if err := tx.Commit(); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// The context ended while fn ran: database/sql rolled the
+			// transaction back, and Commit may say only that it is done.
+			return fmt.Errorf("warden: fence: %s: not committed, rolled back: %w", resource, cerr)
+		}
 		return fmt.Errorf("warden: fence: %s: commit: %w", resource, err)
 	}
 	return nil
