@@ -250,14 +250,16 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, token int64, field, ke
 	if err == nil || errors.Is(err, redis.Nil) {
 		return v, err
 	}
-	if highest, ok := staleHighest(err); ok {
+	if highest, ok := staleHighest(err, guard); ok {
 		return nil, &StaleTokenError{Resource: key, Token: token, Highest: highest}
 	}
 	return nil, fmt.Errorf("warden: fence: %s: %w", key, err)
 }
 
-// staleHighest reads the highest token from a script's STALETOKEN error.
-func staleHighest(err error) (int64, bool) {
+// staleHighest reads the highest token from the guard's refusal,
+// "STALETOKEN <highest> <guard>": an error of Eval's script that only
+// looks like one (it does not name guard) is the script's error.
+func staleHighest(err error, guard string) (int64, bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return 0, false
@@ -266,7 +268,11 @@ func staleHighest(err error) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	highest, perr := strconv.ParseInt(rest, 10, 64)
+	seen, key, ok := strings.Cut(rest, " ")
+	if !ok || key != guard {
+		return 0, false
+	}
+	highest, perr := strconv.ParseInt(seen, 10, 64)
 	return highest, perr == nil
 }
 

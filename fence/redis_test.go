@@ -426,3 +426,20 @@ const watchdog = time.Second
 
 // noCtx is a nil context, for the tests that pass one.
 var noCtx context.Context
+
+// An error of Eval's own script that looks like the guard's refusal is the
+// script's error, not a stale token; the guard's refusal still is one.
+func TestRedisEvalErrorLikeARefusalIsTheScripts(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	g := fence.NewRedis(rdb)
+	_, err := g.Eval(ctx, 5, "return redis.error_reply('STALETOKEN 7')", []string{"res"})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, fence.ErrStaleToken, "the script's own error")
+	assert.ErrorContains(t, err, "STALETOKEN 7")
+
+	_, err = g.Eval(ctx, 3, "return 1", []string{"res"})
+	var stale *fence.StaleTokenError
+	require.ErrorAs(t, err, &stale, "below the token 5 raised before the script ran")
+	assert.Equal(t, fence.StaleTokenError{Resource: "res", Token: 3, Highest: 5}, *stale)
+}

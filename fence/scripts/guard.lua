@@ -5,8 +5,10 @@
 -- ARGV[1]  the write's token, a positive decimal int64
 --
 -- Replies (only when it refuses; else the script goes on with the write):
---   error "STALETOKEN <highest>"  the token is below the guard: nothing
---                                 is written
+--   error "STALETOKEN <highest> <guard key>"  the token is below the
+--                                 guard: nothing is written (the guard
+--                                 key names the refusal as the guard's,
+--                                 not an error of Eval's script)
 --   error "ERR ..."               the guard key holds no token
 --
 -- The check writes nothing: the write's script calls fence_raise, which
@@ -22,7 +24,7 @@ if fence_seen then
     return redis.error_reply('ERR warden fence: the guard key ' .. KEYS[1] .. ' holds no token')
   end
   if #fence_token < #fence_seen or (#fence_token == #fence_seen and fence_token < fence_seen) then
-    return redis.error_reply('STALETOKEN ' .. fence_seen)
+    return redis.error_reply('STALETOKEN ' .. fence_seen .. ' ' .. KEYS[1])
   end
 end
 local function fence_raise()
