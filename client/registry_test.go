@@ -287,6 +287,34 @@ func TestRegistryStaleRecordUnderTheSameIDIsQuiet(t *testing.T) {
 	}
 }
 
+// A Client started again under the ID of one that closed holding a lock
+// is alive: its record is written whole, with no closed mark or field of
+// the old record's left in it.
+func TestRegistryRestartUnderAClosedID(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	key := redisio.ClientRegistryKey("restarted-closed")
+	require.NoError(t, e.rdb.HSet(ctx, key, "service", "old", "host", "elsewhere", "pid", "1", "stray", "x",
+		"started", redisio.UnixMillis(time.Now().Add(-time.Minute)), "seen", redisio.UnixMillis(time.Now()),
+		redisio.RegistryClosed, redisio.UnixMillis(time.Now())).Err())
+	c, err := client.New(e.rdb, client.WithClientID("restarted-closed"), client.WithService("new"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	rec := registryRecord(t, e.rdb, c, func(r map[string]string) bool { return r["service"] == "new" })
+	assert.NotContains(t, rec, redisio.RegistryClosed, "the old record's closed mark is gone")
+	assert.NotContains(t, rec, "stray", "nothing of the old record is left")
+	found := false
+	for r, err := range client.Clients(ctx, e.rdb) {
+		require.NoError(t, err)
+		if r.ID == "restarted-closed" {
+			found = true
+			assert.True(t, r.Alive(), "the restarted Client is alive")
+			assert.True(t, r.Closed.IsZero(), "and not closed")
+		}
+	}
+	assert.True(t, found, "listed by Clients")
+}
+
 // Alive tells a running Client's entry from one whose refreshes stopped
 // more than two periods ago, by Idle; an entry without a period is alive;
 // a closed entry never is.

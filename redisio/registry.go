@@ -190,13 +190,16 @@ func CloseClientRecord(ctx context.Context, r TxRedis, key string, fields []stri
 
 // RegisterClient writes a client's registry record at key: fields (field,
 // value pairs, at least one pair) and the TTL ttl, in one MULTI/EXEC, so
-// a record lost in a restart comes back whole at the next write.
+// a record lost in a restart comes back whole at the next write. It
+// replaces what the key held: a Client started again under the ID of one
+// that closed keeps nothing of the old record (its closed mark above all).
 func RegisterClient(ctx context.Context, r TxRedis, key string, fields []string, ttl time.Duration) error {
 	args := make([]any, len(fields))
 	for i, f := range fields {
 		args[i] = f
 	}
 	_, err := r.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, key)
 		p.HSet(ctx, key, args...)
 		p.PExpire(ctx, key, ttl)
 		return nil
