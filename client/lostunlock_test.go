@@ -113,7 +113,7 @@ func TestFairUnlockOfAHoldingThatIsGoneIsNotHeld(t *testing.T) {
 // most tries). What Redis had left of the holding is deleted all the same:
 // a contender takes the lock at once.
 func TestUnlockRightAfterLostIsNeverReleased(t *testing.T) {
-	eachMutexInParallel(t, func(t *testing.T, e *env, mc mutexCase) {
+	eachMutex(t, func(t *testing.T, e *env, mc mutexCase) {
 		ctx := testCtx(t)
 		s := mc.setup(t, e, "lost-unlock")
 		const tries = 10

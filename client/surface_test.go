@@ -118,21 +118,6 @@ func eachMutex(t *testing.T, fn func(t *testing.T, e *env, mc mutexCase)) {
 	}
 }
 
-// eachMutexInParallel is eachMutex with the kinds run at once, each on a
-// server of its own: for tests that wait on real leases rather than on
-// the CPU. The RedLock, whose masters have 50 ms to answer an attempt,
-// runs alone, before the others.
-func eachMutexInParallel(t *testing.T, fn func(t *testing.T, e *env, mc mutexCase)) {
-	for _, mc := range mutexCases {
-		t.Run(mc.kind, func(t *testing.T) {
-			if mc.kind != "redlock" {
-				t.Parallel()
-			}
-			fn(t, realEnv(t), mc)
-		})
-	}
-}
-
 // isClosed reports whether ch is closed (or ready) now.
 func isClosed(ch <-chan struct{}) bool {
 	select {
