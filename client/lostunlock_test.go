@@ -118,9 +118,19 @@ func TestUnlockRightAfterLostIsNeverReleased(t *testing.T) {
 		s := mc.setup(t, e, "lost-unlock")
 		const tries = 10
 		const lease = 150 * time.Millisecond
-		released := 0
-		for i := range tries {
-			require.NoError(t, s.m.LockLease(ctx, lease), "try %d", i)
+		released, outlived := 0, 0
+		for i := 0; i < tries; i++ {
+			if err := s.m.LockLease(ctx, lease); errors.Is(err, client.ErrLockLost) && outlived < tries {
+				// Under load an acquire's answer can come after its 150 ms
+				// lease ran out: the engine gives the hold back and says so.
+				// Nothing was held, so there is no Unlock to try: again.
+				outlived++
+				t.Logf("try %d: %v", i, err)
+				i--
+				continue
+			} else {
+				require.NoError(t, err, "try %d", i)
+			}
 			await.Value(t, s.m.Lost(), 5*time.Second, "Lost, once the lease ran out")
 			err := s.m.Unlock(ctx)
 			if err == nil {
