@@ -87,8 +87,9 @@ func (m *queueMailbox) UserMessageCount() int { return int(m.userCount.Load()) }
 // actor's turn (one turn at a time still: scheduled stays set until the
 // pass ends), nested in its own turn when it is another actor's; the
 // nesting is as deep as a chain of distinct actors, each holding its own
-// mailbox's flag, can be. An inline pass takes no system message: once
-// one is queued, the rest of the pass goes to the dispatcher.
+// mailbox's flag, can be. An inline pass takes no system message and at
+// most the dispatcher's Throughput of messages: the rest of the pass goes
+// to the dispatcher (run).
 func (m *queueMailbox) schedule(inline bool) {
 	if m.scheduled.CompareAndSwap(false, true) {
 		if inline {
@@ -141,8 +142,11 @@ func (m *queueMailbox) passes(inline bool) {
 }
 
 // run hands the queued messages to the invoker, system messages first,
-// until the queues are empty or the mailbox is suspended. An inline run
-// stops short of a system message and returns false.
+// until the queues are empty or the mailbox is suspended, yielding every
+// Throughput messages. It returns false for the rest of the pass to go to
+// the dispatcher: when an inline run meets a system message or has taken
+// Throughput messages (the posting goroutine serves no actor's backlog),
+// and after a panic, which the invoker was told of.
 func (m *queueMailbox) run(inline bool) bool {
 	var msg any
 	defer func() {
@@ -153,6 +157,9 @@ func (m *queueMailbox) run(inline bool) bool {
 	throughput := m.dispatcher.Throughput()
 	for i := 0; ; i++ {
 		if i > throughput {
+			if inline {
+				return false
+			}
 			i = 0
 			runtime.Gosched()
 		}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,4 +223,34 @@ func TestInlinePassRunsOnThePosterButNotItsSystemMessages(t *testing.T) {
 	}
 	assert.Equal(t, "then-stop", rest[0].(*messages.Acquire).Name)
 	assert.ElementsMatch(t, []any{"system", "plain"}, rest[1:], "both handled, on the workers")
+}
+
+// An inline pass takes at most a dispatcher's throughput of messages on
+// the posting goroutine: what others keep queueing meanwhile is handed to
+// the workers, so a caller never serves an actor's backlog for ever.
+func TestInlinePassIsBounded(t *testing.T) {
+	w := NewWorkers()
+	defer w.Stop()
+	const more = 5 * throughput
+	var handled atomic.Int64
+	all := make(chan struct{})
+	m := newQueueMailbox().(*queueMailbox)
+	m.RegisterHandlers(funcInvoker{fn: func(msg any) {
+		if a, ok := msg.(*messages.Acquire); ok && a.Name == "first" {
+			for range more {
+				m.PostUserMessage(&messages.Acquire{Name: "more"}) // queued: the pass is this one
+			}
+		}
+		if handled.Add(1) == more+1 {
+			close(all)
+		}
+	}}, w)
+	m.PostUserMessage(&messages.Acquire{Name: "first"})
+	onPoster := handled.Load()
+	assert.LessOrEqual(t, onPoster, int64(throughput+1), "the posting goroutine took at most a throughput's worth")
+	select {
+	case <-all:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%d of %d handled", handled.Load(), more+1)
+	}
 }
