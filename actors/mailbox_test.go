@@ -232,10 +232,13 @@ func TestInlinePassIsBounded(t *testing.T) {
 	w := NewWorkers()
 	defer w.Stop()
 	const more = 5 * throughput
-	var handled atomic.Int64
-	all := make(chan struct{})
+	var entered, handled atomic.Int64
+	gate, all := make(chan struct{}), make(chan struct{})
 	m := newQueueMailbox().(*queueMailbox)
 	m.RegisterHandlers(funcInvoker{fn: func(msg any) {
+		if entered.Add(1) > throughput+1 {
+			<-gate // past what the poster may take: held until the poster is back
+		}
 		if a, ok := msg.(*messages.Acquire); ok && a.Name == "first" {
 			for range more {
 				m.PostUserMessage(&messages.Acquire{Name: "more"}) // queued: the pass is this one
@@ -245,9 +248,19 @@ func TestInlinePassIsBounded(t *testing.T) {
 			close(all)
 		}
 	}}, w)
-	m.PostUserMessage(&messages.Acquire{Name: "first"})
-	onPoster := handled.Load()
-	assert.LessOrEqual(t, onPoster, int64(throughput+1), "the posting goroutine took at most a throughput's worth")
+	posted := make(chan struct{})
+	go func() {
+		m.PostUserMessage(&messages.Acquire{Name: "first"})
+		close(posted)
+	}()
+	select {
+	case <-posted:
+	case <-time.After(5 * time.Second):
+		close(gate)
+		t.Fatal("the posting goroutine went on serving the backlog")
+	}
+	assert.Equal(t, int64(throughput+1), handled.Load(), "the posting goroutine took a throughput's worth, then handed over")
+	close(gate)
 	select {
 	case <-all:
 	case <-time.After(5 * time.Second):
