@@ -102,7 +102,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		a.idleFor(ctx, m.Gen, a.isIdle(), nil)
+		a.idleFor(ctx, m.Gen, a.isIdle())
 		return
 	case *actor.Stopping:
 		a.stopCalls()

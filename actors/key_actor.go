@@ -56,11 +56,9 @@ func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *ac
 			// The maps are made on first use, and dropped again by trim.
 			renewals: keyRenewals{renewer: renewer},
 		}
+		a.idle.trim = a.trim
 		if k.Kind == messages.KindGroupLock {
 			a.groups = groupValues{} // the other kinds' stays nil: nothing to make per key actor
-		}
-		if usesLockArgs(k.Kind) {
-			a.lockIO.args = cfg.Scripts.LockArgs(k.Name)
 		}
 		if cfg.keyActorMade != nil {
 			cfg.keyActorMade(a)
@@ -124,7 +122,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		a.idleFor(ctx, m.Gen, a.isIdle(), a.trim)
+		a.idleFor(ctx, m.Gen, a.isIdle())
 		return
 	default:
 		return
@@ -600,9 +598,7 @@ func (a *keyActor) trim() {
 	a.spare, a.spareHolding, a.ops = nil, nil, nil
 	a.holdings, a.renewals.registered, a.renewals.paused, a.subs.subscribed = nil, nil, nil, nil
 	a.waiters.trim()
-	if a.lockIO.args != nil {
-		a.lockIO.args = nil // made again by the next start
-	}
+	a.lockIO.args = nil // made again by the next start
 	if a.cfg.keyActorTrimmed != nil {
 		a.cfg.keyActorTrimmed(a)
 	}

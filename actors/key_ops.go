@@ -168,7 +168,8 @@ func (a *keyActor) pump(ctx actor.Context) {
 // stop, and the result comes back as opDone.
 func (a *keyActor) start(ctx actor.Context, o *op) {
 	if a.lockIO.args == nil && usesLockArgs(a.key.Kind) {
-		a.lockIO.args = a.cfg.Scripts.LockArgs(a.key.Name) // dropped by trim
+		// Made for the first request, and again after a trim.
+		a.lockIO.args = a.cfg.Scripts.LockArgs(a.key.Name)
 	}
 	a.inflight = o
 	o.started = a.cfg.Clock.Now()

@@ -62,20 +62,22 @@ func (ct *clockTimer) set(ctx actor.Context, at time.Time) {
 }
 
 // trimAfter is how long an actor is idle before its idle timer's first
-// tick lets it trim what it keeps for its next requests (keyActor.trim);
-// passivation comes at the idle timeout.
+// tick lets it trim what it keeps for its next requests (idleTimer.trim,
+// keyActor.trim); passivation comes at the idle timeout.
 const trimAfter = 200 * time.Millisecond
 
-// idleTimer tells its actor when it has been idle for a while: first
-// when to trim (trimAfter, or the idle timeout if shorter), then when it
-// may passivate (the idle timeout). It stays armed through busy spells,
-// so that an actor that turns busy and idle again on every request (a
-// lock taken and released) costs no timer operation: a tick that comes
-// early re-arms it for the rest of the current idle spell, and one that
-// comes while the actor is busy leaves it unarmed until the next idle
-// spell begins.
+// idleTimer tells its actor when it has been idle for a while: first, for
+// an actor with a trim, when to trim (trimAfter, or the idle timeout if
+// shorter), then when it may passivate (the idle timeout). It stays armed
+// through busy spells, so that an actor that turns busy and idle again on
+// every request (a lock taken and released) costs no timer operation: a
+// tick that comes early re-arms it for the rest of the current idle
+// spell, and one that comes while the actor is busy leaves it unarmed
+// until the next idle spell begins.
 type idleTimer struct {
 	clockTimer
+	// trim, when set, runs once in each idle spell, trimAfter into it.
+	trim func()
 	// since is when the current idle spell began; zero while busy.
 	since time.Time
 	// trimmed tells that the current idle spell's trim ran.
@@ -98,20 +100,29 @@ func (it *idleTimer) track(ctx actor.Context, idle bool, d time.Duration) {
 	}
 }
 
+// trimAt is when the current idle spell's trim is due, or zero when there
+// is none (no trim, or it ran).
+func (it *idleTimer) trimAt(d time.Duration) time.Time {
+	if it.trim == nil || it.trimmed {
+		return time.Time{}
+	}
+	return it.since.Add(min(trimAfter, d))
+}
+
 // next is when the current idle spell's next tick is due: its trim, then
 // its end, d after it began.
 func (it *idleTimer) next(d time.Duration) time.Time {
-	if !it.trimmed {
-		return it.since.Add(min(trimAfter, d))
+	if at := it.trimAt(d); !at.IsZero() {
+		return at
 	}
 	return it.since.Add(d)
 }
 
 // due handles an idle tick of generation gen: once the actor (idle now)
-// has been idle for trimAfter it runs trim (unless nil), once per spell;
-// it reports whether the actor has been idle for d, and otherwise re-arms
+// has been idle until its trim is due it trims, once per spell; it
+// reports whether the actor has been idle for d, and otherwise re-arms
 // the timer for the current idle spell's next tick, if there is one.
-func (it *idleTimer) due(ctx actor.Context, gen uint64, idle bool, d time.Duration, trim func()) bool {
+func (it *idleTimer) due(ctx actor.Context, gen uint64, idle bool, d time.Duration) bool {
 	if !it.fired(gen) {
 		return false
 	}
@@ -119,11 +130,9 @@ func (it *idleTimer) due(ctx actor.Context, gen uint64, idle bool, d time.Durati
 		return false
 	}
 	now := it.clock.Now()
-	if !it.trimmed && !now.Before(it.since.Add(min(trimAfter, d))) {
+	if at := it.trimAt(d); !at.IsZero() && !now.Before(at) {
 		it.trimmed = true
-		if trim != nil {
-			trim()
-		}
+		it.trim()
 	}
 	if now.Before(it.since.Add(d)) {
 		it.arm(ctx.ActorSystem(), ctx.Self(), it.next(d), func(g uint64) any { return &idleTick{Gen: g} })

@@ -87,10 +87,9 @@ func (b *waitingActor) failWith(r any, told string) {
 }
 
 // idleFor asks root to passivate the actor when its idle timer's tick gen
-// is due and the actor (idle) has nothing to do; trim (nil: nothing)
-// runs once an idle spell has lasted trimAfter.
-func (b *waitingActor) idleFor(ctx actor.Context, gen uint64, idle bool, trim func()) {
-	if b.idle.due(ctx, gen, idle, b.cfg.IdleTimeout, trim) {
+// is due and the actor (idle) has nothing to do.
+func (b *waitingActor) idleFor(ctx actor.Context, gen uint64, idle bool) {
+	if b.idle.due(ctx, gen, idle, b.cfg.IdleTimeout) {
 		ctx.Send(b.root, &passivate{Key: b.key, PID: ctx.Self(), Seen: b.seen})
 	}
 }
