@@ -170,10 +170,11 @@ func TestBrokenMultiLockIsCaught(t *testing.T) {
 }
 
 // TestWorkloadTakesMultiLocks: fault-free runs take MultiLocks each way the
-// checks look at, and break nothing.
+// checks look at, and break nothing. Forty seeds: an attempt that took every
+// member and gave them back is rare (once or twice in ten to twenty seeds).
 func TestWorkloadTakesMultiLocks(t *testing.T) {
 	seen := map[string]int{}
-	for _, res := range runSeeds(t, Options{Length: 10 * time.Second}, 1, 10) {
+	for _, res := range runSeeds(t, Options{Length: 10 * time.Second}, 1, 40) {
 		assert.Empty(t, res.Violations, "seed %d", res.Seed)
 		owners := map[string]bool{}
 		for _, m := range res.Multis {
