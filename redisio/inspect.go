@@ -351,7 +351,7 @@ func ReadClientRecords(ctx context.Context, r redis.Cmdable, ids []string) (map[
 // something else) is no record, not a failed read.
 func allWrongType(cmds []*redis.MapStringStringCmd) bool {
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		if err := c.Err(); err != nil && !redis.HasErrorPrefix(err, "WRONGTYPE") {
 			return false
 		}
 	}

@@ -93,9 +93,8 @@ func (s *Scripts) SemaphoreUndoAcquire(ctx context.Context, r Redis, name, reqID
 // semaphore anew (it was deleted, by Redisson say) deletes the total left
 // of the old one (PermitsTotalKey).
 func (s *Scripts) SemaphoreRelease(ctx context.Context, r Redis, name, reqID string, permits int64) (int64, error) {
-	return runInt(ctx, r, semReleaseScript, "semaphore release", name,
-		[]string{name, SemaphoreChannel(name), OpLatchKey(name, reqID), PermitsTotalKey(name)},
-		strconv.FormatInt(permits, 10), s.publish, Millis(LatchTTL))
+	return s.countingWrite(ctx, r, semReleaseScript, "semaphore release", name, SemaphoreChannel(name), reqID,
+		strconv.FormatInt(permits, 10), PermitsTotalKey(name))
 }
 
 // SemaphoreTrySetPermits sets the semaphore to permits (at least 0) if it
@@ -150,9 +149,8 @@ func (s *Scripts) SemaphoreReleaseIfExists(ctx context.Context, r Redis, name, r
 // 0. A recorded total (PermitsTotalKey) moves by delta too; none is
 // started where there was none. It is applied once per reqID: a repeat returns the first result.
 func (s *Scripts) SemaphoreAddPermits(ctx context.Context, r Redis, name, reqID string, delta int64) (int64, error) {
-	return runInt(ctx, r, semAddPermitsScript, "semaphore add permits", name,
-		[]string{name, SemaphoreChannel(name), OpLatchKey(name, reqID), PermitsTotalKey(name)},
-		strconv.FormatInt(delta, 10), s.publish, Millis(LatchTTL))
+	return s.countingWrite(ctx, r, semAddPermitsScript, "semaphore add permits", name, SemaphoreChannel(name), reqID,
+		strconv.FormatInt(delta, 10), PermitsTotalKey(name))
 }
 
 // SemaphoreAvailable returns the semaphore's available permits, 0 when it
@@ -162,10 +160,11 @@ func SemaphoreAvailable(ctx context.Context, r Redis, name string) (int64, error
 }
 
 // countingWrite runs sc, a counting write applied once per reqID (KEYS:
-// name, channel, the op latch; ARGV: arg, publish command, latch TTL),
-// and returns its integer reply.
-func (s *Scripts) countingWrite(ctx context.Context, r Redis, sc *redis.Script, op, name, channel, reqID, arg string) (int64, error) {
-	return runInt(ctx, r, sc, op, name, []string{name, channel, OpLatchKey(name, reqID)}, arg, s.publish, Millis(LatchTTL))
+// name, channel, the op latch, then more, as a semaphore's total; ARGV:
+// arg, publish command, latch TTL), and returns its integer reply.
+func (s *Scripts) countingWrite(ctx context.Context, r Redis, sc *redis.Script, op, name, channel, reqID, arg string, more ...string) (int64, error) {
+	keys := append([]string{name, channel, OpLatchKey(name, reqID)}, more...)
+	return runInt(ctx, r, sc, op, name, keys, arg, s.publish, Millis(LatchTTL))
 }
 
 // readCount reads the integer at name: a semaphore's permits or a latch's

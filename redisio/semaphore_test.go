@@ -153,6 +153,14 @@ func TestSemaphoreWithoutInit(t *testing.T) {
 	})
 }
 
+// setPermits sets a fresh semaphore name to permits with TrySetPermits.
+func setPermits(t *testing.T, s *Scripts, rdb *redis.Client, name string, permits int64) {
+	t.Helper()
+	set, err := s.SemaphoreTrySetPermits(context.Background(), rdb, name, permits)
+	require.NoError(t, err)
+	require.True(t, set, "%s set to %d", name, permits)
+}
+
 // A release that makes a deleted semaphore anew deletes the total left of
 // the old one (a Redisson delete takes only the semaphore's key); a
 // release of a semaphore that exists keeps its total.
@@ -160,10 +168,8 @@ func TestSemaphoreReleaseAfterADeleteDropsTheOldTotal(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
-		set, err := s.SemaphoreTrySetPermits(ctx, rdb, "jobs", 5)
-		require.NoError(t, err)
-		require.True(t, set)
-		_, _, _, err = s.SemaphoreAcquire(ctx, rdb, ReplicaSync{}, "jobs", "a1", 2)
+		setPermits(t, s, rdb, "jobs", 5)
+		_, _, _, err := s.SemaphoreAcquire(ctx, rdb, ReplicaSync{}, "jobs", "a1", 2)
 		require.NoError(t, err)
 		n, err := s.SemaphoreRelease(ctx, rdb, "jobs", "r1", 1)
 		require.NoError(t, err)
@@ -186,9 +192,7 @@ func TestSemaphoreNegativePermits(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
-		ok, err := s.SemaphoreTrySetPermits(ctx, rdb, "neg", 10)
-		require.NoError(t, err)
-		require.True(t, ok)
+		setPermits(t, s, rdb, "neg", 10)
 		acquired, _, _, err := s.SemaphoreAcquire(ctx, rdb, ReplicaSync{}, "neg", "a1", 10)
 		require.NoError(t, err)
 		require.True(t, acquired)
