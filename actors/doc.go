@@ -87,8 +87,9 @@
 //     inline pass: inlineMessage names the messages that may), and else
 //     hands it to Workers. The caller then blocks on the reply channel,
 //     the Client's end and ctx.
-//  2. The caller's goroutine (a worker when root was busy), root's turn. rootActor.Receive validates the
-//     request (its own checks and, on a Cluster, the slot rule) and
+//  2. The caller's goroutine (a worker when root was busy), root's turn.
+//     rootActor.Receive validates the request (its own checks and, on a
+//     Cluster, the slot rule) and
 //     rootActor.route looks the key actor up, spawning it on first use
 //     (state: rootActor.keys and the entry's routed count, for the
 //     passivation handshake), and forwards the Acquire to it, sender kept.
@@ -121,8 +122,9 @@
 //     The reply becomes an AcquireResult; op.run fills the op's opDone and
 //     sends it to the key actor.
 //  5. The call's worker, the key actor's turn: op.run's post of the
-//     opDone runs the pass inline when the mailbox is idle. keyActor.onOpDone clears
-//     keyActor.inflight and keyActor.onAttemptDone settles the outcome.
+//     opDone runs the pass inline when the mailbox is idle.
+//     keyActor.onOpDone clears keyActor.inflight and keyActor.onAttemptDone
+//     settles the outcome.
 //     Acquired: a holding is made or updated (keyActor.holdings: count,
 //     lease, end), the waiter leaves the queue, the sender becomes a
 //     watcher, and messages.Acquired goes to the Client's mailbox: its

@@ -132,9 +132,10 @@ func WithClientID(id string) Option {
 // default is 2s: a name used once costs the engine about 1.8 KB until
 // then (what it keeps for the next request is let go of 200ms into the
 // idle spell), and a name in use keeps its state. A longer timeout spares
-// names used every few seconds the state's making anew (a few
-// microseconds and allocations); a shorter one frees many names used
-// once sooner.
+// names used every few seconds the state's making anew, which their next
+// call pays (measured on a 2-core VM: 17 to 34µs and 55 allocations more
+// than a lock+unlock pair's 148 to 162µs); a shorter one frees many
+// names used once sooner.
 func WithIdleTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
