@@ -154,7 +154,7 @@
 // caller's goroutine while the call is on the wire, and the bookkeeping
 // after the answer runs on the worker while the caller returns. A busy
 // mailbox's pass goes to a worker, as every pass does under a
-// simulation's schedule (Workers.Inline).
+// simulation's schedule (Workers.runsInline).
 //
 // The other requests follow the same path to the key actor: a Release
 // becomes an op (opRelease) queued ahead of attempts; the unlock of a last

@@ -35,7 +35,7 @@ type queueMailbox struct {
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
 	// inline tells that a pass may run on the goroutine that posts to the
-	// idle mailbox (the dispatcher's Inline) instead of on a worker.
+	// idle mailbox (Workers.runsInline) instead of on a worker.
 	inline bool
 	// pass is m.process, made once.
 	pass func()
@@ -71,7 +71,7 @@ func (m *queueMailbox) PostSystemMessage(msg any) {
 func (m *queueMailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker, m.dispatcher = invoker, dispatcher
 	w, ok := dispatcher.(*Workers)
-	m.inline = ok && w.Inline()
+	m.inline = ok && w.runsInline()
 }
 
 // Start does nothing: the mailbox has no middlewares to tell.

@@ -116,10 +116,10 @@ func (w *Workers) run(j job) {
 	}()
 }
 
-// Inline tells whether an actor's mailbox pass may run on the goroutine
+// runsInline tells whether an actor's mailbox pass may run on the goroutine
 // that posts to the idle mailbox: always but on a simulation's schedule
 // (NewWorkersOn), which runs every pass itself, in its own order.
-func (w *Workers) Inline() bool { return w.schedule == nil }
+func (w *Workers) runsInline() bool { return w.schedule == nil }
 
 // Throughput implements actor.Dispatcher.
 func (w *Workers) Throughput() int { return throughput }
