@@ -33,7 +33,12 @@ import (
 // members taken are released and the whole set is tried again after a
 // short random pause (under 50 ms), within the same wait budget. An
 // attempt during which a member it took was lost is given back and tried
-// again too.
+// again too, and so is one that reentered a member whose earlier holding
+// by the same owner ran out while the reentry was in flight (as when a
+// holding of the set was lost and the set is taken again without an
+// Unlock): that member is then taken afresh. A reentry of a holding of
+// the set that was not lost fails instead, with ErrLockLost, when that
+// holding is lost meanwhile, as a Lock's reentry does.
 //
 // A holding of the MultiLock (from the acquire that takes the set to the
 // Unlock that gives back its last hold) is lost, and Lost closed, as soon
@@ -271,6 +276,14 @@ func (m *MultiLock) holdState() (holds int, lost bool) {
 	return m.holds, m.holds > 0 && m.lost
 }
 
+// reentering tells whether an acquire starting now reenters a holding of
+// the set that was not reported lost.
+func (m *MultiLock) reentering() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds > 0 && !m.lost
+}
+
 // reportedLost tells whether the current holding was reported lost (its
 // Lost channel closed).
 func (m *MultiLock) reportedLost() bool {
@@ -432,7 +445,7 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 	ctx, measured := m.tel().begin(ctx, meterMultiLock, m.meterName())
 	defer func() { measured.end(ctx, ok, err) }()
 	clock := m.clock()
-	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease}
+	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease, Reentry: m.reentering()}
 	return retry(ctx, clock, deadline, m.describe(), func() (bool, error) {
 		a, err := m.attempt(ctx, plan)
 		if err != nil {
@@ -460,6 +473,10 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 		r, err := l.acquire(ctx, plan.Lease, dl, false, wait)
 		if err != nil && ctx.Err() != nil {
 			err = nil // the caller reports the context's end
+		}
+		if plan.MemberLost(err) {
+			a.Lost = true // an earlier holding of it ran out meanwhile: try again
+			return a, nil
 		}
 		if err != nil {
 			releaseTaken(ctx, m.locks[:i])

@@ -231,6 +231,15 @@ func (wl *workload) onMemberRefused(ctx actor.Context, o *owner, f *messages.Acq
 		wl.endAttempt(ctx, o)
 		return
 	}
+	if m.plan.MemberLost(f.Err) {
+		// An earlier holding of the member ran out while this reentry
+		// was in flight: the engine gives back what it took; the
+		// attempt was one during which a member was lost.
+		wl.ghostOf(o, m.members[m.attempt.Taken], m.plan.Lease, m.pending)
+		m.attempt.Lost = true
+		wl.endAttempt(ctx, o)
+		return
+	}
 	// An error ends the acquire: the members taken are given back first.
 	wl.ghostOf(o, m.members[m.attempt.Taken], m.plan.Lease, m.pending)
 	m.failed = true

@@ -24,14 +24,22 @@
 //
 // A member answered with an error (Redis unreachable, an unknown outcome)
 // ends the acquire with that error: the members taken are given back and
-// nothing is tried again.
+// nothing is tried again. One error does not (Plan.MemberLost): a member
+// whose earlier holding by the same owner ran out while the attempt's
+// reentry of it was in flight, when the acquire does not reenter a live
+// holding of the set. That holding is over (its owner was told, and the
+// engine gave back what the reentry took), so the attempt counts as one
+// during which a member was lost: given back and tried again.
 package multi
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/warden-go/warden/messages"
 )
 
 // MemberWait bounds how long an attempt holding some members waits for the
@@ -80,6 +88,10 @@ type Plan struct {
 	Deadline time.Time
 	// Lease is every member's lease; 0 is watchdog mode.
 	Lease time.Duration
+	// Reentry records that the acquire reenters a holding of the set that
+	// was not lost: a member's loss (MemberLost) then ends it, as a
+	// reentry of a lost holding does.
+	Reentry bool
 }
 
 // Blocking reports whether the acquire has no deadline of its own.
@@ -148,4 +160,16 @@ func Pause(deadline, now time.Time, r uint64) time.Duration {
 		d = min(d, max(0, deadline.Sub(now)))
 	}
 	return d
+}
+
+// MemberLost reports whether err, a member acquire's answer, says that the
+// owner's earlier holding of the member was lost while the acquire (a
+// reentry of it) was in flight, and that the attempt is then one during
+// which a member was lost (Attempt.Lost), to be given back and tried
+// again, not a failed acquire. It is not when the acquire reenters a
+// holding of the set that was not lost (Plan.Reentry): that holding is
+// what was lost, and the acquire fails as a lost reentry of one lock
+// does. A closed client's loss never is: its acquires end.
+func (p Plan) MemberLost(err error) bool {
+	return !p.Reentry && errors.Is(err, messages.ErrLockLost) && !errors.Is(err, messages.ErrClosed)
 }
