@@ -116,7 +116,8 @@
 //     from the key actor's LockArgs and sends it with scriptCall.run:
 //     EVALSHA, EVAL when the server lacks the script, through the
 //     AutoPipeline, which batches calls made at the same time on the
-//     callers' own goroutines (it has none of its own). In Redis,
+//     callers' own goroutines (it has none of its own), two or more
+//     acquires or unlocks of plain locks as one batch script call. In Redis,
 //     redisio/scripts/acquire.lua writes the lock hash (owner → hold
 //     count, the acquire record field) and its TTL: the state that counts.
 //     The reply becomes an AcquireResult; op.run fills the op's opDone and

@@ -2,7 +2,9 @@ package redisio
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +20,10 @@ import (
 // the uncontended path pays nothing for it.
 //
 // Only EVAL and EVALSHA are pipelined; every other command passes through.
-// There is no goroutine of its own: the callers do the flushing.
+// There is no goroutine of its own: the callers do the flushing. In a
+// pipeline, two or more calls of the plain lock's acquire, or of the
+// unlock, go as one call of a batch script that runs each as its own
+// script would (batchScript), except on a Cluster.
 type AutoPipeline struct {
 	Redis
 
@@ -28,6 +33,9 @@ type AutoPipeline struct {
 	inflight int
 
 	batches, piped uint64 // how many pipelines of more than one call, and their calls
+	cluster        bool   // a Cluster client: no batch scripts
+
+	scriptBatches, scriptBatched atomic.Uint64 // batch script calls, and the calls they ran
 }
 
 // pipedCall is one queued script call.
@@ -50,13 +58,21 @@ const (
 
 // NewAutoPipeline wraps r.
 func NewAutoPipeline(r Redis) *AutoPipeline {
-	p := &AutoPipeline{Redis: r}
+	_, cluster := r.(*redis.ClusterClient)
+	p := &AutoPipeline{Redis: r, cluster: cluster}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
 
 // Unwrap returns the wrapped Redis.
 func (p *AutoPipeline) Unwrap() Redis { return p.Redis }
+
+// ScriptBatches reports how many batch script calls were sent (calls of
+// one hot script queued together, sent as one EVALSHA: see batchScript)
+// and how many calls they ran.
+func (p *AutoPipeline) ScriptBatches() (batches, calls uint64) {
+	return p.scriptBatches.Load(), p.scriptBatched.Load()
+}
 
 // Stats reports how many pipelines of more than one call were sent and how
 // many calls they carried.
@@ -158,10 +174,66 @@ func (p *AutoPipeline) send(batch []*pipedCall) {
 		defer cancel()
 	}
 	pipe := p.Redis.Pipeline()
-	for _, c := range batch {
+	var groups []callGroup
+	for _, c := range p.grouped(batch, &groups) {
 		_ = pipe.Process(ctx, c.cmd)
 	}
+	for i := range groups {
+		g := &groups[i]
+		g.cmd = g.b.cmd(ctx, g.calls, false)
+		_ = pipe.Process(ctx, g.cmd)
+	}
 	_, _ = pipe.Exec(ctx)
+	for i := range groups {
+		g := &groups[i]
+		if err := g.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// The server lost the batch script (a restart, SCRIPT
+			// FLUSH): its calls ran none; EVAL runs and loads it.
+			g.cmd = g.b.cmd(ctx, g.calls, true)
+			_ = p.Redis.Process(ctx, g.cmd)
+		}
+		g.b.answer(g.calls, g.cmd)
+	}
+}
+
+// callGroup is the calls of one batch script in a pipeline, and the
+// command that runs them.
+type callGroup struct {
+	b     *batchScript
+	calls []*pipedCall
+	cmd   *redis.Cmd
+}
+
+// grouped returns the calls of batch that go in the pipeline as they are,
+// and appends to groups the calls of each batch script that has two or
+// more of them (batchFor), to go as one call of it. On a Cluster nothing
+// is grouped: one script call cannot span slots.
+func (p *AutoPipeline) grouped(batch []*pipedCall, groups *[]callGroup) []*pipedCall {
+	if p.cluster {
+		return batch
+	}
+	var of [2][]*pipedCall
+	rest := batch[:0:0]
+	for _, c := range batch {
+		if b := batchFor(c.cmd); b != nil {
+			i := slices.Index(batchScripts, b)
+			of[i] = append(of[i], c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	for i, calls := range of {
+		switch len(calls) {
+		case 0:
+		case 1:
+			rest = append(rest, calls[0])
+		default:
+			*groups = append(*groups, callGroup{b: batchScripts[i], calls: calls})
+			p.scriptBatches.Add(1)
+			p.scriptBatched.Add(uint64(len(calls)))
+		}
+	}
+	return rest
 }
 
 // earliestDeadline is the earliest deadline of the batch's contexts, if
