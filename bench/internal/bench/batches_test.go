@@ -89,7 +89,14 @@ func TestCounterSeesTheEnginesBatches(t *testing.T) {
 			server, err := bench.ReadServerStats(ctx, stats)
 			require.NoError(t, err)
 			executed := server.Sub(serverBefore).ByCommand
-			assert.Equal(t, 2*pairs, b.Cmds(), "one script call for each Lock and each Unlock")
+			if on {
+				// Calls of one script that meet in a pipeline go as one
+				// batch script call (redisio's AutoPipeline).
+				assert.LessOrEqual(t, b.Cmds(), 2*pairs, "at most one script call for each Lock and each Unlock")
+				assert.Positive(t, b.Cmds())
+			} else {
+				assert.Equal(t, 2*pairs, b.Cmds(), "one script call for each Lock and each Unlock")
+			}
 			assert.Equal(t, executed["evalsha"]+executed["eval"], b.Cmds(), "Redis ran every script call counted, and no other")
 			sent := cnt.Read().Sub(sentBefore)
 			assert.LessOrEqual(t, b.RoundTrips(), sent.Trips)
