@@ -33,16 +33,19 @@ import (
 // members taken are released and the whole set is tried again after a
 // short random pause (under 50 ms), within the same wait budget. An
 // attempt during which a member it took was lost is given back and tried
-// again too, and so is one that reentered a member whose earlier holding
-// by the same owner ran out while the reentry was in flight (as when a
-// holding of the set was lost and the set is taken again without an
-// Unlock): that member is then taken afresh. A reentry of a holding of
+// again too. A member whose earlier holding by the same owner ran out
+// while the attempt's reentry of it was in flight (as when a holding of
+// the set was lost and the set is taken again without an Unlock) is asked
+// again at once, and so taken afresh. A reentry of a holding of
 // the set that was not lost fails instead, with ErrLockLost, when that
 // holding is lost meanwhile, as a Lock's reentry does.
 //
 // A holding of the MultiLock (from the acquire that takes the set to the
 // Unlock that gives back its last hold) is lost, and Lost closed, as soon
-// as one member's holding is lost: the set is no longer held as one. That
+// as one member's holding is lost: the set is no longer held as one. An
+// acquire after that, without an Unlock, first does that Unlock (which
+// releases what the lost holding left on the other members) and then
+// takes the set as a new holding. That
 // includes a member whose Client is closed (Client.Close closes its
 // handles' Lost channels).
 //
@@ -276,14 +279,6 @@ func (m *MultiLock) holdState() (holds int, lost bool) {
 	return m.holds, m.holds > 0 && m.lost
 }
 
-// reentering tells whether an acquire starting now reenters a holding of
-// the set that was not reported lost.
-func (m *MultiLock) reentering() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.holds > 0 && !m.lost
-}
-
 // reportedLost tells whether the current holding was reported lost (its
 // Lost channel closed).
 func (m *MultiLock) reportedLost() bool {
@@ -445,7 +440,11 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 	ctx, measured := m.tel().begin(ctx, meterMultiLock, m.meterName())
 	defer func() { measured.end(ctx, ok, err) }()
 	clock := m.clock()
-	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease, Reentry: m.reentering()}
+	if _, lost := m.holdState(); lost {
+		giveBackLost(ctx, m.Unlock)
+	}
+	holds, lost := m.holdState()
+	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease, Reentry: holds > 0 && !lost}
 	return retry(ctx, clock, deadline, m.describe(), func() (bool, error) {
 		a, err := m.attempt(ctx, plan)
 		if err != nil {
@@ -471,11 +470,19 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 	for i, l := range m.locks {
 		dl, wait := plan.Member(i, clock.Now())
 		r, err := l.acquire(ctx, plan.Lease, dl, false, wait)
+		if plan.MemberLost(err) {
+			// An earlier holding of it ran out meanwhile; that is
+			// settled now, and asking again takes it afresh.
+			if i == 0 {
+				a.Start = clock.Now() // the set's lease runs from its first member's take
+			}
+			r, err = l.acquire(ctx, plan.Lease, dl, false, wait)
+		}
 		if err != nil && ctx.Err() != nil {
 			err = nil // the caller reports the context's end
 		}
 		if plan.MemberLost(err) {
-			a.Lost = true // an earlier holding of it ran out meanwhile: try again
+			a.Lost = true // lost again: the whole set is tried again
 			return a, nil
 		}
 		if err != nil {
@@ -495,6 +502,17 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 		}
 	}
 	return a, nil
+}
+
+// giveBackLost runs unlock, the Unlock of a MultiLock or RedLock whose
+// holding was reported lost, before an acquire takes the set again: what
+// the lost holding left on its members (a member that outlived the loss)
+// is released, so that the new holding's Unlock frees every member. Its
+// error tells the loss, which Lost told already.
+func giveBackLost(ctx context.Context, unlock func(context.Context) error) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisio.IOTimeout)
+	defer cancel()
+	_ = unlock(uctx)
 }
 
 // releaseTaken gives back one hold of each of locks, which were just

@@ -15,42 +15,43 @@ import (
 	"github.com/warden-go/warden/internal/redistest"
 )
 
-// lapse is what reentryLapse sets up.
-type lapse struct {
-	m      *client.MultiLock
-	a, b   *client.Lock
-	fake   *clockwork.FakeClock
-	rdb    *redis.Client
-	lapsed <-chan struct{} // closed once the hook has run
+// pairSet is a MultiLock over ml-a and ml-b of one Client, on a fake
+// clock, whose scripts pass through h.
+type pairSet struct {
+	m    *client.MultiLock
+	a, b *client.Lock
+	fake *clockwork.FakeClock
+	e    *env
+	h    *redistest.Hooked
 }
 
-// reentryLapse sets up a MultiLock over ml-a and ml-b, held with a
-// minute's lease on a fake clock, and a hook that lets the next reentry of
-// ml-a reach Redis and then, before its answer comes, runs out every
-// lease the engine knows of (the fake clock jumps 3 minutes; the keys are
-// deleted as Redis would expire them).
-func reentryLapse(t *testing.T) lapse {
+func newPairSet(t *testing.T) pairSet {
 	fake := clockwork.NewFakeClock()
 	e, h := hookedEnv(t, fake)
 	c := e.newClient(t)
-	ctx := testCtx(t)
 	a, b := c.Lock("ml-a"), c.Lock("ml-b")
-	m := client.NewMultiLock(a, b)
-	require.NoError(t, m.LockLease(ctx, time.Minute))
+	return pairSet{m: client.NewMultiLock(a, b), a: a, b: b, fake: fake, e: e, h: h}
+}
+
+// lapseNextReentryOfA lets the next reentry of ml-a reach Redis and then,
+// before its answer comes, runs out every lease the engine knows of (the
+// fake clock jumps 3 minutes; the keys are deleted as Redis would expire
+// them). The channel closes once that has happened.
+func (s pairSet) lapseNextReentryOfA(t *testing.T) <-chan struct{} {
+	ctx := testCtx(t)
 	done := make(chan struct{})
 	var once atomic.Bool
-	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+	s.h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
 		if !sc.Acquires() || sc.Keys[0] != "ml-a" || !once.CompareAndSwap(false, true) {
 			return sc.Run()
 		}
-		// Redis reenters ml-a, and every lease runs out before the
-		// answer. (This runs on an engine worker: it asserts, never
-		// stops the goroutine.)
+		// This runs on an engine worker: it asserts, never stops the
+		// goroutine.
 		r := sc.Run()
 		assert.NoError(t, r.Err())
-		lost := a.Lost()
-		fake.Advance(3 * time.Minute)
-		assert.NoError(t, e.rdb.Del(ctx, "ml-a", "ml-b").Err())
+		lost := s.a.Lost()
+		s.fake.Advance(3 * time.Minute)
+		assert.NoError(t, s.e.rdb.Del(ctx, "ml-a", "ml-b").Err())
 		select {
 		case <-lost:
 		case <-time.After(5 * time.Second):
@@ -59,59 +60,100 @@ func reentryLapse(t *testing.T) lapse {
 		close(done)
 		return r
 	})
-	return lapse{m: m, a: a, b: b, fake: fake, rdb: e.rdb, lapsed: done}
+	return done
 }
 
-// A set whose holding was lost and that is taken again without an Unlock
-// takes its members afresh, even a member the engine still counted as
-// held (its lease had not yet run out here) and whose lease runs out
-// while that reentry is in flight: the attempt is given back and tried
-// again, and the acquire holds the set, not fails with the stale
-// holding's loss.
-func TestMultiLockRetakenAfterItsLossRetriesAMemberLostInFlight(t *testing.T) {
-	l := reentryLapse(t)
-	m, a, fake := l.m, l.a, l.fake
-	ctx := testCtx(t)
-	// Lose the set's holding through ml-b alone: ml-a is extended past
-	// the minute, so the engine counts it held.
-	require.NoError(t, a.Extend(ctx, 2*time.Minute))
-	setLost := m.Lost()
-	blockUntil(t, fake, 1)
-	fake.Advance(61 * time.Second)
-	await.Value(t, setLost, 5*time.Second, "the set's Lost, ml-b's lease over")
-	assert.False(t, isClosed(a.Lost()), "ml-a is still held here")
+// assertHeldOnce checks that each member is held once, by the set.
+func (s pairSet) assertHeldOnce(t *testing.T) {
+	for _, member := range []*client.Lock{s.a, s.b} {
+		assert.Equal(t, 1, get(t, member.HoldCount), "%s held once", member.Name())
+	}
+}
 
-	errc := make(chan error, 1)
-	go func() { errc <- m.LockLease(ctx, time.Minute) }()
-	await.Value(t, l.lapsed, 5*time.Second, "the reentry of ml-a in flight as its lease ran out")
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		select {
-		case err = <-errc:
-		case <-time.After(2 * time.Millisecond):
-			require.True(t, time.Now().Before(deadline), "LockLease has not returned")
-			fake.Advance(10 * time.Millisecond) // the pause before the next attempt
-			continue
-		}
-		break
-	}
-	require.NoError(t, err, "the set taken afresh")
-	assert.False(t, isClosed(m.Lost()), "the new holding is not lost")
-	for _, member := range []*client.Lock{l.a, l.b} {
-		assert.Equal(t, 1, get(t, member.HoldCount), "%s held once, by the new holding", member.Name())
-	}
-	assert.Equal(t, int64(2), l.rdb.Exists(ctx, "ml-a", "ml-b").Val())
-	require.NoError(t, m.Unlock(ctx))
+// A set whose holding was lost (through ml-b's lease) and that is taken
+// again without an Unlock gives back what the lost holding left first:
+// ml-a, which outlived the loss, is held once by the new holding, not
+// twice, and the new holding's Unlock frees both members.
+func TestMultiLockRetakenAfterItsLossLeavesNoMemberHeld(t *testing.T) {
+	s := newPairSet(t)
+	ctx := testCtx(t)
+	require.NoError(t, s.m.LockLease(ctx, time.Minute))
+	require.NoError(t, s.a.Extend(ctx, 2*time.Minute)) // ml-a outlives ml-b's lease
+	setLost := s.m.Lost()
+	blockUntil(t, s.fake, 1)
+	s.fake.Advance(61 * time.Second)
+	await.Value(t, setLost, 5*time.Second, "the set's Lost, ml-b's lease over")
+	require.NoError(t, s.e.rdb.Del(ctx, "ml-b").Err()) // as Redis expires it
+	assert.False(t, isClosed(s.a.Lost()), "ml-a is still held")
+
+	require.NoError(t, s.m.LockLease(ctx, time.Minute), "the set taken again")
+	assert.False(t, isClosed(s.m.Lost()), "the new holding is not lost")
+	s.assertHeldOnce(t)
+	require.NoError(t, s.m.Unlock(ctx))
+	assert.Zero(t, s.e.rdb.Exists(ctx, "ml-a", "ml-b").Val(), "no member left held")
+}
+
+// A set whose member ml-a is held through its own handle, and whose
+// acquire reenters ml-a just as that holding's lease runs out, asks ml-a
+// again at once and takes it afresh: the acquire holds the set, not
+// fails with the handle's loss (which the handle's Lost tells).
+func TestMultiLockTakesAfreshAMemberLostDuringItsReentry(t *testing.T) {
+	s := newPairSet(t)
+	ctx := testCtx(t)
+	require.NoError(t, s.a.LockLease(ctx, time.Minute))
+	handleLost := s.a.Lost()
+	lapsed := s.lapseNextReentryOfA(t)
+	require.NoError(t, s.m.LockLease(ctx, time.Minute), "the set taken")
+	await.Value(t, lapsed, time.Second, "the hook ran")
+	assert.True(t, isClosed(handleLost), "the handle's holding was lost")
+	assert.False(t, isClosed(s.m.Lost()), "the set's holding is not lost")
+	s.assertHeldOnce(t)
+	require.NoError(t, s.m.Unlock(ctx))
+	assert.Zero(t, s.e.rdb.Exists(ctx, "ml-a", "ml-b").Val(), "no member left held")
 }
 
 // A reentry of a set held (not lost) during which a member's lease runs
 // out fails with ErrLockLost, as a Lock's reentry does: the holding it
 // reentered is what was lost.
 func TestMultiLockReentryOfALiveHoldingLostInFlightFails(t *testing.T) {
-	l := reentryLapse(t)
+	s := newPairSet(t)
 	ctx := testCtx(t)
-	err := l.m.LockLease(ctx, time.Minute)
-	await.Value(t, l.lapsed, time.Second, "the hook ran")
+	require.NoError(t, s.m.LockLease(ctx, time.Minute))
+	lapsed := s.lapseNextReentryOfA(t)
+	err := s.m.LockLease(ctx, time.Minute)
+	await.Value(t, lapsed, time.Second, "the hook ran")
 	require.ErrorIs(t, err, client.ErrLockLost)
-	assert.True(t, isClosed(l.m.Lost()), "the set's Lost")
+	assert.True(t, isClosed(s.m.Lost()), "the set's Lost")
+}
+
+// A RedLock whose holding was lost (a majority of its members vanished)
+// and that is taken again without an Unlock gives back what the lost
+// holding left first: the member that outlived the loss is held once by
+// the new holding, and the new holding's Unlock frees them all.
+func TestRedLockRetakenAfterItsLossLeavesNoMemberHeld(t *testing.T) {
+	fake := clockwork.NewFakeClock()
+	e, _ := hookedEnv(t, fake)
+	ctx := testCtx(t)
+	var members []*client.Lock
+	for _, n := range []string{"rl:1", "rl:2", "rl:3"} {
+		members = append(members, e.newClient(t).Lock(n))
+	}
+	r := client.NewRedLock(members...)
+	require.NoError(t, r.Lock(ctx)) // watchdog mode: renewal finds the loss
+	lost := r.Lost()
+	require.NoError(t, e.rdb.Del(ctx, "rl:1", "rl:2").Err())
+	for deadline := time.Now().Add(5 * time.Second); !isClosed(lost); {
+		require.True(t, time.Now().Before(deadline), "the RedLock's Lost, a majority gone")
+		fake.Advance(time.Second) // renewal periods pass
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, int64(1), e.rdb.Exists(ctx, "rl:3").Val(), "rl:3 outlived the loss")
+
+	require.NoError(t, r.Lock(ctx), "taken again")
+	for _, n := range []string{"rl:1", "rl:2", "rl:3"} {
+		assert.Len(t, e.rdb.HKeys(ctx, n).Val(), 2, "%s held by one owner once (its count and acquire record)", n)
+		assert.NotContains(t, e.rdb.HVals(ctx, n).Val(), "2", "%s held once", n)
+	}
+	require.NoError(t, r.Unlock(ctx))
+	assert.Zero(t, e.rdb.Exists(ctx, "rl:1", "rl:2", "rl:3").Val(), "no member left held")
 }

@@ -25,7 +25,9 @@ import (
 // random pause, within the wait. In watchdog mode every member is renewed
 // by its client's watchdog, and the RedLock is lost (Lost closes) once a
 // majority of the members are lost: renewal that keeps only a minority
-// does not keep the RedLock.
+// does not keep the RedLock. An acquire after that, without an Unlock,
+// first does that Unlock (which releases the minority still held) and
+// then takes the RedLock as a new holding.
 //
 // The members are the handles given to NewRedLock, one per master (from
 // clients on independent Redis servers); the RedLock acts through handles
@@ -299,6 +301,9 @@ func (r *RedLock) acquire(ctx context.Context, deadline time.Time, lease time.Du
 	ctx, measured := r.tel().begin(ctx, meterRedLock, r.locks[0].name)
 	defer func() { measured.end(ctx, ok, err) }()
 	clock := r.clock()
+	if r.lostHolding() {
+		giveBackLost(ctx, r.Unlock)
+	}
 	full := r.lease(lease)
 	return retry(ctx, clock, deadline, "redlock "+r.locks[0].name, func() (bool, error) {
 		start := clock.Now()
@@ -351,6 +356,13 @@ func (r *RedLock) attempt(ctx context.Context, lease, timeout time.Duration) ([]
 	}
 	wg.Wait()
 	return ok, errs
+}
+
+// lostHolding tells whether the current holding was reported lost.
+func (r *RedLock) lostHolding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.holds > 0 && r.lost
 }
 
 // hold records an acquire that took the members in taken, valid until

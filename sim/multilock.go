@@ -83,6 +83,9 @@ type multiOwner struct {
 	// failed: a member was answered with an error; the acquire ends with it
 	// once the members taken are given back.
 	failed bool
+	// askedAgain: the member in flight is asked a second time, its first
+	// answer being the loss of an earlier holding (multi.Plan.MemberLost).
+	askedAgain bool
 	// pending is the op of the member acquire in flight, asked by reqID.
 	pending int
 	reqID   string
@@ -180,6 +183,7 @@ func (wl *workload) multiAttempt(ctx actor.Context, o *owner) {
 func (wl *workload) askMember(ctx actor.Context, o *owner) {
 	m := o.multi
 	m.phase = multiAsking
+	m.askedAgain = false
 	t := m.members[m.attempt.Taken]
 	now := wl.clock.Now()
 	deadline, wait := m.plan.Member(m.attempt.Taken, now)
@@ -233,9 +237,18 @@ func (wl *workload) onMemberRefused(ctx actor.Context, o *owner, f *messages.Acq
 	}
 	if m.plan.MemberLost(f.Err) {
 		// An earlier holding of the member ran out while this reentry
-		// was in flight: the engine gives back what it took; the
-		// attempt was one during which a member was lost.
+		// was in flight: the engine gives back what it took. Asked
+		// again at once, it is taken afresh; lost again, the attempt
+		// was one during which a member was lost.
 		wl.ghostOf(o, m.members[m.attempt.Taken], m.plan.Lease, m.pending)
+		if !m.askedAgain {
+			if m.attempt.Taken == 0 {
+				m.attempt.Start = wl.clock.Now() // the set's lease runs from its first member's take
+			}
+			wl.askMember(ctx, o)
+			m.askedAgain = true
+			return
+		}
 		m.attempt.Lost = true
 		wl.endAttempt(ctx, o)
 		return

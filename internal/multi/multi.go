@@ -28,8 +28,10 @@
 // whose earlier holding by the same owner ran out while the attempt's
 // reentry of it was in flight, when the acquire does not reenter a live
 // holding of the set. That holding is over (its owner was told, and the
-// engine gave back what the reentry took), so the attempt counts as one
-// during which a member was lost: given back and tried again.
+// engine gives back what the reentry took), so the member is asked again
+// at once, which takes it afresh; should that answer the same, the attempt
+// counts as one during which a member was lost: given back and tried
+// again.
 package multi
 
 import (
@@ -164,12 +166,12 @@ func Pause(deadline, now time.Time, r uint64) time.Duration {
 
 // MemberLost reports whether err, a member acquire's answer, says that the
 // owner's earlier holding of the member was lost while the acquire (a
-// reentry of it) was in flight, and that the attempt is then one during
-// which a member was lost (Attempt.Lost), to be given back and tried
-// again, not a failed acquire. It is not when the acquire reenters a
-// holding of the set that was not lost (Plan.Reentry): that holding is
-// what was lost, and the acquire fails as a lost reentry of one lock
-// does. A closed client's loss never is: its acquires end.
+// reentry of it) was in flight: the member is asked again at once, and
+// if that answers the same, the attempt is one during which a member was
+// lost (Attempt.Lost), not a failed acquire. It is not when the acquire
+// reenters a holding of the set that was not lost (Plan.Reentry): that
+// holding is what was lost, and the acquire fails as a lost reentry of
+// one lock does. A closed client's loss never is: its acquires end.
 func (p Plan) MemberLost(err error) bool {
 	return !p.Reentry && errors.Is(err, messages.ErrLockLost) && !errors.Is(err, messages.ErrClosed)
 }
