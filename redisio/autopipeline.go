@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,11 +211,10 @@ func (p *AutoPipeline) grouped(batch []*pipedCall, groups *[]callGroup) []*piped
 	if p.cluster {
 		return batch
 	}
-	var of [2][]*pipedCall
+	of := make([][]*pipedCall, len(batchScripts))
 	rest := batch[:0:0]
 	for _, c := range batch {
-		if b := batchFor(c.cmd); b != nil {
-			i := slices.Index(batchScripts, b)
+		if i := batchFor(c.cmd); i >= 0 {
 			of[i] = append(of[i], c)
 			continue
 		}

@@ -116,7 +116,9 @@ func TestAutoPipelineBatchesConcurrentCalls(t *testing.T) {
 	hammer(t, p, 32, 50)
 	batches, calls := p.Stats()
 	assert.Positive(t, batches, "concurrent calls were pipelined")
-	t.Logf("%d pipelines carried %d of %d calls", batches, calls, 32*50*2)
+	scripted, ran := p.ScriptBatches()
+	assert.Positive(t, scripted, "calls of one script in a pipeline went as a batch script call")
+	t.Logf("%d pipelines carried %d of %d calls; %d batch script calls ran %d", batches, calls, 32*50*2, scripted, ran)
 }
 
 // One call's script error stays its own.
@@ -153,6 +155,8 @@ func TestAutoPipelineOnACluster(t *testing.T) {
 	hammer(t, p, 24, 20)
 	batches, _ := p.Stats()
 	assert.Positive(t, batches)
+	scripted, _ := p.ScriptBatches()
+	assert.Zero(t, scripted, "no batch script call spans a Cluster's slots")
 	ctx := context.Background()
 	for w := range 24 {
 		assert.Zero(t, cc.Exists(ctx, fmt.Sprintf("auto:%d", w)).Val())

@@ -18,10 +18,12 @@ import (
 // very text, made a function of the offsets of its call's keys and
 // arguments, once per call in the order queued, each under pcall, so a
 // call that fails (a Lua error on a key of another type) fails alone,
-// with the writes it made before the error kept, as its own EVALSHA would.
-// Measured on 2 cores against a local Redis, 8 acquires then 8 unlocks of
-// 8 names a round: the batches took 14-18 µs of Redis CPU a pair, the
-// same calls pipelined one EVALSHA each 20-25 µs. Each EVALSHA pays for
+// with the writes it made before the error kept, as its own EVALSHA would
+// (its error's text then lacks the "script: <sha>, on @user_script:<n>."
+// that Redis appends to a script's own error). Measured on 2 cores against
+// a local Redis, 8 acquires then 8 unlocks of 8 names a round: the batches
+// took 15.2-17.7 µs of Redis CPU a pair, the same calls pipelined one
+// EVALSHA each 22.4-24.8 µs (BENCHMARKS.md). Each EVALSHA pays for
 // its command, its script lookup and the KEYS and ARGV tables Redis
 // builds for it; a batch pays for them once.
 type batchScript struct {
@@ -81,22 +83,22 @@ func batchBody(src string, nk, na int) string {
 	return out
 }
 
-// batchFor returns the batch that runs cmd's calls, if cmd is a call of
-// a batched script in its arity.
-func batchFor(cmd *redis.Cmd) *batchScript {
+// batchFor returns the index in batchScripts of the batch that runs cmd's
+// calls, if cmd is a call of a batched script in its arity; else -1.
+func batchFor(cmd *redis.Cmd) int {
 	args := cmd.Args()
 	if len(args) < 3 || args[0] != "evalsha" {
-		return nil
+		return -1
 	}
-	for _, b := range batchScripts {
+	for i, b := range batchScripts {
 		if args[1] == b.of && args[2] == b.nk && len(args) == 3+b.nk+b.na {
-			return b
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
-// batchCmd is the batch command of calls, which are calls of b: their
+// cmd is the batch command of calls, which are calls of b: their
 // keys in order, the count, their arguments in order.
 func (b *batchScript) cmd(ctx context.Context, calls []*pipedCall, eval bool) *redis.Cmd {
 	n := len(calls)

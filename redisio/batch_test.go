@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -100,7 +99,9 @@ func TestBatchRunsEachCallAsItsOwnScript(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, call := range c.calls {
-				require.Same(t, c.b, batchFor(call.cmd(ctx)), "a call of the batched script in its arity")
+				i := batchFor(call.cmd(ctx))
+				require.GreaterOrEqual(t, i, 0, "a call of a batched script in its arity")
+				require.Same(t, c.b, batchScripts[i])
 			}
 			require.NoError(t, rdb.FlushAll(ctx).Err())
 			c.setup(ctx, rdb)
@@ -179,23 +180,10 @@ func TestAutoPipelineSendsQueuedCallsAsOneBatch(t *testing.T) {
 	}
 	batches, calls := p.ScriptBatches()
 	assert.Equal(t, []uint64{2, 12}, []uint64{batches, calls})
-	// A lone call is no batch; nor are calls on a Cluster.
+	// A lone call is no batch (TestAutoPipelineOnACluster: nor are calls
+	// on a Cluster).
 	one := s.acquireCall(s.LockArgs("b:9"), "o", "r", time.Minute, false, false)
 	p.send([]*pipedCall{{ctx: ctx, cmd: one.cmd(ctx)}, {ctx: ctx, cmd: redis.NewCmd(ctx, "ping")}})
 	batches, _ = p.ScriptBatches()
 	assert.Equal(t, uint64(2), batches)
-}
-
-// Concurrent acquires and unlocks of many names through the AutoPipeline
-// all get their own results with batches among them.
-func TestAutoPipelineBatchesUnderLoad(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	p := NewAutoPipeline(rdb)
-	hammer(t, p, 32, 50)
-	batches, calls := p.ScriptBatches()
-	t.Logf("%d batch script calls ran %d of %d calls", batches, calls, 32*50*2)
-	assert.Positive(t, batches, "some calls went as batches")
-	keys := rdb.Keys(context.Background(), "auto:*").Val()
-	sort.Strings(keys)
-	assert.Empty(t, keys, "every lock released")
 }
