@@ -42,12 +42,11 @@ import (
 //
 // A holding of the MultiLock (from the acquire that takes the set to the
 // Unlock that gives back its last hold) is lost, and Lost closed, as soon
-// as one member's holding is lost: the set is no longer held as one. An
-// acquire after that, without an Unlock, first does that Unlock (which
-// releases what the lost holding left on the other members) and then
-// takes the set as a new holding. That
+// as one member's holding is lost: the set is no longer held as one. That
 // includes a member whose Client is closed (Client.Close closes its
-// handles' Lost channels).
+// handles' Lost channels). An acquire after a loss, without an Unlock,
+// first does that Unlock (which releases what the lost holding left on
+// the other members) and then takes the set as a new holding.
 //
 // The simulation (package sim) takes its MultiLocks with the same
 // decisions (the order, each member's wait, whether an attempt holds the

@@ -67,8 +67,8 @@ func NewAutoPipeline(r Redis) *AutoPipeline {
 func (p *AutoPipeline) Unwrap() Redis { return p.Redis }
 
 // ScriptBatches reports how many batch script calls were sent (calls of
-// one hot script queued together, sent as one EVALSHA: see batchScript)
-// and how many calls they ran.
+// the plain lock's acquire, or of the unlock, queued together and sent as
+// one EVALSHA of scripts/batch.lua) and how many calls they ran.
 func (p *AutoPipeline) ScriptBatches() (batches, calls uint64) {
 	return p.scriptBatches.Load(), p.scriptBatched.Load()
 }
