@@ -33,7 +33,14 @@ func replyOf(c *redis.Cmd) reply {
 	if err := c.Err(); err != nil {
 		return reply{err: err.Error()}
 	}
-	return reply{val: c.Val()}
+	v := c.Val()
+	if r, ok := v.([]any); ok && len(r) == 2 && r[0] == int64(0) {
+		// A refusal's PTTL moves on between the two runs: compare
+		// whether the holder's key has a TTL, not its milliseconds.
+		pttl, _ := r[1].(int64)
+		v = []any{int64(0), pttl > 0}
+	}
+	return reply{val: v}
 }
 
 // snapshot is every key's type, value and whether it has a TTL.
