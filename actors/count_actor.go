@@ -50,14 +50,13 @@ type countActor struct {
 
 var _ actor.Actor = (*countActor)(nil)
 
-func countActorProps(cfg *Config, k key, root, subscriber *actor.PID) *actor.Props {
+// newCountActor makes the count actor of k (rootActor.countProps).
+func newCountActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 	channel := redisio.SemaphoreChannel(k.Name)
 	if k.Kind == messages.KindCountDownLatch {
 		channel = redisio.LatchChannel(k.Name)
 	}
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &countActor{waitingActor: newWaitingActor(cfg, k, root, subscriber), channel: channel}
-	}, actor.WithDispatcher(cfg.Workers), withMailbox)
+	return &countActor{waitingActor: newWaitingActor(cfg, k, refs), channel: channel}
 }
 
 // Receive handles one message; every state change of the count actor
@@ -102,7 +101,7 @@ func (a *countActor) Receive(ctx actor.Context) {
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		a.idleFor(ctx, m.Gen, a.isIdle())
+		a.idleFor(ctx, m.Gen, a.isIdle(), nil)
 		return
 	case *actor.Stopping:
 		a.stopCalls()
@@ -355,7 +354,7 @@ func (a *countActor) onTick(ctx actor.Context) {
 // settle re-arms the timer, keeps the subscription while anyone was
 // refused, and arms the idle timer when there is nothing to do.
 func (a *countActor) settle(ctx actor.Context) {
-	a.timer.set(ctx, a.waiters.next(false))
+	a.timer.set(ctx, a.cfg.Clock, a.waiters.next(false))
 	want := false
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
@@ -366,12 +365,12 @@ func (a *countActor) settle(ctx actor.Context) {
 	if want != a.subscribed {
 		a.subscribed = want
 		if want {
-			ctx.Send(a.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
+			ctx.Send(a.refs.subscriber, &subscribe{Channel: a.channel, PID: ctx.Self()})
 		} else {
-			ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+			ctx.Send(a.refs.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 		}
 	}
-	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)
+	a.idle.track(ctx, a.refs.idle, a.isIdle(), a.cfg.IdleTimeout)
 }
 
 func (a *countActor) isIdle() bool {
@@ -384,10 +383,10 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 	a.failWith(r, "warden: count actor failed; its waiters are told")
 	if a.subscribed {
 		a.subscribed = false
-		ctx.Send(a.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
+		ctx.Send(a.refs.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 	}
 	a.answerAll(ctx, a.fault)
-	retireVia(ctx, a.root, a.key, a.subscriber)
+	retireVia(ctx, a.refs.root, a.key, a.refs.subscriber)
 }
 
 // answerAll gives back what is left to undo (undoLeft), answers every

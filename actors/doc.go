@@ -65,8 +65,11 @@
 // starts, and the Redis calls' contexts), protocol.go (the messages
 // between the engine's own actors), mailbox.go (queueMailbox, every
 // actor's mailbox), workers.go (Workers, the goroutine pool that is every
-// actor's dispatcher and runs their Redis calls), timer.go (clockTimer and
-// idleTimer on the injected clock), schedulers.go (RunEnginesOn, for
+// actor's dispatcher and runs their Redis calls), timer.go (clockTimer, an
+// actor's own timer on the injected clock), idle_timers.go (idleTimer,
+// each key actor's and count actor's idle timer, and idleTimers, the one
+// clock timer root makes for all of them: a heap of the ticks due, which
+// only sends each its idleTick), schedulers.go (RunEnginesOn, for
 // package wardentest) and order.go (sortedKeys: map order made
 // deterministic for the simulation).
 //

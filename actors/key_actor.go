@@ -48,23 +48,21 @@ type keyActor struct {
 
 var _ actor.Actor = (*keyActor)(nil)
 
-func keyActorProps(cfg *Config, k key, root, subscriber, renewer *actor.PID) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor {
-		a := &keyActor{
-			waitingActor: newWaitingActor(cfg, k, root, subscriber),
-			lockIO:       lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
-			// The maps are made on first use, and dropped again by trim.
-			renewals: keyRenewals{renewer: renewer},
-		}
-		a.idle.trim = a.trim
-		if k.Kind == messages.KindGroupLock {
-			a.groups = groupValues{} // the other kinds' stays nil: nothing to make per key actor
-		}
-		if cfg.keyActorMade != nil {
-			cfg.keyActorMade(a)
-		}
-		return a
-	}, actor.WithDispatcher(cfg.Workers), withMailbox)
+// newKeyActor makes the key actor of k (rootActor.keyProps).
+func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
+	a := &keyActor{
+		waitingActor: newWaitingActor(cfg, k, refs),
+		lockIO:       lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
+		// The maps are made on first use, and dropped again by trim.
+	}
+	a.idle.trims = true
+	if k.Kind == messages.KindGroupLock {
+		a.groups = groupValues{} // the other kinds' stays nil: nothing to make per key actor
+	}
+	if cfg.keyActorMade != nil {
+		cfg.keyActorMade(a)
+	}
+	return a
 }
 
 // Receive handles one message; every state change of the key actor happens
@@ -122,7 +120,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
-		a.idleFor(ctx, m.Gen, a.isIdle())
+		a.idleFor(ctx, m.Gen, a.isIdle(), a)
 		return
 	default:
 		return
@@ -582,12 +580,12 @@ func (a *keyActor) settle(ctx actor.Context) {
 			next = h.expiresAt
 		}
 	}
-	a.timer.set(ctx, next)
+	a.timer.set(ctx, a.cfg.Clock, next)
 	if len(a.groups) > 0 {
 		a.dropIdleGroups()
 	}
 	a.syncSubscriptions(ctx)
-	a.idle.track(ctx, a.isIdle(), a.cfg.IdleTimeout)
+	a.idle.track(ctx, a.refs.idle, a.isIdle(), a.cfg.IdleTimeout)
 }
 
 // trim lets go of what an idle key actor keeps for its next requests

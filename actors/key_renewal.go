@@ -89,20 +89,23 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 	if a.renewals.renewed(owner) {
 		return
 	}
-	a.renewals.add(ctx, newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind))
+	a.renewals.add(ctx, a.refs.renewer, newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind))
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when
 // its lease has run out (renewalExpired). An owner not registered stays so.
-func (a *keyActor) pause(ctx actor.Context, owner string) { a.renewals.pause(ctx, owner) }
+func (a *keyActor) pause(ctx actor.Context, owner string) {
+	a.renewals.pause(ctx, a.refs.renewer, owner)
+}
 
-func (a *keyActor) unregister(ctx actor.Context, owner string) { a.renewals.unregister(ctx, owner) }
+func (a *keyActor) unregister(ctx actor.Context, owner string) {
+	a.renewals.unregister(ctx, a.refs.renewer, owner)
+}
 
 // keyRenewals is the key actor's renewal bookkeeping: which of its owners
 // the renewer renews, and which it only follows to their lease's end.
 // What each registration holds is the renewer's (register).
 type keyRenewals struct {
-	renewer    *actor.PID
 	registered map[string]*registration // owners registered with the renewer
 	paused     map[string]bool          // registered owners not renewed, whose lease's end the renewer still follows
 }
@@ -113,33 +116,33 @@ func (r *keyRenewals) renewed(owner string) bool {
 }
 
 // add registers reg, its owner's registration anew should it have been
-// paused.
-func (r *keyRenewals) add(ctx actor.Context, reg *registration) {
+// paused, telling renewer.
+func (r *keyRenewals) add(ctx actor.Context, renewer *actor.PID, reg *registration) {
 	if r.registered == nil {
 		r.registered = map[string]*registration{}
 	}
 	r.registered[reg.owner] = reg
 	delete(r.paused, reg.owner)
-	ctx.Send(r.renewer, (*register)(reg))
+	ctx.Send(renewer, (*register)(reg))
 }
 
 // pause has the renewer stop renewing owner, still following its lease's
-// end. An owner not registered stays so.
-func (r *keyRenewals) pause(ctx actor.Context, owner string) {
+// end, telling renewer. An owner not registered stays so.
+func (r *keyRenewals) pause(ctx actor.Context, renewer *actor.PID, owner string) {
 	if reg := r.registered[owner]; reg != nil && !r.paused[owner] {
 		if r.paused == nil {
 			r.paused = map[string]bool{}
 		}
 		r.paused[owner] = true
-		ctx.Send(r.renewer, (*pause)(reg))
+		ctx.Send(renewer, (*pause)(reg))
 	}
 }
 
-// unregister has the renewer forget owner.
-func (r *keyRenewals) unregister(ctx actor.Context, owner string) {
+// unregister has renewer forget owner.
+func (r *keyRenewals) unregister(ctx actor.Context, renewer *actor.PID, owner string) {
 	if reg := r.registered[owner]; reg != nil {
 		delete(r.registered, owner)
 		delete(r.paused, owner)
-		ctx.Send(r.renewer, (*unregister)(reg))
+		ctx.Send(renewer, (*unregister)(reg))
 	}
 }

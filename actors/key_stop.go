@@ -88,7 +88,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 	}
 	a.dropState(ctx, a.fault)
-	retireVia(ctx, a.root, a.key, a.renewals.renewer, a.subscriber)
+	retireVia(ctx, a.refs.root, a.key, a.refs.renewer, a.refs.subscriber)
 }
 
 // receiveFailed answers a request reaching a failed key actor.
@@ -117,7 +117,7 @@ func (a *keyActor) dropState(ctx actor.Context, why error) {
 	for _, owner := range sortedKeys(a.renewals.registered) {
 		a.unregister(ctx, owner) // including a watchdog acquire still in flight
 	}
-	a.subs.dropAll(ctx, a.subscriber)
+	a.subs.dropAll(ctx, a.refs.subscriber)
 	a.answerAll(ctx, why)
 }
 

@@ -39,7 +39,7 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 		// (waitQueue.wakeChannel on subscribed).
 		keep = lingerChannels
 	}
-	a.subs.apply(ctx, a.subscriber, want, a.waiters.list, keep)
+	a.subs.apply(ctx, a.refs.subscriber, want, a.waiters.list, keep)
 }
 
 // channelSet is the channels a key actor has subscribed, brought in line

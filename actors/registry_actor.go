@@ -63,7 +63,7 @@ type registryDone struct {
 
 func registryProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &registryActor{cfg: cfg, timer: clockTimer{clock: cfg.Clock}}
+		return &registryActor{cfg: cfg}
 	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
@@ -99,7 +99,7 @@ func (a *registryActor) Receive(ctx actor.Context) {
 func (a *registryActor) write(ctx actor.Context) {
 	period := RegistryPeriod(a.cfg.Watchdog)
 	now := a.cfg.Clock.Now()
-	a.timer.set(ctx, now.Add(period))
+	a.timer.set(ctx, a.cfg.Clock, now.Add(period))
 	if a.inflight {
 		return
 	}

@@ -86,8 +86,7 @@ var _ actor.Actor = (*renewerActor)(nil)
 
 func renewerProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*registration{}, timer: clockTimer{clock: cfg.Clock},
-			expiry: clockTimer{clock: cfg.Clock}}
+		return &renewerActor{cfg: cfg, regs: map[redisio.Held]*registration{}}
 	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
 
@@ -161,7 +160,7 @@ func (a *renewerActor) end(r *registration) {
 // in a loop does not create and cancel a timer every time.
 func (a *renewerActor) settle(ctx actor.Context) {
 	if len(a.regs) > 0 && a.timer.t == nil {
-		a.timer.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.Watchdog/3),
+		a.timer.arm(a.cfg.Clock, ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.cfg.Watchdog/3),
 			func(g uint64) any { return &tick{Gen: g} })
 	}
 }
@@ -286,7 +285,7 @@ func (a *renewerActor) expire(ctx actor.Context) {
 }
 
 func (a *renewerActor) armExpiry(ctx actor.Context, at time.Time) {
-	a.expiry.arm(ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &expiryTick{Gen: g} })
+	a.expiry.arm(a.cfg.Clock, ctx.ActorSystem(), ctx.Self(), at, func(g uint64) any { return &expiryTick{Gen: g} })
 }
 
 // kindsOf lists the lock kinds of regs, each once, in the order of

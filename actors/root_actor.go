@@ -21,10 +21,16 @@ type keyEntry struct {
 // messages.* request to the key actor; and stops a key actor that reports
 // itself idle if nothing was routed to it since.
 type rootActor struct {
-	cfg        *Config
-	keys       map[key]*keyEntry
-	subscriber *actor.PID
-	renewer    *actor.PID
+	cfg  *Config
+	keys map[key]*keyEntry
+	refs *engineRefs
+	// keyProps and countProps spawn every key actor and count actor: one
+	// Props each for all names, their producers making the actor for the
+	// key route spawns (spawning). A producer runs inside the Spawn call,
+	// in root's turn; protoactor calls it again only to restart an actor
+	// after a panic, which every engine actor's guard (survive) recovers.
+	keyProps, countProps *actor.Props
+	spawning             key
 }
 
 var _ actor.Actor = (*rootActor)(nil)
@@ -48,8 +54,12 @@ func (a *rootActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "root")
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.subscriber = ctx.Spawn(subscriberProps(a.cfg))
-		a.renewer = ctx.Spawn(renewerProps(a.cfg))
+		a.refs = &engineRefs{root: ctx.Self(), subscriber: ctx.Spawn(subscriberProps(a.cfg)),
+			renewer: ctx.Spawn(renewerProps(a.cfg)), idle: newIdleTimers(a.cfg.Clock, ctx.ActorSystem())}
+		a.keyProps = actor.PropsFromProducer(func() actor.Actor { return newKeyActor(a.cfg, a.spawning, a.refs) },
+			actor.WithDispatcher(a.cfg.Workers), withMailbox)
+		a.countProps = actor.PropsFromProducer(func() actor.Actor { return newCountActor(a.cfg, a.spawning, a.refs) },
+			actor.WithDispatcher(a.cfg.Workers), withMailbox)
 		if a.cfg.Registry != nil {
 			ctx.Spawn(registryProps(a.cfg))
 		}
@@ -88,6 +98,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		a.stopKeyActors(ctx)
+		a.refs.idle.stop()
 	case *KeyActorCount:
 		ctx.Respond(len(a.keys))
 	case *KeyActorsOf:
@@ -107,9 +118,9 @@ func (a *rootActor) Receive(ctx actor.Context) {
 	case *crash:
 		switch m.Actor {
 		case "renewer":
-			ctx.Send(a.renewer, m)
+			ctx.Send(a.refs.renewer, m)
 		case "subscriber":
-			ctx.Send(a.subscriber, m)
+			ctx.Send(a.refs.subscriber, m)
 		default:
 			if e := a.keys[m.Key]; e != nil {
 				ctx.Send(e.pid, m)
@@ -167,15 +178,17 @@ func (a *rootActor) reject(ctx actor.Context, reply any) {
 func (a *rootActor) route(ctx actor.Context, k key) {
 	e := a.keys[k]
 	if e == nil {
-		props := countActorProps(a.cfg, k, ctx.Self(), a.subscriber)
+		props := a.countProps
 		if k.Kind.Held() {
-			props = keyActorProps(a.cfg, k, ctx.Self(), a.subscriber, a.renewer)
+			props = a.keyProps
 		}
 		// Not a child of root: protoactor's set of children keeps a pointer
 		// to a removed child in its backing array, which would keep every
 		// passivated key actor's memory alive. Root stops the live ones
 		// itself when it stops (stopKeyActors).
+		a.spawning = k
 		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
+		a.spawning = key{}
 		a.keys[k] = e
 	}
 	e.routed++

@@ -61,7 +61,7 @@ var _ actor.Actor = (*subscriberActor)(nil)
 
 func subscriberProps(cfg *Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{}, reconnect: clockTimer{clock: cfg.Clock},
+		return &subscriberActor{cfg: cfg, channels: map[string]*channelState{},
 			pause: reconnectPause}
 	}, actor.WithDispatcher(cfg.Workers), withMailbox)
 }
@@ -97,7 +97,7 @@ func (a *subscriberActor) Receive(ctx actor.Context) {
 				slog.Any("err", m.Err))
 		}
 		if m.ReaderStopped {
-			a.reconnect.arm(ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.pause),
+			a.reconnect.arm(a.cfg.Clock, ctx.ActorSystem(), ctx.Self(), a.cfg.Clock.Now().Add(a.pause),
 				func(g uint64) any { return &tick{Gen: g} })
 			a.pause = min(2*a.pause, maxReconnectPause)
 		}

@@ -16,10 +16,9 @@ import (
 // that ends them. Its methods are the skeleton both run around their own
 // state: guard a Receive, fail on a panic, answer every waiter.
 type waitingActor struct {
-	cfg        *Config
-	key        key
-	root       *actor.PID // which spawned it; it is not root's child (rootActor.route)
-	subscriber *actor.PID
+	cfg  *Config
+	key  key
+	refs *engineRefs // root (which spawned it: it is not root's child, rootActor.route), the subscriber, the renewer
 
 	waiters waitQueue
 	seen    uint64 // routed requests received, for the passivation handshake
@@ -34,15 +33,16 @@ type waitingActor struct {
 	calls sync.WaitGroup
 }
 
-func newWaitingActor(cfg *Config, k key, root, subscriber *actor.PID) waitingActor {
-	return waitingActor{
-		cfg:        cfg,
-		key:        k,
-		root:       root,
-		subscriber: subscriber,
-		timer:      clockTimer{clock: cfg.Clock},
-		idle:       idleTimer{clockTimer: clockTimer{clock: cfg.Clock}},
-	}
+// engineRefs is what root gives each actor it spawns for a name: the
+// engine's other actors and its idle timers. One per root, made as it
+// starts and not changed after.
+type engineRefs struct {
+	root, subscriber, renewer *actor.PID
+	idle                      *idleTimers
+}
+
+func newWaitingActor(cfg *Config, k key, refs *engineRefs) waitingActor {
+	return waitingActor{cfg: cfg, key: k, refs: refs}
 }
 
 // failer is the actor a waitingActor is part of, as its guard sees it.
@@ -87,10 +87,11 @@ func (b *waitingActor) failWith(r any, told string) {
 }
 
 // idleFor asks root to passivate the actor when its idle timer's tick gen
-// is due and the actor (idle) has nothing to do.
-func (b *waitingActor) idleFor(ctx actor.Context, gen uint64, idle bool) {
-	if b.idle.due(ctx, gen, idle, b.cfg.IdleTimeout) {
-		ctx.Send(b.root, &passivate{Key: b.key, PID: ctx.Self(), Seen: b.seen})
+// is due and the actor (idle) has nothing to do; t trims it on the way
+// (nil for an actor that does not trim).
+func (b *waitingActor) idleFor(ctx actor.Context, gen uint64, idle bool, t trimmer) {
+	if b.idle.due(ctx, b.refs.idle, gen, idle, b.cfg.IdleTimeout, t) {
+		ctx.Send(b.refs.root, &passivate{Key: b.key, PID: ctx.Self(), Seen: b.seen})
 	}
 }
 
