@@ -285,8 +285,8 @@ func TestIdleKeyActorTrimsWhatItKeeps(t *testing.T) {
 	// Read only where no turn of the actor's can run: after one of its
 	// answers with no timer due, or in its trim's hook.
 	kept := func(a *keyActor) bool {
-		return len(a.spare) > 0 || a.spareHolding != nil || a.holdings != nil || a.renewals.registered != nil ||
-			a.renewals.paused != nil || a.lockIO.args != nil
+		return a.spare != nil || a.spareHolding != nil || a.holdings != nil || a.renewals.registered != nil ||
+			a.renewals.paused != nil || a.args != nil
 	}
 	use("1")
 	a := await.Value(t, made, 5*time.Second, "the key actor")

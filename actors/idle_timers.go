@@ -59,9 +59,8 @@ func newIdleTimers(clock clockwork.Clock, sys *actor.ActorSystem) *idleTimers {
 	return &idleTimers{clock: clock, sys: sys, base: clock.Now()}
 }
 
-// add schedules it's tick of generation gen to pid at `at`.
-func (ts *idleTimers) add(it *idleTimer, gen uint64, pid *actor.PID, at time.Time) {
-	d := at.Sub(ts.base)
+// add schedules it's tick of generation gen to pid at d since base.
+func (ts *idleTimers) add(it *idleTimer, gen uint64, pid *actor.PID, d time.Duration) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.stopped {
@@ -139,8 +138,11 @@ type idleTimer struct {
 	// gen is the generation of the tick armed; the engine's idleTimers
 	// read it to drop a tick of a timer stopped or re-armed since.
 	gen atomic.Uint64
-	// since is when the current idle spell began; zero while busy.
-	since time.Time
+	// since is when the current idle spell began, counted from the
+	// idleTimers' base; resting tells that a spell is under way (the
+	// actor is idle).
+	since   time.Duration
+	resting bool
 	// armed tells that a tick is due (of generation gen).
 	armed bool
 	// trims tells that the actor trims (trimmer) once in each idle spell;
@@ -152,8 +154,8 @@ type idleTimer struct {
 // once idle for a while (keyActor.trim).
 type trimmer interface{ trim() }
 
-// arm schedules the timer's next tick at `at`.
-func (it *idleTimer) arm(ts *idleTimers, self *actor.PID, at time.Time) {
+// arm schedules the timer's next tick at `at` since ts's base.
+func (it *idleTimer) arm(ts *idleTimers, self *actor.PID, at time.Duration) {
 	it.armed = true
 	ts.add(it, it.gen.Add(1), self, at)
 }
@@ -171,33 +173,30 @@ func (it *idleTimer) stop() {
 // armed already.
 func (it *idleTimer) track(ctx actor.Context, ts *idleTimers, idle bool, d time.Duration) {
 	if !idle {
-		it.since, it.trimmed = time.Time{}, false
+		it.resting, it.trimmed = false, false
 		return
 	}
-	if it.since.IsZero() {
-		it.since = ts.clock.Now()
+	if !it.resting {
+		it.resting, it.since = true, ts.clock.Since(ts.base)
 	}
 	if !it.armed {
 		it.arm(ts, ctx.Self(), it.next(d))
 	}
 }
 
-// trimAt is when the current idle spell's trim is due, or zero when there
-// is none (no trim, or it ran).
-func (it *idleTimer) trimAt(d time.Duration) time.Time {
-	if !it.trims || it.trimmed {
-		return time.Time{}
-	}
-	return it.since.Add(min(trimAfter, d))
+// trimAt is when, since the idleTimers' base, the current idle spell's
+// trim is due, and whether there is one (a trim not run yet).
+func (it *idleTimer) trimAt(d time.Duration) (time.Duration, bool) {
+	return it.since + min(trimAfter, d), it.trims && !it.trimmed
 }
 
-// next is when the current idle spell's next tick is due: its trim, then
-// its end, d after it began.
-func (it *idleTimer) next(d time.Duration) time.Time {
-	if at := it.trimAt(d); !at.IsZero() {
+// next is when, since the idleTimers' base, the current idle spell's next
+// tick is due: its trim, then its end, d after it began.
+func (it *idleTimer) next(d time.Duration) time.Duration {
+	if at, ok := it.trimAt(d); ok {
 		return at
 	}
-	return it.since.Add(d)
+	return it.since + d
 }
 
 // due handles an idle tick of generation gen: once the actor (idle now)
@@ -209,15 +208,15 @@ func (it *idleTimer) due(ctx actor.Context, ts *idleTimers, gen uint64, idle boo
 		return false
 	}
 	it.armed = false
-	if !idle || it.since.IsZero() {
+	if !idle || !it.resting {
 		return false
 	}
-	now := ts.clock.Now()
-	if at := it.trimAt(d); !at.IsZero() && !now.Before(at) {
+	now := ts.clock.Since(ts.base)
+	if at, ok := it.trimAt(d); ok && now >= at {
 		it.trimmed = true
 		t.trim()
 	}
-	if now.Before(it.since.Add(d)) {
+	if now < it.since+d {
 		it.arm(ts, ctx.Self(), it.next(d))
 		return false
 	}

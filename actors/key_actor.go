@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // key names one key actor: a lock name and its kind.
@@ -23,7 +24,10 @@ type key struct {
 // alive, and the one Redis request in flight.
 type keyActor struct {
 	waitingActor
-	lockIO lockIO // the Redis calls of the key's kind
+	// args are the name's script arguments for the kinds on the reentrant
+	// lock's scripts (usesLockArgs), made by the key actor's first request
+	// (keyActor.start) and again after a trim; io hands them on.
+	args *redisio.LockArgs
 
 	holdings map[string]*holding
 	renewals keyRenewals // the owners the renewer renews or follows (key_renewal.go)
@@ -31,13 +35,14 @@ type keyActor struct {
 	// Redis (each fair waiter waits).
 	ops      []*op // releases and undos, served before attempts
 	inflight *op
-	spare    []*op // finished ops kept for reuse (newOp)
+	spare    *op // finished ops kept for reuse (newOp), linked by op.spareNext
 	// spareHolding is the holding a release ended last, kept for reuse
 	// (newHolding): nothing refers to an ended holding.
 	spareHolding *holding
+	spares       int32 // how many ops spare holds
 	// handoffs counts the handoffs since an ordinary attempt acquired
 	// (maxHandoffs).
-	handoffs int
+	handoffs int32
 	subs     channelSet // channels subscribed (key_subscriptions.go)
 
 	// groups, for a group lock, are each owner's values (sorted), from its
@@ -51,9 +56,8 @@ var _ actor.Actor = (*keyActor)(nil)
 // newKeyActor makes the key actor of k (rootActor.keyProps).
 func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 	a := &keyActor{
-		waitingActor: newWaitingActor(cfg, k, refs),
-		lockIO:       lockIO{cfg: cfg, name: k.Name, kind: k.Kind},
 		// The maps are made on first use, and dropped again by trim.
+		waitingActor: newWaitingActor(cfg, k, refs),
 	}
 	a.idle.trims = true
 	if k.Kind == messages.KindGroupLock {
@@ -63,6 +67,13 @@ func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 		cfg.keyActorMade(a)
 	}
 	return a
+}
+
+// io is the key's Redis calls (its kind's, with its script arguments),
+// made for each use rather than kept: the key actor's own fields hold
+// what it needs.
+func (a *keyActor) io() *lockIO {
+	return &lockIO{cfg: a.cfg, name: a.key.Name, kind: a.key.Kind, args: a.args}
 }
 
 // Receive handles one message; every state change of the key actor happens
@@ -106,11 +117,11 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *opDone:
 		a.onOpDone(ctx, m)
 	case *subscribed:
-		a.waiters.wakeChannel(&a.lockIO, m.Channel, "")
+		a.waiters.wakeChannel(a.io(), m.Channel, "")
 	case *unlocked:
-		a.waiters.wakeChannel(&a.lockIO, m.Channel, m.Payload)
+		a.waiters.wakeChannel(a.io(), m.Channel, m.Payload)
 	case *retry:
-		a.waiters.wakeRetry(&a.lockIO)
+		a.waiters.wakeRetry(a.io())
 	case *renewalGone:
 		a.onRenewalGone(ctx, m)
 	case *crash:
@@ -135,7 +146,7 @@ func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 		return
 	}
 	w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
-	if a.lockIO.polls() {
+	if a.io().polls() {
 		a.spinPollFor(w)
 	}
 }
@@ -190,7 +201,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	case d.acquire.Acquired && a.endedInFlight(d.op) && d.acquire.HoldCount > 1:
 		a.attemptReentryLost(ctx, d)
 	case d.acquire.Acquired && a.holdings[owner] == nil && w.req.Lease > 0 &&
-		!a.cfg.Clock.Now().Before(a.lockIO.leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
+		!a.cfg.Clock.Now().Before(a.io().leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
 		a.attemptOutlived(ctx, d)
 	case d.acquire.AlreadyHeld:
 		a.attemptAlreadyHeld(ctx, d)
@@ -212,7 +223,7 @@ func (a *keyActor) attemptUnknown(ctx actor.Context, d *opDone) {
 	// waiter's attempt may also have taken a place in the queue: give
 	// it up.
 	a.ops = append(a.ops, &op{kind: opUndo, owner: owner, reqID: w.req.RequestID})
-	if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.lockIO.nonReentrant() {
+	if h := a.holdings[owner]; h != nil && h.id == d.op.holding && !h.expiresAt.IsZero() && !a.io().nonReentrant() {
 		h.uncertain = true // (a non-reentrant holder's attempt never touches its lease)
 	}
 	if a.endedInFlight(d.op) {
@@ -220,7 +231,7 @@ func (a *keyActor) attemptUnknown(ctx actor.Context, d *opDone) {
 		// was in flight; the holds it had may still be in Redis.
 		a.releaseLost(owner, w.req.RequestID, d.op.count, d.op.holdLease)
 	}
-	if a.lockIO.perWaiter() {
+	if a.io().perWaiter() {
 		w.refused = true
 		a.leaveQueue(w)
 	}
@@ -289,7 +300,7 @@ func (a *keyActor) attemptAcquired(ctx actor.Context, d *opDone) {
 	owner := w.req.Owner
 	h := a.holdAcquired(ctx, d)
 	a.waiters.remove(w)
-	if a.lockIO.shared() {
+	if a.io().shared() {
 		a.waiters.wakeHead() // a shared hold: the next reader may join at once
 	}
 	if w.cancelled {
@@ -308,7 +319,7 @@ func (a *keyActor) attemptAcquired(ctx actor.Context, d *opDone) {
 func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
 	w := d.op.w
 	if !w.try && !w.refused {
-		w.refused, w.channel = true, a.lockIO.channel(w.req.Owner)
+		w.refused, w.channel = true, a.io().channel(w.req.Owner)
 	}
 	switch {
 	case w.cancelled:
@@ -459,8 +470,8 @@ func (a *keyActor) released(ctx actor.Context, d *opDone) {
 func (a *keyActor) releasedOne(h *holding, d *opDone) {
 	h.count = d.remaining
 	switch {
-	case h.lease > 0 && a.lockIO.unlockRefreshesLease():
-		h.expiresAt = a.lockIO.leaseEnd(time.Time{}, h.lease, d.op.started) // the unlock refreshed the lease
+	case h.lease > 0 && a.io().unlockRefreshesLease():
+		h.expiresAt = a.io().leaseEnd(time.Time{}, h.lease, d.op.started) // the unlock refreshed the lease
 		h.uncertain = false
 	case len(h.reads) > 0:
 		// A read unlock dropped the newest read hold. Should the
@@ -476,7 +487,7 @@ func (a *keyActor) releasedOne(h *holding, d *opDone) {
 // sleep is how long a refused waiter w waits for a message before it tries
 // again anyway, given the PTTL the refusal reported.
 func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
-	if a.lockIO.polls() {
+	if a.io().polls() {
 		// A spin lock's waiter hears of no unlock: it polls again after
 		// its back-off's pause, whatever the holder's lease. The waiters
 		// behind it share that poll, which never pauses longer than the
@@ -492,11 +503,11 @@ func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 		// No TTL on the key (a foreign writer) or just expired: look again
 		// after a bounded pause rather than spin or hang.
 		wait = min(a.cfg.Watchdog/3, 100*time.Millisecond)
-		if pttl == 0 && !a.lockIO.perWaiter() {
+		if pttl == 0 && !a.io().perWaiter() {
 			wait = time.Millisecond
 		}
 	}
-	if a.lockIO.perWaiter() {
+	if a.io().perWaiter() {
 		// A fair waiter's next attempt refreshes its place in the queue
 		// (fair_place.go); it also bounds the wait should its wake-up
 		// message be lost.
@@ -508,7 +519,7 @@ func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 // leaveQueue gives up a waiter's place in Redis's queue (a fair waiter that was
 // refused there) when it leaves without the lock.
 func (a *keyActor) leaveQueue(w *waiter) {
-	if a.lockIO.perWaiter() && w.refused {
+	if a.io().perWaiter() && w.refused {
 		a.ops = append(a.ops, &op{kind: opLeaveQueue, w: w, owner: w.req.Owner, reqID: w.req.RequestID})
 	}
 }
@@ -551,7 +562,7 @@ func (a *keyActor) onTick(ctx actor.Context) {
 	slices.Sort(ended)
 	for _, owner := range ended {
 		h := a.holdings[owner]
-		if (h.uncertain || a.lockIO.sharesHash()) && !a.inFlightFor(owner, h.id) {
+		if (h.uncertain || a.io().sharesHash()) && !a.inFlightFor(owner, h.id) {
 			// A failed request may have left the lease longer than counted.
 			// A read/write lock's hash is shared: it may live on (raised by
 			// the owner's other side, or kept by other readers) with the
@@ -568,13 +579,13 @@ func (a *keyActor) onTick(ctx actor.Context) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
 		a.leaveQueue(w)
 	}
-	a.waiters.wakeDue(now, a.lockIO.eachAttempts())
+	a.waiters.wakeDue(now, a.io().eachAttempts())
 }
 
 // settle re-arms the timer for the next deadline or wake-up, unsubscribes
 // when nobody waits, and arms the idle timer when there is nothing to do.
 func (a *keyActor) settle(ctx actor.Context) {
-	next := a.waiters.next(a.lockIO.eachAttempts())
+	next := a.waiters.next(a.io().eachAttempts())
 	for _, h := range a.holdings {
 		if !h.expiresAt.IsZero() && (next.IsZero() || h.expiresAt.Before(next)) {
 			next = h.expiresAt
@@ -593,10 +604,10 @@ func (a *keyActor) settle(ctx actor.Context) {
 // arguments): once idle for a while (trimAfter) a name costs the engine
 // little until it is passivated, and its next request makes them anew.
 func (a *keyActor) trim() {
-	a.spare, a.spareHolding, a.ops = nil, nil, nil
+	a.spare, a.spares, a.spareHolding, a.ops = nil, 0, nil, nil
 	a.holdings, a.renewals.registered, a.renewals.paused, a.subs.subscribed = nil, nil, nil, nil
 	a.waiters.trim()
-	a.lockIO.args = nil // made again by the next start
+	a.args = nil // made again by the next start
 	if a.cfg.keyActorTrimmed != nil {
 		a.cfg.keyActorTrimmed(a)
 	}

@@ -53,7 +53,7 @@ func (a *keyActor) dropIdleGroups() {
 // lockIOFor is the key's lockIO for a call of owner's: a group lock's with
 // owner's values.
 func (a *keyActor) lockIOFor(owner string) lockIO {
-	lio := a.lockIO
+	lio := *a.io()
 	lio.values = a.groups[owner]
 	return lio
 }

@@ -158,14 +158,14 @@ func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
 	w := d.op.w
 	owner := w.req.Owner
 	h := a.holdings[owner]
-	if h != nil && a.lockIO.nonReentrant() {
+	if h != nil && a.io().nonReentrant() {
 		// A non-reentrant lock is entered only when its owner does not
 		// hold it: the holding known here had ended in Redis.
 		a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s had ended before its next acquire",
 			messages.ErrLockLost, a.key.Name, owner))
 		h = nil
 	}
-	if h != nil && h.unrenewed && !a.lockIO.sharesHash() && d.acquire.HoldCount <= 1 {
+	if h != nil && h.unrenewed && !a.io().sharesHash() && d.acquire.HoldCount <= 1 {
 		// Redis had none of the holds a failed unlock left in doubt:
 		// that holding ended (released or expired) before this
 		// acquire, which starts the next one.
@@ -182,15 +182,15 @@ func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
 	}
 	h.count = d.acquire.HoldCount
 	h.unrenewed = false // the acquire set the lease anew
-	if a.lockIO.shared() {
+	if a.io().shared() {
 		// A read acquire adds a hold and leaves the others as they are,
 		// with whatever a failed request may have done to them.
-		h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.lockIO.leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
+		h.reads = append(h.reads, readHold{lease: w.req.Lease, end: a.io().leaseEnd(time.Time{}, w.req.Lease, d.op.started)})
 		h.reads = h.reads[max(0, len(h.reads)-h.count):]
 		h.settleReads()
 	} else {
 		h.uncertain = false
-		h.expiresAt = a.lockIO.leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
+		h.expiresAt = a.io().leaseEnd(h.expiresAt, w.req.Lease, d.op.started)
 		h.lease = w.req.Lease
 	}
 	return h

@@ -73,6 +73,8 @@ type op struct {
 	// done is the result run sends back: an op runs at most once (a retry
 	// is a new op) until recycled.
 	done opDone
+	// spareNext links a recycled op to the key actor's next spare one.
+	spareNext *op
 }
 
 // spareOps bounds the finished ops a key actor keeps for its next requests
@@ -81,10 +83,9 @@ const spareOps = 2
 
 // newOp returns a zeroed op, a finished one if the actor kept any.
 func (a *keyActor) newOp() *op {
-	if n := len(a.spare); n > 0 {
-		o := a.spare[n-1]
-		a.spare[n-1] = nil
-		a.spare = a.spare[:n-1]
+	if o := a.spare; o != nil {
+		a.spare, o.spareNext = o.spareNext, nil
+		a.spares--
 		return o
 	}
 	return &op{}
@@ -94,9 +95,10 @@ func (a *keyActor) newOp() *op {
 // refers to a finished op: it is neither in flight nor queued, and its
 // worker sent its result and let go of it.
 func (a *keyActor) recycle(o *op) {
-	if len(a.spare) < spareOps {
-		*o = op{} // zeroed now: a kept op holds on to no waiter, message or error
-		a.spare = append(a.spare, o)
+	if a.spares < spareOps {
+		*o = op{spareNext: a.spare} // zeroed now: a kept op holds on to no waiter, message or error
+		a.spare = o
+		a.spares++
 	}
 }
 
@@ -136,7 +138,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 	}
 	// Past the head only a try, a reentry, a fair waiter or a reader may
 	// attempt; without any, a long queue is not scanned.
-	scan := a.lockIO.eachAttempts() || a.lockIO.shared() || a.waiters.beyondHead(a.holdings)
+	scan := a.io().eachAttempts() || a.io().shared() || a.waiters.beyondHead(a.holdings)
 	for i, w := range a.waiters.list {
 		if i > 0 && !scan {
 			break
@@ -151,11 +153,11 @@ func (a *keyActor) pump(ctx actor.Context) {
 			// message or the bounded look again; once woken, it attempts
 			// (the holding known here may be gone from Redis).
 			w.ready = false
-			w.refused, w.channel = true, a.lockIO.channel(w.req.Owner)
+			w.refused, w.channel = true, a.io().channel(w.req.Owner)
 			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, -1))
 			continue
 		}
-		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.lockIO.eachAttempts() || a.lockIO.shared() {
+		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.io().eachAttempts() || a.io().shared() {
 			o := a.newOp()
 			o.kind, o.w, o.owner, o.reqID = opAttempt, w, w.req.Owner, w.req.RequestID
 			a.start(ctx, o)
@@ -167,9 +169,9 @@ func (a *keyActor) pump(ctx actor.Context) {
 // start runs o on the engine's workers; the actor waits for it (calls) on
 // stop, and the result comes back as opDone.
 func (a *keyActor) start(ctx actor.Context, o *op) {
-	if a.lockIO.args == nil && usesLockArgs(a.key.Kind) {
+	if a.args == nil && usesLockArgs(a.key.Kind) {
 		// Made for the first request, and again after a trim.
-		a.lockIO.args = a.cfg.Scripts.LockArgs(a.key.Name)
+		a.args = a.cfg.Scripts.LockArgs(a.key.Name)
 	}
 	a.inflight = o
 	o.started = a.cfg.Clock.Now()
@@ -214,11 +216,11 @@ func (a *keyActor) startAttempt(ctx actor.Context, o *op, h *holding, lease time
 	// A non-reentrant lock's holder is refused (ErrAlreadyHeld), its
 	// holding left as it is: its lease is not touched, nor renewed
 	// meanwhile by this attempt's mode.
-	refusedEntry := h != nil && a.lockIO.nonReentrant()
+	refusedEntry := h != nil && a.io().nonReentrant()
 	if h != nil && !refusedEntry && (o.w.req.Lease > 0 || !h.expiresAt.IsZero()) {
 		// Until its answer comes the reentry may have set the lease
 		// (even a watchdog holding's, to the reentry's explicit one).
-		h.expiresAt = a.lockIO.endInFlight(h.expiresAt, false, lease, o.started, h.reads)
+		h.expiresAt = a.io().endInFlight(h.expiresAt, false, lease, o.started, h.reads)
 	}
 	if o.w.req.Lease == 0 && !refusedEntry {
 		// Register before the round trip: a holding must never be
@@ -243,7 +245,7 @@ func (a *keyActor) startRelease(ctx actor.Context, o *op, h *holding, lease time
 		}
 		if h.count > 1 {
 			// Until its answer comes the unlock may have set the lease.
-			h.expiresAt = a.lockIO.endInFlight(h.expiresAt, true, lease, o.started, h.reads)
+			h.expiresAt = a.io().endInFlight(h.expiresAt, true, lease, o.started, h.reads)
 		}
 		if h.count <= 1 {
 			// Stop renewal before the unlock round trip, so renewal
@@ -344,7 +346,7 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 // waiter still makes its first attempt: it takes its place in Redis's
 // queue then.
 func (a *keyActor) heldHereByOther(w *waiter) bool {
-	if w.try || !a.lockIO.handsOff() || a.lockIO.perWaiter() || a.holdings[w.req.Owner] != nil {
+	if w.try || !a.io().handsOff() || a.io().perWaiter() || a.holdings[w.req.Owner] != nil {
 		return false
 	}
 	for _, h := range a.holdings {
@@ -370,7 +372,7 @@ const maxHandoffs = 8
 // the unlock's message, on the same footing as other processes' waiters.
 func (a *keyActor) handoffTo(o *op) (next *waiter, endsStreak bool) {
 	h := a.holdings[o.owner]
-	if h == nil || h.count > 1 || !a.lockIO.handsOff() || len(a.waiters.list) == 0 {
+	if h == nil || h.count > 1 || !a.io().handsOff() || len(a.waiters.list) == 0 {
 		return nil, false
 	}
 	w := a.waiters.list[0]
@@ -380,7 +382,7 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, endsStreak bool) {
 	}
 	// A fair lock's queue in Redis lets other processes' waiters in, in
 	// their turn: its streaks need no end.
-	if a.handoffs >= maxHandoffs && !a.lockIO.perWaiter() {
+	if a.handoffs >= maxHandoffs && !a.io().perWaiter() {
 		a.handoffs = 0
 		return nil, w.refused
 	}

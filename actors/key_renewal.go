@@ -65,7 +65,7 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 	h := a.holdings[owner]
 	renew := h != nil && h.lease == 0 && !h.unrenewed
 	if o := a.inflight; o != nil && o.kind == opAttempt && o.owner == owner && o.w.req.Lease == 0 &&
-		(h == nil || !a.lockIO.nonReentrant()) {
+		(h == nil || !a.io().nonReentrant()) {
 		renew = true
 	}
 	switch {

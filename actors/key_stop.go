@@ -19,7 +19,7 @@ import (
 // bound covers every leave, so a Redis that does not answer holds the
 // stop up once, not once per waiter.
 func (a *keyActor) leaveQueues() {
-	if !a.lockIO.perWaiter() {
+	if !a.io().perWaiter() {
 		return
 	}
 	leaving := make([]*waiter, 0, len(a.waiters.list)+len(a.ops))
@@ -42,7 +42,7 @@ func (a *keyActor) leaveQueues() {
 	c, cancel := a.cfg.detachedContext(closingUndoTimeout)
 	defer cancel()
 	for _, w := range leaving {
-		if err := a.lockIO.leaveQueue(c, w); err != nil {
+		if err := a.io().leaveQueue(c, w); err != nil {
 			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
 				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
 		}

@@ -17,20 +17,20 @@ func (a *keyActor) syncSubscriptions(ctx actor.Context) {
 	if len(a.waiters.list) == 0 && len(a.subs.subscribed) == 0 {
 		return // the uncontended path: nothing to compare
 	}
-	if a.lockIO.polls() {
+	if a.io().polls() {
 		return // a spin lock's waiters poll: they listen on nothing
 	}
 	want := map[string]bool{}
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
 			want[w.channel] = true
-			if !a.lockIO.eachAttempts() {
+			if !a.io().eachAttempts() {
 				break
 			}
 		}
 	}
 	keep := 0
-	if a.lockIO.perWaiter() && len(a.waiters.list) > 0 {
+	if a.io().perWaiter() && len(a.waiters.list) > 0 {
 		// A fair waiter listens on a channel of its own, and its owner
 		// often waits again soon (a handle used in a loop). While others
 		// still wait, up to lingerChannels channels nobody listens on stay

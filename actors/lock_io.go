@@ -26,8 +26,7 @@ type lockIO struct {
 	name string
 	kind messages.Kind
 	// args are the name's script arguments for the kinds on the reentrant
-	// lock's scripts (usesLockArgs), made by the key actor's first request
-	// (keyActor.start) and again after a trim.
+	// lock's scripts (usesLockArgs): the key actor's (keyActor.args).
 	args *redisio.LockArgs
 	// values, for a group lock, are the values of the owner a call is
 	// for: set on the copy each call runs on.

@@ -37,17 +37,11 @@ type queueMailbox struct {
 	// inline tells that a pass may run on the goroutine that posts to the
 	// idle mailbox (Workers.runsInline) instead of on a worker.
 	inline bool
-	// pass is m.process, made once.
-	pass func()
 }
 
 var _ actor.Mailbox = (*queueMailbox)(nil)
 
-func newQueueMailbox() actor.Mailbox {
-	m := &queueMailbox{}
-	m.pass = m.process
-	return m
-}
+func newQueueMailbox() actor.Mailbox { return &queueMailbox{} }
 
 // PostUserMessage queues msg and schedules a pass.
 func (m *queueMailbox) PostUserMessage(msg any) {
@@ -96,7 +90,7 @@ func (m *queueMailbox) schedule(inline bool) {
 			m.passes(true)
 			return
 		}
-		m.dispatcher.Schedule(m.pass)
+		m.dispatchPass()
 	}
 }
 
@@ -120,8 +114,20 @@ func inlineMessage(msg any) bool {
 	return false
 }
 
-// process runs the passes of a pass scheduled on the dispatcher.
-func (m *queueMailbox) process() { m.passes(false) }
+// dispatchPass hands a pass to the dispatcher. The engine's Workers take
+// the mailbox itself as the job (run), which costs no allocation; another
+// dispatcher takes a method value.
+func (m *queueMailbox) dispatchPass() {
+	if w, ok := m.dispatcher.(*Workers); ok {
+		w.run(m)
+		return
+	}
+	m.dispatcher.Schedule(m.run)
+}
+
+// run runs the passes of a pass handed to the dispatcher (a job of the
+// Workers).
+func (m *queueMailbox) run() { m.passes(false) }
 
 // passes runs passes until the queues hold nothing it may take: a
 // message posted while a pass was ending is either taken by another pass
@@ -129,8 +135,8 @@ func (m *queueMailbox) process() { m.passes(false) }
 // message hands the rest to the dispatcher.
 func (m *queueMailbox) passes(inline bool) {
 	for {
-		if !m.run(inline) {
-			m.dispatcher.Schedule(m.pass) // scheduled stays set: the worker's pass takes over
+		if !m.take(inline) {
+			m.dispatchPass() // scheduled stays set: the worker's pass takes over
 			return
 		}
 		m.scheduled.Store(false)
@@ -143,13 +149,13 @@ func (m *queueMailbox) passes(inline bool) {
 	}
 }
 
-// run hands the queued messages to the invoker, system messages first,
+// take hands the queued messages to the invoker, system messages first,
 // until the queues are empty or the mailbox is suspended, yielding every
 // Throughput messages. It returns false for the rest of the pass to go to
 // the dispatcher: when an inline run meets a system message or has taken
 // Throughput messages (the posting goroutine serves no actor's backlog),
 // and after a panic, which the invoker was told of.
-func (m *queueMailbox) run(inline bool) bool {
+func (m *queueMailbox) take(inline bool) bool {
 	var msg any
 	defer func() {
 		if r := recover(); r != nil {
