@@ -83,9 +83,9 @@ lint: ## Run go vet, gofmt and staticcheck (pinned version) in every module
 		if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m run $(STATICCHECK) ./...); done
 
-sim: ## 1,000 simulation seeds with every fault, 300 group lock seeds, 300 RedLock seeds over 3 masters (fails on any unexcused violation), the broken-engine check, then examples/simulate's job runners over 500 seeds
+sim: ## 1,000 simulation seeds with every fault, 300 group lock seeds, 300 RedLock seeds over 3 masters (fails on any unexcused violation), the broken-engine check, then examples/simulate's job runners over 300 seeds (the first 120 replayed)
 	$(GO) run ./sim/cmd/warden-sim -seed 1 -runs 1000 -faults all -q
 	$(GO) run ./sim/cmd/warden-sim -kinds lock,fair-lock,group-lock -seed 1 -runs 300 -faults all -q
 	$(GO) run ./sim/cmd/warden-sim -redlock -owners 1 -length 5s -seed 1 -runs 300 -faults all -q
 	$(GO) test -count=1 -tags wardenbroken -run 'TestBrokenEngineIsCaught|TestBrokenGroupLockIsCaught' ./sim
-	$(GO) test -count=1 -v -timeout 30m -run 'TestNaiveRunnerIsCaught|TestFencedRunnerIsClean|TestReplayIsByteIdentical' ./examples/simulate -args -seeds 500 -replays 200 -timeline $${TMPDIR:-/tmp}/warden-simulate-naive.html
+	$(GO) test -count=1 -v -timeout 30m -run 'TestNaiveRunnerIsCaught|TestFencedRunnerIsClean|TestReplayIsByteIdentical' ./examples/simulate -args -seeds 300 -replays 120 -timeline $${TMPDIR:-/tmp}/warden-simulate-naive.html

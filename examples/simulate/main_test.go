@@ -13,7 +13,7 @@ import (
 )
 
 // seeds and replays are how many seeds the tests sweep: a few by default
-// (go test, make test), 500 under make sim, which replays the first 200 (-args -seeds 500 -replays 200).
+// (go test, make test), 300 under make sim, which replays the first 120 (-args -seeds 300 -replays 120).
 var (
 	seeds    = flag.Int("seeds", 12, "how many seeds (from 1) the runner tests sweep")
 	replays  = flag.Int("replays", 3, "how many seeds (from 1) the replay test runs twice")
