@@ -17,7 +17,9 @@ import (
 // name in use); an entry here costs 32 bytes while it is due. It is not an
 // actor, as the clock's own timers are not: it holds no lock state, only
 // when to send each actor its idleTick, and the actor decides in its turn
-// what the tick means (idleTimer.due).
+// what the tick means (idleTimer.due). The entry of an actor that stopped
+// stays until it is due and is then dropped, holding that actor's memory
+// for at most one idle timeout.
 type idleTimers struct {
 	clock clockwork.Clock
 	sys   *actor.ActorSystem

@@ -44,12 +44,20 @@ func advance(t *testing.T, clock *clockwork.FakeClock, d time.Duration) {
 	clock.Advance(d)
 }
 
-func TestIdleTimersSendEachTickWhenDueInOrder(t *testing.T) {
+// newIdleTimersForTest makes idleTimers on a fake clock in an actor
+// system of their own, both stopped at the test's end.
+func newIdleTimersForTest(t *testing.T) (*actor.ActorSystem, *clockwork.FakeClock, *idleTimers) {
+	t.Helper()
 	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
 	clock := clockwork.NewFakeClock()
 	ts := newIdleTimers(clock, sys)
-	defer ts.stop()
+	t.Cleanup(sys.Shutdown)
+	t.Cleanup(ts.stop)
+	return sys, clock, ts
+}
+
+func TestIdleTimersSendEachTickWhenDueInOrder(t *testing.T) {
+	sys, clock, ts := newIdleTimersForTest(t)
 	pidA, ticksA := tickSink(t, sys)
 	pidB, ticksB := tickSink(t, sys)
 	var a, b idleTimer
@@ -68,11 +76,7 @@ func TestIdleTimersSendEachTickWhenDueInOrder(t *testing.T) {
 }
 
 func TestIdleTimersDropTheTickOfAStoppedTimer(t *testing.T) {
-	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
-	clock := clockwork.NewFakeClock()
-	ts := newIdleTimers(clock, sys)
-	defer ts.stop()
+	sys, clock, ts := newIdleTimersForTest(t)
 	pidA, ticksA := tickSink(t, sys)
 	pidB, ticksB := tickSink(t, sys)
 	var a, b idleTimer
@@ -90,10 +94,7 @@ func TestIdleTimersDropTheTickOfAStoppedTimer(t *testing.T) {
 }
 
 func TestIdleTimersStopDropsEverythingDue(t *testing.T) {
-	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
-	clock := clockwork.NewFakeClock()
-	ts := newIdleTimers(clock, sys)
+	sys, clock, ts := newIdleTimersForTest(t)
 	pid, ticks := tickSink(t, sys)
 	var a idleTimer
 	a.arm(ts, pid, time.Second)
@@ -108,11 +109,7 @@ func TestIdleTimersStopDropsEverythingDue(t *testing.T) {
 }
 
 func TestIdleTimersGiveBackABurstsRoom(t *testing.T) {
-	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
-	clock := clockwork.NewFakeClock()
-	ts := newIdleTimers(clock, sys)
-	defer ts.stop()
+	sys, clock, ts := newIdleTimersForTest(t)
 	pid, _ := tickSink(t, sys)
 	timers := make([]idleTimer, 200)
 	for i := range timers {

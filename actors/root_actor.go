@@ -22,7 +22,7 @@ type keyEntry struct {
 // itself idle if nothing was routed to it since.
 type rootActor struct {
 	cfg  *Config
-	keys map[key]keyEntry
+	keys map[key]*keyEntry
 	refs *engineRefs
 	// keyProps and countProps spawn every key actor and count actor: one
 	// Props each for all names, their producers making the actor for the
@@ -45,7 +45,7 @@ func RootProps(cfg Config) (*actor.Props, error) {
 		cfg.calls = &callDeadlines{window: cfg.SharedDeadlines}
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &rootActor{cfg: &cfg, keys: map[key]keyEntry{}}
+		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
 	}, actor.WithDispatcher(cfg.Workers), withMailbox), nil
 }
 
@@ -92,7 +92,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *passivate:
-		if e, ok := a.keys[m.Key]; ok && e.pid.Equal(m.PID) && e.routed == m.Seen {
+		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) && e.routed == m.Seen {
 			a.forget(m.Key)
 			ctx.Poison(m.PID)
 		}
@@ -122,7 +122,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		case "subscriber":
 			ctx.Send(a.refs.subscriber, m)
 		default:
-			if e, ok := a.keys[m.Key]; ok {
+			if e := a.keys[m.Key]; e != nil {
 				ctx.Send(e.pid, m)
 			}
 		}
@@ -130,7 +130,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		// A key actor that failed: requests already routed to it are
 		// answered with its fault as Poison drains its mailbox; the next
 		// request for the name starts a fresh key actor.
-		if e, ok := a.keys[m.Key]; ok && e.pid.Equal(m.PID) {
+		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) {
 			a.forget(m.Key)
 			ctx.Poison(m.PID)
 		}
@@ -142,7 +142,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 func (a *rootActor) forget(k key) {
 	delete(a.keys, k)
 	if len(a.keys) == 0 {
-		a.keys = map[key]keyEntry{}
+		a.keys = map[key]*keyEntry{}
 	}
 }
 
@@ -176,8 +176,8 @@ func (a *rootActor) reject(ctx actor.Context, reply any) {
 }
 
 func (a *rootActor) route(ctx actor.Context, k key) {
-	e, ok := a.keys[k]
-	if !ok {
+	e := a.keys[k]
+	if e == nil {
 		props := a.countProps
 		if k.Kind.Held() {
 			props = a.keyProps
@@ -187,11 +187,11 @@ func (a *rootActor) route(ctx actor.Context, k key) {
 		// passivated key actor's memory alive. Root stops the live ones
 		// itself when it stops (stopKeyActors).
 		a.spawning = k
-		e.pid = ctx.ActorSystem().Root.Spawn(props)
+		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
 		a.spawning = key{}
+		a.keys[k] = e
 	}
 	e.routed++
-	a.keys[k] = e // by value: an entry costs no allocation of its own
 	ctx.Forward(e.pid)
 }
 
