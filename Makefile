@@ -47,9 +47,12 @@ deps: ## Install redis-server, PostgreSQL (the fence tests), promtool (the alert
 	$(call ensure_cmd,gcc,gcc libc6-dev)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m mod download); done
 
-# CLIENT_SHARD splits the client package's tests (about 8 of the suite's
-# 10 minutes under -race, mostly waiting on real leases) in two halves by
-# name, which make test runs beside the core module's other packages.
+# CLIENT_SHARD splits the client package's tests (the suite's longest
+# package under -race, mostly waiting on real leases) in two halves by
+# name, which make test runs beside the core module's other packages. Most
+# client tests call t.Parallel; those that count goroutines or heap, or
+# whose bounds are tight against load (RedLock's per-node timeouts, MinLease,
+# sub-second wake-up bounds), run sequentially before them.
 CLIENT_SHARD := ^(Test|Example|Fuzz)[A-La-l_]
 TESTFLAGS := -race -count=1 -parallel 8 -timeout 20m
 

@@ -15,6 +15,7 @@ import (
 )
 
 func TestACLRulesRefuseABadGlob(t *testing.T) {
+	t.Parallel()
 	for _, names := range []string{"", "a b", "a\tb", "x[y", "x\\"} {
 		_, err := client.ACLRules(names)
 		require.ErrorIs(t, err, client.ErrInvalidArgument, "%q", names)
@@ -28,6 +29,7 @@ func TestACLRulesRefuseABadGlob(t *testing.T) {
 // of their own as a user with exactly ACLRules of their glob: the
 // auxiliary keys then follow the name without extra braces.
 func TestACLRulesForHashTaggedNames(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
 	ctx := context.Background()

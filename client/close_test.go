@@ -19,6 +19,7 @@ import (
 // a waiter of another client, leaves another owner's read hold alone, and
 // counts a holding already lost as no error; the Client is closed after.
 func TestCloseAndReleaseReleasesEveryHold(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c, other := e.newClient(t), e.newClient(t)
@@ -73,6 +74,7 @@ func TestCloseAndReleaseReleasesEveryHold(t *testing.T) {
 // TestCloseAndReleaseReportsAFailedRelease: a release that fails (Redis is
 // gone) is returned, and the Client still closes.
 func TestCloseAndReleaseReportsAFailedRelease(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -91,6 +93,7 @@ func TestCloseAndReleaseReportsAFailedRelease(t *testing.T) {
 // has waiters for it: the release does not hand it to one of them (each is
 // answered ErrClosed), so nothing is left holding it until a lease ends.
 func TestCloseAndReleaseGivesNoLockToItsOwnWaiters(t *testing.T) {
+	t.Parallel()
 	for _, k := range []struct {
 		kind string
 		make func(c *client.Client, name string, opts ...client.LockOption) *client.Lock

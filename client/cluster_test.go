@@ -92,6 +92,7 @@ func (e *clusterEnv) awaitShardSubscribers(t *testing.T, ch string, n int64) {
 }
 
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	e := newClusterEnv(t)
 	ctx := testCtx(t)
 
@@ -646,6 +647,7 @@ var (
 // says why: never a CROSSSLOT from Redis at run time. Names with a hash
 // tag of their own work end to end; on a single node every name works.
 func TestClusterNamesThatSpanSlots(t *testing.T) {
+	t.Parallel()
 	e := newClusterEnv(t)
 	ctx := testCtx(t)
 	c, other := e.newClient(t), e.newClient(t)
@@ -717,6 +719,7 @@ func TestClusterNamesThatSpanSlots(t *testing.T) {
 
 // On a single node (no slots) the names refused on a cluster work.
 func TestSpanningNamesWorkOnASingleNode(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	c, _, _ := ownSystemClient(t, rdb)
 	other, _, _ := ownSystemClient(t, rdb)

@@ -58,6 +58,7 @@ func assertReadHoldSurvives(t *testing.T, e *env, rw *client.ReadWriteLock) {
 // write holds must not cut its longer read hold: the unlock sets the hash
 // to the write lease, but never below the longest read hold.
 func TestDowngradeWriteUnlockKeepsTheLongerReadHold(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	e, rw := downgraded(t, "rw-downgrade-unlock")
 	require.NoError(t, rw.WriteLock().Lock(ctx))
@@ -71,6 +72,7 @@ func TestDowngradeWriteUnlockKeepsTheLongerReadHold(t *testing.T) {
 // The watchdog's renewal of a write hold must not cut the owner's longer
 // read hold either: a write hold of a read/write lock only raises the TTL.
 func TestDowngradeWriteRenewalKeepsTheLongerReadHold(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	e, rw := downgraded(t, "rw-downgrade-renew")
 	e.advance(watchdog + watchdog/3) // three or four renewals of the write hold

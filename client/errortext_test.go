@@ -20,6 +20,7 @@ import (
 // names the lock (or, for bad input, the field), and still matches its
 // sentinels and the context's error with errors.Is.
 func TestErrorTextIsOneLineWithTheName(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	c, _, _ := ownSystemClient(t, rdb, client.WithWatchdogTimeout(30*time.Second))
 	ctx := testCtx(t)

@@ -53,6 +53,7 @@ func policyRecords(t *testing.T, rdb redis.UniversalClient, admin *redis.Client,
 // names the policy; on noeviction it logs nothing; a user the ACL refuses
 // CONFIG GET is noted at Debug, and the Client works.
 func TestClientWarnsOnceWhenTheServerMayEvictLocks(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []string{"allkeys-lru", "volatile-lru", "allkeys-random", "volatile-ttl"} {
 		t.Run(policy, func(t *testing.T) {
 			srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", policy))
@@ -151,6 +152,7 @@ func TestClientWarnsOnceWhenTheServerMayEvictLocks(t *testing.T) {
 // the acquire fails with ErrFencingReset, naming both tokens, raises the
 // counter back to 3 and is given back; tokens go on from there.
 func TestFencedLockRefusesATokenTheCounterGaveOutBefore(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	rdb := srv.Client(t)
 	c, _, _ := ownSystemClient(t, rdb)
@@ -241,6 +243,7 @@ func infoField(t *testing.T, rdb *redis.Client, section, field string) string {
 // that never saw the higher ones). Token, which finds a reset of a held
 // lock, raises the counter the same way.
 func TestFencedLockResetRaisesTheCounter(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := testCtx(t)
 	const name = "fence-raise"

@@ -15,6 +15,7 @@ import (
 // go doc alone teaches each primitive and the main options: each has a
 // runnable example with its output checked.
 func TestEveryPrimitiveHasARunnableExample(t *testing.T) {
+	t.Parallel()
 	paths, err := filepath.Glob("*_test.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()

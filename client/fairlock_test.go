@@ -18,6 +18,7 @@ import (
 )
 
 func TestFairLockOrderIsArrivalOrderAcrossClients(t *testing.T) {
+	t.Parallel()
 	both(t, testFairLockOrder)
 }
 
@@ -74,6 +75,7 @@ func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder
 }
 
 func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -94,6 +96,7 @@ func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
 // fixed lease it never gives back: each gets in when the lease before its
 // own ends, in arrival order, with no unlock message to wake it.
 func TestFairLockOrderHoldsWhenLeasesEndWithoutUnlock(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name, n, lease = "fair-leases", 8, 200 * time.Millisecond
@@ -120,6 +123,7 @@ func TestFairLockOrderHoldsWhenLeasesEndWithoutUnlock(t *testing.T) {
 }
 
 func TestFairLockContention(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		locks := make([]*client.Lock, 6)
 		for i := range locks {
@@ -182,6 +186,7 @@ func TestFairLockSkipsAbandonedWaiters(t *testing.T) {
 }
 
 func TestFairLockDeadlinesDoNotDrift(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -221,6 +226,7 @@ func TestFairLockDeadlinesDoNotDrift(t *testing.T) {
 }
 
 func TestFairLockHeadWakesWhenTheHoldersLeaseEnds(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -239,6 +245,7 @@ func TestFairLockHeadWakesWhenTheHoldersLeaseEnds(t *testing.T) {
 }
 
 func TestFairTryLockNeverEnqueuesAndLateUnlockIsNotHeld(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -262,6 +269,7 @@ func TestFairTryLockNeverEnqueuesAndLateUnlockIsNotHeld(t *testing.T) {
 }
 
 func TestClosingClientGivesUpItsFairWaitersPlaces(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		holder := e.newClient(t).FairLock("fair-close")
@@ -287,6 +295,7 @@ func TestClosingClientGivesUpItsFairWaitersPlaces(t *testing.T) {
 // Redis error is reported as one, API.md), here when the pause ends; a
 // context ends it at once. Real Redis only: miniredis has no CLIENT PAUSE.
 func TestFairTryLockWaitDuringAPauseLeavesNoPlace(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	const name = "fair-pause"
 	e := realEnv(t)
@@ -331,6 +340,7 @@ func TestFairTryLockWaitDuringAPauseLeavesNoPlace(t *testing.T) {
 // so that its owner waiting again costs no new subscription; once nobody
 // waits, every channel is unsubscribed.
 func TestFairWaiterChannelsLingerWhileOthersWait(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	ctx := testCtx(t)

@@ -109,6 +109,7 @@ func placeAlive(t *testing.T, e *env, name, owner string) time.Time {
 // within about one watchdog timeout of the kill (B's place, refreshed no
 // more, lapses), not after B's 5-minute allowance.
 func TestCrashedFairWaiterGivesUpItsPlaceWithinOneWatchdog(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	const wd = 1500 * time.Millisecond
 	const name = "fair-crashed-waiter"
@@ -158,6 +159,7 @@ func TestCrashedFairWaiterGivesUpItsPlaceWithinOneWatchdog(t *testing.T) {
 // neither while the holder holds nor after another waiter took the lock
 // ahead of both (which moves the deadlines of Redisson's places).
 func TestLiveFairWaiterNeverLosesItsPlace(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		const name = "fair-long-wait"
 		const place = 300 * time.Millisecond
@@ -257,6 +259,7 @@ func TestRedissonFairPlaceKeepsItsDeadline(t *testing.T) {
 // value fails New with ErrInvalidArgument naming it, before any Redis
 // call.
 func TestFairPlaceTimeOptionIsValidated(t *testing.T) {
+	t.Parallel()
 	e := miniEnv(t)
 	var calls atomic.Int64
 	rdb := redis.NewClient(&redis.Options{Addr: e.mini.Addr()})
@@ -304,6 +307,7 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // was cancelled, no late attempt brings its place back, however long the
 // lock stays held.
 func TestFairWaiterThatLeftKeepsNoPlace(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		const name = "fair-left"
 		const place = 300 * time.Millisecond

@@ -17,6 +17,7 @@ import (
 // A first acquire takes the next token; a reentry answers the same token;
 // Token reads it while held and refuses a non-holder.
 func TestFencedLockTokens(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -60,6 +61,7 @@ func TestFencedLockTokens(t *testing.T) {
 // Tokens increase strictly across two clients and 1,000 acquisitions, and
 // every holder's token is the highest yet when it enters.
 func TestFencedLockTokensIncreaseAcrossClients(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	clients := []*client.Client{e.newClient(t), e.newClient(t)}
 	const workers, each = 4, 250 // 1,000 acquisitions
@@ -100,6 +102,7 @@ func TestFencedLockTokensIncreaseAcrossClients(t *testing.T) {
 // A fenced lock excludes a plain reentrant lock of the same name (the same
 // hash and channel), and a waiter is woken by its unlock.
 func TestFencedLockWaiterWakesOnUnlock(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -126,6 +129,7 @@ func TestFencedLockWaiterWakesOnUnlock(t *testing.T) {
 }
 
 func TestFencedLockInput(t *testing.T) {
+	t.Parallel()
 	e := miniEnv(t)
 	c := e.newClient(t)
 	ctx := testCtx(t)

@@ -15,6 +15,7 @@ import (
 // forgotten (a lower token for it is admitted again), the others still
 // refuse one.
 func TestFencesKeepTheMostRecentlyAcquiredNames(t *testing.T) {
+	t.Parallel()
 	f := &fences{limit: 3}
 	acquire := func(name string, token int64) bool {
 		_, ok := f.admit(&messages.Acquired{Name: name, Kind: messages.KindFencedLock, Token: token, HoldCount: 1})

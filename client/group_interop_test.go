@@ -128,6 +128,7 @@ func (j *javaGroupPeer) unlock(ctx context.Context, group string, lease time.Dur
 // exclude each other on a shared value, wake each other's waiters, and
 // hold disjoint values at once; each reads the other's fields.
 func TestGroupLockSharesAGroupWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -199,6 +200,7 @@ func TestGroupLockSharesAGroupWithARedissonPeer(t *testing.T) {
 // Warden and "Java" contenders with overlapping values never hold one
 // value together.
 func TestGroupLockMutualExclusionWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	var holders [3]atomic.Int32

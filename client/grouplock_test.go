@@ -32,6 +32,7 @@ func groupFields(t *testing.T, e *env, group string) map[string]string {
 // on other values of the group is held at the same time; reentry counts
 // per value; the last unlock empties the hash.
 func TestGroupLockAllOrNone(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c, o := e.newClient(t), e.newClient(t)
@@ -88,6 +89,7 @@ func TestGroupLockAllOrNone(t *testing.T) {
 // Bad input is ErrInvalidArgument naming the field, from every call,
 // before any Redis call.
 func TestGroupLockRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	ctx := testCtx(t)
@@ -125,6 +127,7 @@ func TestGroupLockRefusesBadInput(t *testing.T) {
 // A waiter on one value is woken by the unlock message on
 // redisson_lock__channel:{group}, well before the holder's lease ends.
 func TestGroupLockWaiterWokenByUnlock(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	holder := e.newClient(t).GroupLock("wake", "a", "b")
@@ -142,6 +145,7 @@ func TestGroupLockWaiterWokenByUnlock(t *testing.T) {
 // A watchdog-mode holding is renewed past the watchdog timeout; deleting
 // one value's fields loses the holding (Lost closes) at the next renewal.
 func TestGroupLockWatchdogAndLoss(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	g := e.newClient(t).GroupLock("dog", "x", "y")
@@ -162,6 +166,7 @@ func TestGroupLockWatchdogAndLoss(t *testing.T) {
 // Goroutines with overlapping value sets of one group never hold a value
 // together, and all finish.
 func TestGroupLockContention(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const workers, rounds = 6, 12
@@ -200,6 +205,7 @@ func TestGroupLockContention(t *testing.T) {
 // an actor application's acquire of other values by the same owner is
 // refused, and so is a release naming other values.
 func TestGroupLockOneValueSetPerOwner(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c, sys, _ := ownSystemClient(t, e.rdb)
@@ -230,6 +236,7 @@ func TestGroupLockOneValueSetPerOwner(t *testing.T) {
 // a waiter is woken by sharded pub/sub, the watchdog renews groups on
 // every shard, and a value taken away loses the holding.
 func TestClusterGroupLock(t *testing.T) {
+	t.Parallel()
 	e := newClusterEnv(t)
 	ctx := testCtx(t)
 	values := make([]string, 50)
@@ -311,6 +318,7 @@ func TestClusterGroupLock(t *testing.T) {
 // Two group locks of one group in a MultiLock are refused with a message
 // that says what to do instead: one GroupLock over their values.
 func TestMultiLockOfOneGroupSaysToUseOneGroupLock(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	err := client.NewMultiLock(c.GroupLock("grp", "a"), c.GroupLock("grp", "b")).Lock(testCtx(t))

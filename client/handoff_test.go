@@ -18,6 +18,7 @@ import (
 // An unlock with a local waiter hands the lock on in its own round trip:
 // by the time Unlock returns, Redis already names the waiter as holder.
 func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"lock", "fenced", "fair", "nonreentrant-fair"} {
 		t.Run(kind, func(t *testing.T) {
 			e := realEnv(t)
@@ -63,6 +64,7 @@ func TestLocalHandoffInTheUnlocksRoundTrip(t *testing.T) {
 // local holder unlocks; the other process's waiter holds next, then the
 // local one.
 func TestFairHandoffKeepsTheQueuesOrder(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	local, remote := e.newClient(t), e.newClient(t)
 	ctx := testCtx(t)
@@ -90,6 +92,7 @@ func TestFairHandoffKeepsTheQueuesOrder(t *testing.T) {
 // starve another process's waiter: every few handoffs an unlock goes
 // alone.
 func TestLocalHandoffsLetARemoteWaiterIn(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	local, remote := e.newClient(t), e.newClient(t)
 	ctx := testCtx(t)

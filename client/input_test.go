@@ -15,6 +15,7 @@ import (
 )
 
 func TestBadInputIsRejectedBeforeRedis(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -64,6 +65,7 @@ func TestBadInputIsRejectedBeforeRedis(t *testing.T) {
 }
 
 func TestBadOptionsAreRejected(t *testing.T) {
+	t.Parallel()
 	e := miniEnv(t)
 	for _, opt := range []client.Option{
 		client.WithWatchdogTimeout(10 * time.Millisecond),
@@ -91,6 +93,7 @@ func TestBadOptionsAreRejected(t *testing.T) {
 // returns ErrInvalidArgument, none panics, and the handles a nil Client
 // makes are checked the same way.
 func TestNilHandlesAreRejected(t *testing.T) {
+	t.Parallel()
 	var nilClient *client.Client
 	zeroClient := &client.Client{}
 	rw := nilClient.ReadWriteLock("x")
@@ -209,6 +212,7 @@ func callWithPlainArgs(t *testing.T, what string, m reflect.Value) (out []reflec
 // the next whole millisecond, by locks and by permits alike; one under
 // 1ms is still refused.
 func TestLeasesBetweenMillisecondsAreRoundedUp(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)

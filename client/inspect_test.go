@@ -67,6 +67,7 @@ func ttlWithin(t *testing.T, o client.Object, lease time.Duration) {
 }
 
 func TestInspectEveryKindWrittenByWarden(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := context.Background()
 	// Without registry records: a Client writes its own at any moment,
@@ -219,6 +220,7 @@ func redissonOwner(uuid string, thread int) string {
 }
 
 func TestInspectRedissonLayout(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	const java = "6f1c1a3e-7a6b-4c1e-9f1e-0a2b3c4d5e6f"
@@ -328,6 +330,7 @@ func TestInspectRedissonLayout(t *testing.T) {
 }
 
 func TestInspectReadsTheRegistry(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	const id = "3b0c5a3e-0000-4000-8000-000000000001"
@@ -365,6 +368,7 @@ func TestInspectReadsTheRegistry(t *testing.T) {
 }
 
 func TestInspectBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// Nothing listens here: a bad argument must fail before any call.
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
@@ -414,6 +418,7 @@ func TestInspectBadInput(t *testing.T) {
 }
 
 func TestScanOnEveryMasterOfACluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	rdb := cl.Client(t)
 	ctx := context.Background()
@@ -453,6 +458,7 @@ func TestScanOnEveryMasterOfACluster(t *testing.T) {
 }
 
 func TestScanStreamsAHundredThousandNames(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes 100,000 names")
 	}

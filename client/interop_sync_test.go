@@ -209,6 +209,7 @@ func rawIDs(t *testing.T, ids ...string) []any {
 // TTL, and takes from; one warden set with a TTL Redisson takes from; and
 // Redisson's releaseIfExists wakes a warden waiter by its message.
 func TestSemaphoreTTLAndReleaseIfExistsWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := messageWaiterClient(t, e)
@@ -257,6 +258,7 @@ func TestSemaphoreTTLAndReleaseIfExistsWithARedissonPeer(t *testing.T) {
 // and counts with setPermits, getPermits and acquiredPermits as warden
 // does.
 func TestPermitMethodsWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "permit-java"
@@ -334,6 +336,7 @@ func TestPermitMethodsWithARedissonPeer(t *testing.T) {
 // Delete publishes the zero message, which opens a Redisson waiter's
 // latch.
 func TestLatchDeleteWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "latch-java-delete"
@@ -372,6 +375,7 @@ func TestLatchDeleteWithARedissonPeer(t *testing.T) {
 // wakes a warden waiter for several; several Redisson took at once are
 // released by warden's ReleasePermits.
 func TestPermitAcquirePermitsWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "permit-java-many"

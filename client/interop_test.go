@@ -84,6 +84,7 @@ func (j *javaPeer) unlock(ctx context.Context, name string, lease time.Duration)
 }
 
 func TestSharesALockWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -139,6 +140,7 @@ func TestSharesALockWithARedissonPeer(t *testing.T) {
 
 // Go and "Java" contenders on one name never hold it together.
 func TestMutualExclusionWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	var holders, violations atomic.Int32

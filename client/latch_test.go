@@ -17,6 +17,7 @@ import (
 )
 
 func TestLatchTrySetCountOnlyOnce(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -40,6 +41,7 @@ func TestLatchTrySetCountOnlyOnce(t *testing.T) {
 }
 
 func TestLatchCountDownToZeroDeletesTheKey(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		d := e.newClient(t).CountDownLatch("latch-down")
@@ -66,6 +68,7 @@ func TestLatchCountDownToZeroDeletesTheKey(t *testing.T) {
 }
 
 func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -94,6 +97,7 @@ func TestLatchAwaitOnMissingLatchReturnsAtOnce(t *testing.T) {
 // the last CountDown's zero message: their own look-agains are out of
 // reach.
 func TestLatchAwaitWakesAllWaiters(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "latch-wake-all"
@@ -131,6 +135,7 @@ func TestLatchAwaitWakesAllWaiters(t *testing.T) {
 // the count at 0: the key never holds a value below 0, and the channel
 // carries one zero message in all.
 func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "latch-concurrent"
@@ -216,6 +221,7 @@ func TestLatchConcurrentCountDownsReleaseEveryWaiterOnce(t *testing.T) {
 }
 
 func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		d := e.newClient(t).CountDownLatch("latch-try-out")
@@ -237,6 +243,7 @@ func TestLatchTryAwaitGivesUpAfterItsWait(t *testing.T) {
 }
 
 func TestLatchTryAwaitCountedDownInTime(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "latch-try-in-time"
@@ -264,6 +271,7 @@ func TestLatchTryAwaitCountedDownInTime(t *testing.T) {
 }
 
 func TestLatchCancelledAwait(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "latch-cancel"
@@ -300,6 +308,7 @@ func TestLatchCancelledAwait(t *testing.T) {
 }
 
 func TestLatchLostMessageDoesNotHangTheWaiter(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "latch-lost-msg"

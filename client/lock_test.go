@@ -49,6 +49,7 @@ func eachKind(t *testing.T, fn func(t *testing.T, e *env, k lockKind)) {
 }
 
 func TestReentrancyAndHoldCount(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -89,6 +90,7 @@ func TestReentrancyAndHoldCount(t *testing.T) {
 }
 
 func TestWithOwnerSharesHolding(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -119,6 +121,7 @@ func TestWithOwnerSharesHolding(t *testing.T) {
 }
 
 func TestUnlockByNonOwnerFailsAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -143,6 +146,7 @@ func TestUnlockByNonOwnerFailsAndChangesNothing(t *testing.T) {
 }
 
 func TestLeaseExpiryFreesTheLock(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -176,6 +180,7 @@ func TestLeaseExpiryFreesTheLock(t *testing.T) {
 // a caller kept is never closed by a later holding's loss, and the reused
 // one closes when its new holding is lost.
 func TestLostChannelsOfEndedHoldingsStayOpen(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -199,6 +204,7 @@ func TestLostChannelsOfEndedHoldingsStayOpen(t *testing.T) {
 }
 
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -219,6 +225,7 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 }
 
 func TestExplicitLeaseIsNotRenewed(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -236,6 +243,7 @@ func TestExplicitLeaseIsNotRenewed(t *testing.T) {
 }
 
 func TestReentrantLeaseIsKept(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -266,6 +274,7 @@ func TestReentrantLeaseIsKept(t *testing.T) {
 }
 
 func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -290,6 +299,7 @@ func TestTryLockWaitGivesUpAfterItsWait(t *testing.T) {
 }
 
 func TestWaiterWakesOnUnlockMessage(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		holderClient, waiterClient := e.newClient(t), e.newClient(t)
@@ -312,6 +322,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 }
 
 func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		holderClient, waiterClient := e.newClient(t), e.newClient(t)
@@ -333,6 +344,7 @@ func TestLostUnlockMessageCostsAtMostThePTTL(t *testing.T) {
 }
 
 func TestForceUnlock(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -358,6 +370,7 @@ func TestForceUnlock(t *testing.T) {
 }
 
 func TestQueries(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -393,6 +406,7 @@ func TestQueries(t *testing.T) {
 }
 
 func TestManyClientsKeepACounterExact(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const clients, iterations = 8, 200
@@ -484,6 +498,7 @@ func TestCancelledLockLeavesNothingBehind(t *testing.T) {
 }
 
 func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -510,6 +525,7 @@ func TestCancelRacingTheAcquireReleasesIt(t *testing.T) {
 }
 
 func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -545,6 +561,7 @@ func TestDoRunsUnderTheLockAndReportsLoss(t *testing.T) {
 }
 
 func TestLocker(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		c := e.newClient(t)
 		mu := c.Lock("locker").Locker()
@@ -557,6 +574,7 @@ func TestLocker(t *testing.T) {
 }
 
 func TestClosedClientReturnsErrClosed(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -578,6 +596,7 @@ func TestClosedClientReturnsErrClosed(t *testing.T) {
 }
 
 func TestWaitersGetErrClosedOnClose(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		holderC, waiterC := e.newClient(t), e.newClient(t)
@@ -593,6 +612,7 @@ func TestWaitersGetErrClosedOnClose(t *testing.T) {
 }
 
 func TestClosedClientsLockExpiresWithinTheWatchdog(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		c := e.newClient(t)

@@ -17,6 +17,7 @@ import (
 // handle) exclude each other as with a sync.Mutex, while the handle stays
 // one owner in Redis, which other handles wait for.
 func TestLockerExcludesGoroutinesSharingIt(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	ctx := testCtx(t)

@@ -74,6 +74,7 @@ func (r *recorder) all() []recorded {
 // system's: a lock taken, released and the Client closed log nothing; a
 // lock lost logs one warning naming it.
 func TestLoggerGetsTheEngineRecordsOnly(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	rec := newRecorder()
@@ -116,6 +117,7 @@ func TestLoggerGetsTheEngineRecordsOnly(t *testing.T) {
 // line at Info. A streak of failures warns once, then logs at Debug until
 // the lock, unrenewed for its lease, is lost (a warning).
 func TestLoggerRenewalFailuresWarnOnce(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	e.hooked = redistest.NewHooked(e.rdb)
 	rec := newRecorder()
@@ -166,6 +168,7 @@ func TestLoggerRenewalFailuresWarnOnce(t *testing.T) {
 // cancelled by Close while in flight, is not a failure to report. (Before
 // the fix about one round in twelve logged "client registry write failed".)
 func TestCloseRightAfterNewLogsNothing(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	for i := range 300 {
 		rec := newRecorder()

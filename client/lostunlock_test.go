@@ -35,6 +35,7 @@ var fairKinds = []struct {
 // MultiLock of fair members keeps the member's error. The unlock of a free
 // lock still wakes the queue's head on its own channel, as Redisson's does.
 func TestFairUnlockOfAHoldingThatIsGoneIsNotHeld(t *testing.T) {
+	t.Parallel()
 	for _, k := range fairKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			e := realEnv(t)
@@ -152,6 +153,7 @@ func TestUnlockRightAfterLostIsNeverReleased(t *testing.T) {
 // (the engine's clock ran ahead): its Unlock matches ErrLockLost and
 // ErrNotHeld and deletes both holds, for the reentrant and the fair lock.
 func TestUnlockOfALostReentrantHoldingDeletesWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	for _, k := range lockKinds {
 		t.Run(k.name, func(t *testing.T) {
 			e := miniEnv(t)
@@ -181,6 +183,7 @@ func TestUnlockOfALostReentrantHoldingDeletesWhatIsLeft(t *testing.T) {
 // newer holding, the lost one's holds go at once, and their TTL is never
 // stretched to the watchdog's meanwhile.
 func TestUnlockOfALostHoldingLeavesTheOwnersNewerHolding(t *testing.T) {
+	t.Parallel()
 	for _, k := range lockKinds {
 		t.Run(k.name, func(t *testing.T) {
 			e := miniEnv(t)
@@ -242,6 +245,7 @@ func lostSetEnvs(t *testing.T, n int) ([]*env, []*client.Client) {
 // (before, one hold stayed there, renewed, until a second Unlock), ends
 // the holding, and a second Unlock finds nothing held.
 func TestMultiLockUnlockOfALostReentrantHoldingReleasesEveryMember(t *testing.T) {
+	t.Parallel()
 	envs, clients := lostSetEnvs(t, 2)
 	ctx := testCtx(t)
 	const name = "multi-lost-reentrant"
@@ -301,6 +305,7 @@ func TestRedLockUnlockOfALostReentrantHoldingReleasesEveryMaster(t *testing.T) {
 // to the watchdog timeout, a minute here, with nobody renewing them or
 // knowing they were there).
 func TestUnlockOfALostHoldingNeverStretchesItsTTL(t *testing.T) {
+	t.Parallel()
 	fake := clockwork.NewFakeClock()
 	e, h := hookedEnv(t, fake)
 	c := e.newClient(t, client.WithWatchdogTimeout(time.Minute))

@@ -75,6 +75,7 @@ func (s pairSet) assertHeldOnce(t *testing.T) {
 // ml-a, which outlived the loss, is held once by the new holding, not
 // twice, and the new holding's Unlock frees both members.
 func TestMultiLockRetakenAfterItsLossLeavesNoMemberHeld(t *testing.T) {
+	t.Parallel()
 	s := newPairSet(t)
 	ctx := testCtx(t)
 	require.NoError(t, s.m.LockLease(ctx, time.Minute))
@@ -98,6 +99,7 @@ func TestMultiLockRetakenAfterItsLossLeavesNoMemberHeld(t *testing.T) {
 // again at once and takes it afresh: the acquire holds the set, not
 // fails with the handle's loss (which the handle's Lost tells).
 func TestMultiLockTakesAfreshAMemberLostDuringItsReentry(t *testing.T) {
+	t.Parallel()
 	s := newPairSet(t)
 	ctx := testCtx(t)
 	require.NoError(t, s.a.LockLease(ctx, time.Minute))
@@ -116,6 +118,7 @@ func TestMultiLockTakesAfreshAMemberLostDuringItsReentry(t *testing.T) {
 // out fails with ErrLockLost, as a Lock's reentry does: the holding it
 // reentered is what was lost.
 func TestMultiLockReentryOfALiveHoldingLostInFlightFails(t *testing.T) {
+	t.Parallel()
 	s := newPairSet(t)
 	ctx := testCtx(t)
 	require.NoError(t, s.m.LockLease(ctx, time.Minute))

@@ -43,6 +43,7 @@ func members(clients []*client.Client, name string) []*client.Lock {
 // it are taken (their servers ran scripts, the ones after it none) and
 // must be given back.
 func TestMultiLockAllOrNothingAcrossServers(t *testing.T) {
+	t.Parallel()
 	envs, clients := nodes(t, 3)
 	ctx := testCtx(t)
 	m := client.NewMultiLock(members(clients, "multi")...)
@@ -89,6 +90,7 @@ func TestMultiLockAllOrNothingAcrossServers(t *testing.T) {
 
 // A MultiLock blocked on a member takes the set once the member is freed.
 func TestMultiLockWaitsForAMember(t *testing.T) {
+	t.Parallel()
 	_, clients := nodes(t, 2)
 	ctx := testCtx(t)
 	blocker := clients[1].Lock("multi:w")
@@ -108,6 +110,7 @@ func TestMultiLockWaitsForAMember(t *testing.T) {
 
 // Reentry goes through the members: each member's hold count follows.
 func TestMultiLockReentrant(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -136,6 +139,7 @@ func TestMultiLockReentrant(t *testing.T) {
 
 // Among 10 contenders trying at once, exactly one takes the set.
 func TestMultiLockExactlyOneWinner(t *testing.T) {
+	t.Parallel()
 	_, clients := nodes(t, 3)
 	ctx := testCtx(t)
 	var wins atomic.Int32
@@ -168,6 +172,7 @@ func TestMultiLockExactlyOneWinner(t *testing.T) {
 // Contenders that list the members in opposite orders neither deadlock
 // nor overlap.
 func TestMultiLockContentionOppositeOrders(t *testing.T) {
+	t.Parallel()
 	_, clients := nodes(t, 3)
 	locks := make([]*client.MultiLock, 4)
 	for i := range locks {
@@ -182,6 +187,7 @@ func TestMultiLockContentionOppositeOrders(t *testing.T) {
 
 // A fixed lease applies to every member.
 func TestMultiLockLease(t *testing.T) {
+	t.Parallel()
 	envs, clients := nodes(t, 2)
 	ctx := testCtx(t)
 	m := client.NewMultiLock(members(clients, "multi:lease")...)
@@ -195,6 +201,7 @@ func TestMultiLockLease(t *testing.T) {
 }
 
 func TestMultiLockInput(t *testing.T) {
+	t.Parallel()
 	e := miniEnv(t)
 	c := e.newClient(t)
 	ctx := testCtx(t)

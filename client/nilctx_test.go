@@ -19,6 +19,7 @@ import (
 // nothing to Redis. The Client's own methods (Close) come last, and must
 // leave it open.
 func TestNilContextIsRejected(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	others := []*client.Client{e.newClient(t), e.newClient(t)}

@@ -34,6 +34,7 @@ var nonReentrantKinds = []struct {
 // Unlock frees the lock), leaves the lease as it was and takes no place in
 // a fair lock's queue. Other owners contend as for Lock and FairLock.
 func TestNonReentrantLockRefusesItsHolder(t *testing.T) {
+	t.Parallel()
 	for _, k := range nonReentrantKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			e := realEnv(t)
@@ -282,6 +283,7 @@ func (j *javaNR) unlock(ctx context.Context, name string) error {
 // its own holder's second acquire (Redisson with NON_REENTRANT_REACQUIRE,
 // warden with ErrAlreadyHeld) without touching the other's hold or queue.
 func TestNonReentrantLocksShareWithRedisson(t *testing.T) {
+	t.Parallel()
 	for _, k := range nonReentrantKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			e := realEnv(t)
@@ -354,6 +356,7 @@ func TestNonReentrantLocksShareWithRedisson(t *testing.T) {
 // Go and Redisson contenders on one non-reentrant lock never hold it
 // together.
 func TestNonReentrantMutualExclusionWithRedisson(t *testing.T) {
+	t.Parallel()
 	for _, k := range nonReentrantKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			e := realEnv(t)
@@ -411,6 +414,7 @@ func TestNonReentrantMutualExclusionWithRedisson(t *testing.T) {
 // hold it together, and each of its acquires counts once: a shared
 // counter ends exact.
 func TestNonReentrantContention(t *testing.T) {
+	t.Parallel()
 	for _, k := range nonReentrantKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			e := realEnv(t)

@@ -17,6 +17,7 @@ import (
 var permitIDFormat = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-ids"
@@ -66,6 +67,7 @@ func TestPermitAcquireReturnsAnIDAndReleaseSpendsIt(t *testing.T) {
 }
 
 func TestPermitBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-bad")
@@ -92,6 +94,7 @@ func TestPermitBadInputWritesNothing(t *testing.T) {
 // its own look-again 10 s away, on either clock, so only that can wake it
 // in time.
 func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-expiry"
@@ -129,6 +132,7 @@ func TestPermitLeaseExpiryHandsThePermitToAWaiter(t *testing.T) {
 // A holder's release, of a permit that never expires, wakes a blocked
 // acquirer by its message: the waiter's own look-again is out of reach.
 func TestPermitReleaseWakesABlockedAcquire(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-wake-release"
@@ -158,6 +162,7 @@ func TestPermitReleaseWakesABlockedAcquire(t *testing.T) {
 }
 
 func TestPermitUpdateLease(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-update")
@@ -196,6 +201,7 @@ func TestPermitUpdateLease(t *testing.T) {
 }
 
 func TestPermitAvailablePermitsTrackExpiry(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-available"
@@ -227,6 +233,7 @@ func TestPermitAvailablePermitsTrackExpiry(t *testing.T) {
 }
 
 func TestPermitTryAcquireGivesUpAfterItsWait(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-try")
@@ -258,6 +265,7 @@ func TestPermitTryAcquireGivesUpAfterItsWait(t *testing.T) {
 }
 
 func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-cancel"
@@ -283,6 +291,7 @@ func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
 }
 
 func TestPermitContention(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const permits = 2
@@ -306,6 +315,7 @@ func TestPermitContention(t *testing.T) {
 }
 
 func TestPermitLostMessageDoesNotHangTheWaiter(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-lost-msg"

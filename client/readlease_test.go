@@ -19,6 +19,7 @@ import (
 // came (Redis would then drop the lock at the unlock, while its owner
 // believes it holds the lock until the explicit lease ends).
 func TestReadLockWatchdogHoldOutlivesAnExplicitReentry(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "read-mixed-watchdog"
@@ -53,6 +54,7 @@ func TestReadLockWatchdogHoldOutlivesAnExplicitReentry(t *testing.T) {
 // owner holds the explicit one until its lease ends, is told then, and
 // the hold Redis kept longer is given back rather than left to its TTL.
 func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const (
@@ -87,6 +89,7 @@ func TestReadLockExplicitHoldRenewedByAWatchdogReentryIsGivenBack(t *testing.T) 
 // when the owner is told, its read hold is given back, so other writers
 // need not wait for the TTL the write side left.
 func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "downgrade-read-ends"
@@ -110,6 +113,7 @@ func TestDowngradedReadHoldIsGivenBackAtItsEnd(t *testing.T) {
 // hold any more, so it ends with its TTL, the watchdog timeout, and a
 // writer of another client, refused until then, gets in.
 func TestReadHoldOfAClosedClientExpiresForAWriter(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "rw-zombie-reader"

@@ -65,6 +65,7 @@ func millis(t *testing.T, s string) time.Time {
 // The record is written as the Client starts, with every field, a TTL of
 // the registry retention, refreshed every period, and deleted by Close.
 func TestRegistryRecordLifecycle(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	before := time.Now().Add(-time.Millisecond)
 	c := e.newClient(t, client.WithService("orders-api"))
@@ -107,6 +108,7 @@ func TestRegistryRecordLifecycle(t *testing.T) {
 // WithoutRegistry writes no record; a Client that has one shows the
 // registry had time to write.
 func TestRegistryOff(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	off := e.newClient(t, client.WithoutRegistry())
 	on := e.newClient(t)
@@ -123,6 +125,7 @@ func TestRegistryOff(t *testing.T) {
 
 // The default service is the executable's base name.
 func TestRegistryDefaultService(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	rec := registryRecord(t, e.rdb, c, anyRecord)
@@ -136,6 +139,7 @@ func TestRegistryDefaultService(t *testing.T) {
 // renewal period, with seen on that clock, and a record deleted behind the
 // engine's back comes back whole at the next refresh.
 func TestRegistryRefreshOnFakeClock(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	fake := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e.clk = fake
@@ -181,6 +185,7 @@ func TestRegistryRefreshOnFakeClock(t *testing.T) {
 
 // A bad service name is refused by New, naming the field.
 func TestRegistryServiceValidation(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	for _, name := range []string{"", "a b", "tab\there", "nl\n", string([]byte{0xff}), string(make([]byte, 257))} {
 		_, err := client.New(e.rdb, client.WithService(name))
@@ -192,6 +197,7 @@ func TestRegistryServiceValidation(t *testing.T) {
 // On a Cluster the record is one key in its own slot, the client ID's,
 // and nothing else is written for it.
 func TestRegistryOnCluster(t *testing.T) {
+	t.Parallel()
 	e := newClusterEnv(t)
 	c := e.newClient(t, client.WithService("cluster-svc"))
 	rec := registryRecord(t, e.rdb, c, anyRecord)
@@ -212,6 +218,7 @@ func TestRegistryOnCluster(t *testing.T) {
 // locks: the second warns as it starts, and the first one's Close leaves
 // the second's record alone (it deletes only its own).
 func TestRegistrySharedClientIDWarnsAndCloseKeepsTheOthersRecord(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	first, err := client.New(e.rdb, client.WithClientID("shared-id"), client.WithService("one"))
@@ -247,6 +254,7 @@ func TestRegistrySharedClientIDWarnsAndCloseKeepsTheOthersRecord(t *testing.T) {
 // WithRegistryRetention sets the record's TTL; a retention below three
 // renewal periods is three periods; a bad one is refused naming the field.
 func TestRegistryRetention(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	for _, tc := range []struct {
@@ -270,6 +278,7 @@ func TestRegistryRetention(t *testing.T) {
 // ended two periods ago) is no reason to warn: a Client that comes back
 // under the same client ID writes its own over it quietly.
 func TestRegistryStaleRecordUnderTheSameIDIsQuiet(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	key := redisio.ClientRegistryKey("restarted-id")
@@ -291,6 +300,7 @@ func TestRegistryStaleRecordUnderTheSameIDIsQuiet(t *testing.T) {
 // is alive: its record is written whole, with no closed mark or field of
 // the old record's left in it.
 func TestRegistryRestartUnderAClosedID(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	key := redisio.ClientRegistryKey("restarted-closed")
@@ -319,6 +329,7 @@ func TestRegistryRestartUnderAClosedID(t *testing.T) {
 // more than two periods ago, by Idle; an entry without a period is alive;
 // a closed entry never is.
 func TestClientRecordAlive(t *testing.T) {
+	t.Parallel()
 	r := client.ClientRecord{Idle: 3 * time.Second, Beat: 2 * time.Second}
 	assert.True(t, r.Alive())
 	r.Beat = time.Second
@@ -343,6 +354,7 @@ func holderRecord(t *testing.T, rdb redis.UniversalClient, name string) *client.
 // TTL, and Inspect shows the holder as service@host:pid, not alive. A
 // Client that held nothing, and CloseAndRelease, delete the record.
 func TestRegistryCloseKeepsALockHolderNamed(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t, client.WithService("batch-job"), client.WithRegistryRetention(time.Hour))
@@ -390,6 +402,7 @@ func TestRegistryCloseKeepsALockHolderNamed(t *testing.T) {
 // whose TTL shows it unrefreshed for longer than two periods is gone,
 // whatever its seen says.
 func TestClientRecordAliveByServerClock(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	write := func(id string, seen time.Time, ttl, left time.Duration) {

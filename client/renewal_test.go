@@ -18,6 +18,7 @@ import (
 // racing watchdog-mode TryLock/Unlock pairs, the same owner's next
 // fixed-lease holding expires on time.
 func TestRenewalNeverOutlivesUnlock(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -57,6 +58,7 @@ func TestRenewalNeverOutlivesUnlock(t *testing.T) {
 // A holding taken after another owner's reentrant lock/unlock cycles is
 // renewed like any other (Redisson #6144).
 func TestRenewalAfterAnotherOwnersReentrantCycle(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -77,6 +79,7 @@ func TestRenewalAfterAnotherOwnersReentrantCycle(t *testing.T) {
 // Many short critical sections on a few names from two clients: no error,
 // and no subscription is left behind (Redisson's testSubscriptionsPerConnection).
 func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	a, b := e.newClient(t), e.newClient(t)
@@ -115,6 +118,7 @@ func TestNoSubscriptionLeftAfterChurn(t *testing.T) {
 // One process holds one pub/sub connection however many names it waits
 // on, and one subscription per name however many local waiters it has.
 func TestOnePubSubConnectionPerClient(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	holder, waiters := e.newClient(t), e.newClient(t)

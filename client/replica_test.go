@@ -17,6 +17,7 @@ import (
 // With replica sync, an acquire the replica does not acknowledge is undone
 // and fails with ErrNotReplicated, never leaving a hold behind.
 func TestReplicaSync(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	master := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
 	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))

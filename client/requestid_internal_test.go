@@ -14,6 +14,7 @@ import (
 // every number exactly once, each ID with the Client's prefix and nothing
 // else.
 func TestRequestIDsAreUniqueUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	c := &Client{reqPrefix: "abcd1234:"}
 	const goroutines, each = 8, 1000
 	ids := make([][]string, goroutines)

@@ -24,6 +24,7 @@ func tryLock(t *testing.T, l *client.Lock) bool {
 }
 
 func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -62,6 +63,7 @@ func TestReadersShareAndTheWriterWaitsForAll(t *testing.T) {
 // (messageWaiterClient; on real Redis the writer's 30 s watchdog is the
 // PTTL they sleep on). They then hold the lock together.
 func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name, n = "rw-wake-all", 20
@@ -103,6 +105,7 @@ func TestWriteUnlockWakesEveryBlockedReader(t *testing.T) {
 }
 
 func TestWriteThenReadThenDowngrade(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -136,6 +139,7 @@ func TestWriteThenReadThenDowngrade(t *testing.T) {
 }
 
 func TestReadHolderCannotUpgrade(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		rw := e.newClient(t).ReadWriteLock("rw-upgrade")
@@ -148,6 +152,7 @@ func TestReadHolderCannotUpgrade(t *testing.T) {
 }
 
 func TestReadLeaseBookkeeping(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -225,6 +230,7 @@ func TestReadLeaseBookkeeping(t *testing.T) {
 // first holder is told and its Unlock then answers ErrNotHeld without
 // touching the new holder's hold.
 func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name, lease = "rw-write-lease", time.Second
@@ -262,6 +268,7 @@ func TestWriteLeaseExpiresAndAnotherWriterGetsIn(t *testing.T) {
 // leaves a hold sets the time left to the last acquire's lease (as
 // Redisson's write unlock does).
 func TestWriteLockReentryWithLeases(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name, lease1, lease2 = "rw-write-reenter", time.Second, 2 * time.Second
@@ -307,6 +314,7 @@ func TestWriteLockReentryWithLeases(t *testing.T) {
 // out both get in and share the lock; the writer's late Unlock answers
 // ErrNotHeld.
 func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name, lease = "rw-write-then-read", time.Second
@@ -345,6 +353,7 @@ func TestReadersGetInWhenTheWriteLeaseRunsOut(t *testing.T) {
 }
 
 func TestReadWriteContention(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const n = 6
@@ -404,6 +413,7 @@ func TestReadWriteContention(t *testing.T) {
 }
 
 func TestReadWriteWatchdogRenewsBothSides(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		rw := e.newClient(t).ReadWriteLock("rw-renew")
@@ -430,6 +440,7 @@ func TestReadWriteWatchdogRenewsBothSides(t *testing.T) {
 }
 
 func TestDowngradeIsNotBlockedByALocalReaderWaiting(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -84,6 +84,7 @@ func withoutMessage[T any](t *testing.T, e *env, done <-chan T, write func() err
 }
 
 func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-basics")
@@ -115,6 +116,7 @@ func TestSemaphoreReleaseAcquireBasics(t *testing.T) {
 }
 
 func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -148,6 +150,7 @@ func TestSemaphoreReleaseWithoutAcquireAndZeroPermits(t *testing.T) {
 }
 
 func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-negative")
@@ -175,6 +178,7 @@ func TestSemaphoreNegativePermitsAreRejected(t *testing.T) {
 // first, through a look-again on the fake clock, and the second release's
 // message wakes it (its own look-again is out of reach).
 func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := messageWaiterClient(t, e)
@@ -199,6 +203,7 @@ func TestSemaphoreBlockingAcquireWakesOnRelease(t *testing.T) {
 // is woken by AddPermits(1)'s message (Redisson's
 // testAcquireAfterAddPermits).
 func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := messageWaiterClient(t, e).Semaphore("sem-wake-add")
@@ -218,6 +223,7 @@ func TestSemaphoreBlockingAcquireWakesOnAddPermits(t *testing.T) {
 }
 
 func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-reduce")
@@ -240,6 +246,7 @@ func TestSemaphoreAddPermitsMayGoNegative(t *testing.T) {
 }
 
 func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -271,6 +278,7 @@ func TestSemaphoreDrainPermitsReturnsTheRemainder(t *testing.T) {
 }
 
 func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-try-wait")
@@ -312,6 +320,7 @@ func TestSemaphoreTryAcquireGivesUpAfterItsWait(t *testing.T) {
 }
 
 func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-cancel")
@@ -347,6 +356,7 @@ func TestSemaphoreCancelledAcquireTakesNothing(t *testing.T) {
 // three through and the fourth stays blocked; Release(2)'s lets the last
 // two through. Their own look-agains are out of reach.
 func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "sem-wake-n"
@@ -381,6 +391,7 @@ func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 // every permit is back. With 1 permit the semaphore is a mutex across
 // clients (Redisson's testConcurrency_MultiInstance_1_permits).
 func TestSemaphoreContention(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		permits int32
@@ -405,6 +416,7 @@ func TestSemaphoreContention(t *testing.T) {
 }
 
 func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-lost-msg")
@@ -422,6 +434,7 @@ func TestSemaphoreLostMessageDoesNotHangTheWaiter(t *testing.T) {
 }
 
 func TestSemaphoreHeadAskingForMoreDoesNotHoldBackSmallerWaiters(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -454,6 +467,7 @@ func TestSemaphoreHeadAskingForMoreDoesNotHoldBackSmallerWaiters(t *testing.T) {
 // ReleaseIfExistsAvailable answers the permits its own script left, and 0
 // (with false) for a semaphore that is gone.
 func TestSemaphoreReleaseIfExistsAvailable(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	sem := e.newClient(t).Semaphore("release-available")
@@ -477,6 +491,7 @@ func TestSemaphoreReleaseIfExistsAvailable(t *testing.T) {
 // AddPermits, shares the semaphore's TTL and goes with its Delete; a
 // semaphore Redisson set (its key alone) has none.
 func TestSemaphorePermitsTotal(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

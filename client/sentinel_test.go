@@ -41,6 +41,7 @@ func requireOpen(t *testing.T, lost <-chan struct{}, msg string) {
 // unlock, and a blocked waiter woken by the unlock message, whose pub/sub
 // also goes through the sentinel-discovered master.
 func TestSentinelLock(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := redistest.StartSentinel(t)
 	e := sentinelEnv(t, s)
@@ -70,6 +71,7 @@ func TestSentinelLock(t *testing.T) {
 // are refused, its renewal keeps it past the lease it had when the master
 // died, and its unlock succeeds.
 func TestSentinelFailoverKeepsASyncedLock(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := redistest.StartSentinel(t)
 	e := sentinelEnv(t, s)
@@ -117,6 +119,7 @@ func TestSentinelFailoverKeepsASyncedLock(t *testing.T) {
 // client may take it and the holder is told: Lost() closes, and its Unlock
 // fails with ErrNotHeld or ErrLockLost.
 func TestSentinelFailoverWithoutReplicaSync(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := redistest.StartSentinel(t)
 	e := sentinelEnv(t, s)

@@ -110,6 +110,7 @@ func (j *javaSpinPeer) unlock(ctx context.Context, name string, lease time.Durat
 // A Redisson spin lock and warden's exclude each other on one Redis, and
 // each one's waiter gets the lock, polling, once the other unlocks.
 func TestSpinLockSharedWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "shared:spin"
@@ -154,6 +155,7 @@ func TestSpinLockSharedWithARedissonPeer(t *testing.T) {
 
 // Go and "Java" spin lock contenders on one name never hold it together.
 func TestSpinLockMutualExclusionWithARedissonPeer(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "mixed:spin"

@@ -116,6 +116,7 @@ func subscribedConns(t *testing.T, rdb *redis.Client, except int64) []string {
 }
 
 func TestSpinLockExcludesAndReenters(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "spin:reentrant"
@@ -148,6 +149,7 @@ func TestSpinLockExcludesAndReenters(t *testing.T) {
 }
 
 func TestSpinLockWatchdogRenews(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	l := e.newClient(t).SpinLock("spin:renewed")
@@ -169,6 +171,7 @@ func TestSpinLockWatchdogRenews(t *testing.T) {
 // nothing is published on the unlock. The same checks see a plain lock's
 // waiter subscribe and its unlock publish.
 func TestSpinLockWaiterPollsWithoutPubSub(t *testing.T) {
+	t.Parallel()
 	for _, spin := range []bool{true, false} {
 		t.Run(map[bool]string{true: "spin", false: "plain lock, for contrast"}[spin], func(t *testing.T) {
 			e := realEnv(t)
@@ -237,6 +240,7 @@ func TestSpinLockWaiterPollsWithoutPubSub(t *testing.T) {
 // The waiters of one name in one Client share one poll: with five of them
 // waiting, Redis sees the polls of one.
 func TestSpinLockLocalWaitersShareOnePoll(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "spin:shared"
@@ -278,6 +282,7 @@ func TestSpinLockLocalWaitersShareOnePoll(t *testing.T) {
 // every hour gets the lock soon after another process's unlock, not an
 // hour later.
 func TestSpinLockSharedPollKeepsToTheQuickestBackOff(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "spin:mixed"
@@ -307,6 +312,7 @@ func TestSpinLockSharedPollKeepsToTheQuickestBackOff(t *testing.T) {
 // Contenders on several clients never hold a spin lock together, and all
 // get it.
 func TestSpinLockContention(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "spin:contended"
@@ -347,6 +353,7 @@ func TestSpinLockContention(t *testing.T) {
 // handle, before any Redis call; so is a back-off on a lock that does not
 // poll.
 func TestSpinLockRejectsBadBackOff(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const name = "spin:bad"
@@ -395,6 +402,7 @@ func TestSpinLockRejectsBadBackOff(t *testing.T) {
 // held, and their waiters get in after the unlocks by polling: no shard
 // has a subscriber, and no shard ran a PUBLISH or SPUBLISH.
 func TestSpinLockOnCluster(t *testing.T) {
+	t.Parallel()
 	e := newClusterEnv(t)
 	ctx := testCtx(t)
 	const wd = 600 * time.Millisecond
@@ -452,6 +460,7 @@ func TestSpinLockOnCluster(t *testing.T) {
 // An actor application's spin lock Acquire with a bad back-off is refused
 // with ErrInvalidArgument naming the field; a good one is served.
 func TestSpinLockActorRequestBackOff(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c, sys, _ := ownSystemClient(t, e.rdb)
 	const name = "spin:actor"

@@ -23,6 +23,7 @@ import (
 // language's implementation can be checked the same way) and against
 // hash/fnv for keys of every kind, non-ASCII UTF-8 included.
 func TestStripedLockStripeIsFNV1a32ModStripes(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	vectors := map[string]uint32{ // FNV-1a 32 test vectors
@@ -57,6 +58,7 @@ func TestStripedLockStripeIsFNV1a32ModStripes(t *testing.T) {
 // Bad stripes, prefixes and key lists are ErrInvalidArgument naming the
 // field, from every call of every handle, before any Redis call.
 func TestStripedLockRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	c := e.newClient(t)
 	ctx := testCtx(t)
@@ -124,6 +126,7 @@ func keysOnStripes(t *testing.T, s *client.StripedLock, want ...int) (keys []str
 // not; the stripe's lock in Redis is "<prefix>:<n>", an ordinary
 // reentrant lock.
 func TestStripedLockExcludesKeysOfOneStripeOnly(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	a, b := e.newClient(t).StripedLock("stock", 16), e.newClient(t).StripedLock("stock", 16)
@@ -157,6 +160,7 @@ func TestStripedLockExcludesKeysOfOneStripeOnly(t *testing.T) {
 // 2 and 3 while it waits for 10 (by name, "p:10" would come first and it
 // would hold nothing), then gets all three, and gives all back.
 func TestStripedLockForKeysTakesStripesInAscendingIndex(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -200,6 +204,7 @@ func holdCounts(t *testing.T, e *env, key string) []string {
 // Goroutines taking the stripes of random key sets, given in random
 // orders, never deadlock and never share a stripe.
 func TestStripedLockForKeysContention(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	const stripes, workers, rounds = 8, 6, 15

@@ -193,6 +193,7 @@ func TestEveryLockTypeIsAMutex(t *testing.T) {
 // of *Lock, with the same signature, and the forwarded ones work on a
 // fenced lock in Redis (Lock and TryLock take tokens that Token reads).
 func TestFencedLockHasEveryLockMethod(t *testing.T) {
+	t.Parallel()
 	lockT, fencedT := reflect.TypeFor[*client.Lock](), reflect.TypeFor[*client.FencedLock]()
 	for i := range lockT.NumMethod() {
 		m := lockT.Method(i)
@@ -274,6 +275,7 @@ func methodSig(ft reflect.Type) string {
 // ErrInvalidArgument; and every Mutex method refuses a nil context with
 // ErrInvalidArgument naming ctx.
 func TestNilMutexesAreRejected(t *testing.T) {
+	t.Parallel()
 	var nilClient *client.Client
 	handles := map[string]any{
 		"nil *FencedLock":         (*client.FencedLock)(nil),
@@ -320,6 +322,7 @@ func TestNilMutexesAreRejected(t *testing.T) {
 // member's holding is lost, and not when the MultiLock is unlocked; a
 // reentry keeps the holding's channel.
 func TestMultiLockLostClosesOnAMemberLoss(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)

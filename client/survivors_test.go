@@ -99,6 +99,7 @@ func awaitRefusedTwice(t *testing.T, calls *callLog, what string, latches ...str
 // message wakes both sides: each tries again, one gets in, and the other
 // gets in after that one's unlock, woken by its message too.
 func TestReadAndWriteWaitersOfOneClientAreBothWoken(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "rw-fan-out"
@@ -143,6 +144,7 @@ func TestReadAndWriteWaitersOfOneClientAreBothWoken(t *testing.T) {
 // success does not wake the third: it wakes the head, then the one asking
 // for 5, which is refused again.
 func TestSemaphoreMessageWakesEveryWaiterItCanServe(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "sem-wake-1-5-1"
@@ -192,6 +194,7 @@ func TestSemaphoreMessageWakesEveryWaiterItCanServe(t *testing.T) {
 // if the write unlock's message woke them too. Three readers of one client
 // wait, queued in order, while a writer elsewhere holds for a minute.
 func TestWriteUnlockWakesTheReadersBehindAFailingHead(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "rw-wake-behind-head"
@@ -241,6 +244,7 @@ func TestWriteUnlockWakesTheReadersBehindAFailingHead(t *testing.T) {
 // Redisson's unlock sets it). On the fast tier, where time is cheap, the
 // lock is then still held past the first lease's end, its owner not told.
 func TestUnlockLeavingAHoldSetsTheLeaseAnew(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		const name, lease = "unlock-refresh", 10 * time.Second
@@ -295,6 +299,7 @@ func (l *callLog) renewals(owner string) int {
 // fallback 6 s later: it must be told within 4 s. On the fake clock the
 // clock moves half a watchdog only (one renewal), never to the fallback.
 func TestRenewalFindsTheLockTakenByAnotherOwner(t *testing.T) {
+	t.Parallel()
 	eachKind(t, func(t *testing.T, e *env, k lockKind) {
 		ctx := testCtx(t)
 		const name = "renew-taken"

@@ -17,6 +17,7 @@ import (
 // TrySetPermitsTTL sets the semaphore once, with its TTL; once the TTL
 // runs out the semaphore is gone with its permits, and can be set again.
 func TestSemaphoreTrySetPermitsTTL(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		s := e.newClient(t).Semaphore("sem-ttl")
@@ -58,6 +59,7 @@ func TestSemaphoreTrySetPermitsTTL(t *testing.T) {
 // SetPermits sets the available count whatever it was, keeps the TTL,
 // and its message wakes a waiter the new count can serve.
 func TestSemaphoreSetPermits(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "sem-set"
@@ -96,6 +98,7 @@ func TestSemaphoreSetPermits(t *testing.T) {
 // TTL as it was: a semaphore set with TrySetPermitsTTL (or Expire) still
 // expires after a drain instead of living on with 0 permits.
 func TestSemaphoreDrainPermitsKeepsTheTTL(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "sem-drain-ttl"
@@ -119,6 +122,7 @@ func TestSemaphoreDrainPermitsKeepsTheTTL(t *testing.T) {
 // ReleaseIfExists gives permits back only to a semaphore that exists, and
 // its message wakes a waiter as Release's does.
 func TestSemaphoreReleaseIfExists(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "sem-release-if"
@@ -163,6 +167,7 @@ func TestSemaphoreReleaseIfExists(t *testing.T) {
 // Expire, ExpireAt, ClearExpire, RemainTTL and Delete act on the
 // semaphore's key as Redisson's RExpirable methods do.
 func TestSemaphoreExpiryAndDelete(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "sem-expiry"
@@ -228,6 +233,7 @@ func TestSemaphoreExpiryAndDelete(t *testing.T) {
 // ReleasePermits releases all of its permits or none, as Redisson's
 // release(List); its message wakes a blocked acquirer.
 func TestPermitReleasePermitsAllOrNone(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-release-many"
@@ -285,6 +291,7 @@ func TestPermitReleasePermitsAllOrNone(t *testing.T) {
 
 // A permit whose lease ran out cannot be released with others: none is.
 func TestPermitReleasePermitsWithAnExpiredOne(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-release-expired")
@@ -308,6 +315,7 @@ func TestPermitReleasePermitsWithAnExpiredOne(t *testing.T) {
 // getLeaseTime): -1 for one that never expires, ErrNotHeld once it is
 // released or expired.
 func TestPermitRemainLease(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		p := e.newClient(t).PermitExpirableSemaphore("permit-remain")
@@ -352,6 +360,7 @@ func TestPermitRemainLease(t *testing.T) {
 // setPermits; Permits and AcquiredPermits read them back, and the new
 // count's message wakes a waiter.
 func TestPermitSetPermitsAndCounts(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-set"
@@ -402,6 +411,7 @@ func TestPermitSetPermitsAndCounts(t *testing.T) {
 // The permit semaphore's expiry methods and Delete act on both of its
 // keys: the count and the held permits.
 func TestPermitExpiryAndDelete(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-expiry-keys"
@@ -449,6 +459,7 @@ func TestPermitExpiryAndDelete(t *testing.T) {
 // Delete removes the latch; every waiter, on this client and another, is
 // released by its message, as a missing latch counts zero.
 func TestLatchDeleteReleasesWaiters(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "latch-delete"
@@ -483,6 +494,7 @@ func TestLatchDeleteReleasesWaiters(t *testing.T) {
 // the field, before any Redis call: nothing is written. After Close they
 // return ErrClosed.
 func TestSyncMethodsBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		c := e.newClient(t)
@@ -540,6 +552,7 @@ func TestSyncMethodsBadInputWritesNothing(t *testing.T) {
 // acquire(permits, leaseTime)): a refused attempt takes nothing, and a
 // waiter for several is woken when a release makes enough available.
 func TestPermitAcquirePermitsAllOrNone(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-acquire-many"
@@ -615,6 +628,7 @@ func TestPermitAcquirePermitsAllOrNone(t *testing.T) {
 // A cancelled AcquirePermits takes nothing, and the ones it was waiting
 // for stay for the next acquirer.
 func TestPermitAcquirePermitsCancelledTakesNothing(t *testing.T) {
+	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const name = "permit-acquire-many-cancel"

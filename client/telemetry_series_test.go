@@ -34,6 +34,7 @@ func (m *meters) heldPoints() map[string]int64 {
 // scrape) is reported as 0 held, not left out: a dashboard of
 // warden_lock_held shows 0, not "no data".
 func TestMetricsHeldIsZeroForHoldingsBetweenCollections(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	m := newMeters(t)
 	c := e.newClient(t, client.WithMeterProvider(m.mp))
@@ -67,6 +68,7 @@ func TestMetricsHeldIsZeroForHoldingsBetweenCollections(t *testing.T) {
 // holdings up, and warden.lock.held.age.max is the oldest holding of
 // them all, not that of whichever Client the SDK asked last.
 func TestMetricsHeldAgeMaxAcrossClientsOfOneMeterProvider(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	m := newMeters(t)
 	ctx := testCtx(t)

@@ -114,6 +114,7 @@ func (m *meters) gauge(name string, want ...string) (float64, bool) {
 // Acquire outcomes, the held and waiting counters, and hold ends on real
 // Redis.
 func TestMetricsAcquireOutcomesAndHeld(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	m := newMeters(t)
 	c := e.newClient(t, client.WithMeterProvider(m.mp))
@@ -178,6 +179,7 @@ func TestMetricsAcquireOutcomesAndHeld(t *testing.T) {
 // A holding lost while held: held back to 0, lost counted once (also
 // through the Unlock that then finds it gone), its hold ends lost.
 func TestMetricsLostOnce(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	m := newMeters(t)
 	c := e.newClient(t, client.WithMeterProvider(m.mp))
@@ -251,6 +253,7 @@ func TestMetricsClosedAndGroups(t *testing.T) {
 
 // The watchdog's renewals are timed, under the kinds they renewed.
 func TestMetricsRenewal(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	m := newMeters(t)
 	c := e.newClient(t, client.WithMeterProvider(m.mp))
@@ -273,6 +276,7 @@ func TestMetricsRenewal(t *testing.T) {
 
 // A renewal call that fails is counted, under the kind it renewed.
 func TestMetricsRenewalFailures(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	e.hooked = redistest.NewHooked(e.rdb)
 	m := newMeters(t)
@@ -296,6 +300,7 @@ func TestMetricsRenewalFailures(t *testing.T) {
 
 // WithMetricLockNames adds the name; by default there is none.
 func TestMetricsLockNames(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	named, plain := newMeters(t), newMeters(t)
 	a := e.newClient(t, client.WithMeterProvider(named.mp), client.WithMetricLockNames())
@@ -377,6 +382,7 @@ func (m *meters) points(name string, want ...string) []metricdata.DataPoint[int6
 // from 0 to 1 (what increase() sees), not a series born at 1; with lock
 // names a name's loss count starts at 0 with its first holding.
 func TestMetricsCountersStartAtZero(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	m := newMeters(t)
 	c := e.newClient(t, client.WithMeterProvider(m.mp))

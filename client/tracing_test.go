@@ -26,6 +26,7 @@ func spanAttrs(s tracetest.SpanStub) map[string]string {
 // A span per acquire (with its wait) and per release, a child of the
 // caller's span, with the name, kind and outcome.
 func TestTracingSpanPerBlockingCall(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

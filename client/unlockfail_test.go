@@ -35,6 +35,7 @@ func closed(ch <-chan struct{}) bool {
 // holding not known released: Lost() keeps returning its channel, which
 // closes when the lease, no longer renewed, has run out.
 func TestFailedUnlockKeepsLost(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	const wd = 2 * time.Second
@@ -64,6 +65,7 @@ func TestFailedUnlockKeepsLost(t *testing.T) {
 // lease runs out), and a Lock before then is a reentry of the same
 // holding, renewed again, which two Unlocks release.
 func TestFailedUnlockThenReentry(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	e.hooked = redistest.NewHooked(e.rdb)
 	c := e.newClient(t, client.WithWatchdogTimeout(3*time.Second))
@@ -109,6 +111,7 @@ func TestFailedUnlockThenReentry(t *testing.T) {
 // kept none of its holds: that acquire starts a new holding with a
 // channel of its own.
 func TestFailedUnlockThenFreshAcquire(t *testing.T) {
+	t.Parallel()
 	e := realEnv(t)
 	e.hooked = redistest.NewHooked(e.rdb)
 	c := e.newClient(t, client.WithWatchdogTimeout(3*time.Second))
