@@ -92,7 +92,6 @@ func (e *clusterEnv) awaitShardSubscribers(t *testing.T, ch string, n int64) {
 }
 
 func TestCluster(t *testing.T) {
-	t.Parallel()
 	e := newClusterEnv(t)
 	ctx := testCtx(t)
 

@@ -117,7 +117,6 @@ var notObtainedText = regexp.MustCompile(`^warden: [^;]+ not obtained( \(it did 
 // ErrNotObtained and the context's error (and cause), in one line of one
 // shape that names what was waited for; nothing is left held.
 func TestEveryWaitEndedByItsContextIsNotObtained(t *testing.T) {
-	t.Parallel()
 	envs, clients := nodes(t, 3)
 	c, holder := clients[0], envs[0].newClient(t) // holder: another process on c's server
 	calls := waitCalls(t, c, holder, clients[1:]...)

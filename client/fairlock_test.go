@@ -75,7 +75,6 @@ func fairOrder(t *testing.T, rdb redis.Cmdable, clients []*client.Client, holder
 }
 
 func TestFairLockTwoHundredWaitersAllAcquire(t *testing.T) {
-	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -123,7 +122,6 @@ func TestFairLockOrderHoldsWhenLeasesEndWithoutUnlock(t *testing.T) {
 }
 
 func TestFairLockContention(t *testing.T) {
-	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		locks := make([]*client.Lock, 6)
 		for i := range locks {

@@ -406,7 +406,6 @@ func TestQueries(t *testing.T) {
 }
 
 func TestManyClientsKeepACounterExact(t *testing.T) {
-	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const clients, iterations = 8, 200

@@ -172,7 +172,6 @@ func TestMultiLockExactlyOneWinner(t *testing.T) {
 // Contenders that list the members in opposite orders neither deadlock
 // nor overlap.
 func TestMultiLockContentionOppositeOrders(t *testing.T) {
-	t.Parallel()
 	_, clients := nodes(t, 3)
 	locks := make([]*client.MultiLock, 4)
 	for i := range locks {

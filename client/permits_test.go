@@ -291,7 +291,6 @@ func TestPermitCancelledAcquireTakesNothing(t *testing.T) {
 }
 
 func TestPermitContention(t *testing.T) {
-	t.Parallel()
 	both(t, func(t *testing.T, e *env) {
 		ctx := testCtx(t)
 		const permits = 2

@@ -391,7 +391,6 @@ func TestSemaphoreReleaseWakesAsManyWaitersAsPermits(t *testing.T) {
 // every permit is back. With 1 permit the semaphore is a mutex across
 // clients (Redisson's testConcurrency_MultiInstance_1_permits).
 func TestSemaphoreContention(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		permits int32

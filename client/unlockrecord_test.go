@@ -17,7 +17,6 @@ import (
 // lock's reads and writes have one each) and nothing else, each expiring
 // by itself.
 func TestUnlocksLeaveOneRecordPerLockAndClient(t *testing.T) {
-	t.Parallel()
 	kinds := []struct {
 		kind string
 		make func(c *client.Client, name string, opts ...client.LockOption) *client.Lock
