@@ -55,6 +55,9 @@ type Config struct {
 	// keyActorMade, when set (by tests), sees every key actor made, and
 	// keyActorTrimmed every trim, in the trimmed actor's turn.
 	keyActorMade, keyActorTrimmed func(*keyActor)
+	// renewerGot, when set (by tests), sees every register, pause and
+	// unregister the renewer receives, in its turn.
+	renewerGot func(msg any)
 	// IO is the parent context of every Redis call; cancelling it aborts the
 	// calls in flight (Client.Close).
 	IO context.Context

@@ -103,9 +103,11 @@
 //     (waitQueue.push: ready; a try when its deadline had passed). Then
 //     keyActor.pump picks the next Redis request (releases and undos first,
 //     then the head waiter's attempt) and keyActor.start makes it the one in
-//     flight (keyActor.inflight), registers the owner with the renewer
-//     before the round trip (keyActor.register sends register: a holding is
-//     never unrenewed between its acquire and its registration), and hands
+//     flight (keyActor.inflight), registers the owner for renewal before
+//     the round trip (keyActor.register: a holding is never unrenewed
+//     between its acquire and its registration; the registration stays
+//     pending for registerDelay, and one unregistered by then never reaches
+//     the renewer, so a short holding costs it no message), and hands
 //     the op itself to Workers as a job. keyActor.settle re-arms the timer,
 //     brings the subscriptions in line (keyActor.syncSubscriptions) and the
 //     idle timer.
@@ -177,5 +179,7 @@
 // its Receive. Redis I/O runs on goroutines the actor owns and waits for,
 // and comes back as a message. Every timer comes from the injected
 // clockwork.Clock, only sends a message, carries a generation so stale
-// ticks are ignored, and is stopped in Stopping.
+// ticks are ignored (a key actor's pending registrations' timer carries
+// none: its tick hands over only what is due by then, so a stale one
+// finds less), and is stopped in Stopping.
 package actors

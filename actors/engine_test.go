@@ -286,7 +286,7 @@ func TestIdleKeyActorTrimsWhatItKeeps(t *testing.T) {
 	// answers with no timer due, or in its trim's hook.
 	kept := func(a *keyActor) bool {
 		return a.spare != nil || a.spareHolding != nil || a.holdings != nil || a.renewals.registered != nil ||
-			a.renewals.paused != nil || a.args != nil
+			a.renewals.more != nil || a.args != nil
 	}
 	use("1")
 	a := await.Value(t, made, 5*time.Second, "the key actor")

@@ -128,6 +128,8 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		panic(fmt.Sprintf("warden: key actor %q told to crash", a.key.Name))
 	case *renewalExpired:
 		a.onRenewalExpired(ctx, m)
+	case *registrationsDue:
+		a.onRegistrationsDue(ctx)
 	case *tick:
 		a.tickFor(ctx, m.Gen, a)
 	case *idleTick:
@@ -605,7 +607,8 @@ func (a *keyActor) settle(ctx actor.Context) {
 // little until it is passivated, and its next request makes them anew.
 func (a *keyActor) trim() {
 	a.spare, a.spares, a.spareHolding, a.ops = nil, 0, nil, nil
-	a.holdings, a.renewals.registered, a.renewals.paused, a.subs.subscribed = nil, nil, nil, nil
+	a.holdings, a.renewals.registered, a.subs.subscribed = nil, nil, nil
+	a.renewals.release()
 	a.waiters.trim()
 	a.args = nil // made again by the next start
 	if a.cfg.keyActorTrimmed != nil {

@@ -3,10 +3,13 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
 )
 
 // The key actor's renewal bookkeeping: which owners the renewer renews
@@ -69,7 +72,7 @@ func (a *keyActor) syncRenewal(ctx actor.Context, owner string) {
 		renew = true
 	}
 	switch {
-	case a.renewals.paused[owner] && a.inflight != nil && a.inflight.kind == opRelease && a.inflight.owner == owner:
+	case a.renewals.paused(owner) && a.inflight != nil && a.inflight.kind == opRelease && a.inflight.owner == owner:
 		// A last hold's unlock in flight: its outcome tells.
 	case renew:
 		a.register(ctx, owner)
@@ -89,7 +92,69 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 	if a.renewals.renewed(owner) {
 		return
 	}
-	a.renewals.add(ctx, a.refs.renewer, newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind))
+	now := a.cfg.Clock.Now()
+	reg := a.renewals.newRegistration(a.held(owner), owner, ctx.Self(), now, a.key.Kind)
+	if a.renewals.registered[owner] != nil {
+		// The renewer follows a paused registration of this holding: the new
+		// one must replace it at once, or the old one's expiry would be
+		// taken for the new holding's.
+		a.renewals.add(ctx, a.refs.renewer, reg)
+		return
+	}
+	a.renewals.defer_(reg, now.Add(registerDelay(a.cfg.Watchdog)), a.dueTimer(ctx))
+}
+
+// registerDelay is how long a new watchdog-mode holding waits before the
+// renewer hears of it: a lock taken and released within it (most are)
+// costs the renewer no message at all. The renewer's next tick then comes
+// within a renewal period (Watchdog/3), so the first renewal lands within
+// Watchdog/12 + Watchdog/3 of the acquire, well inside the lease it
+// extends; the expiry the renewer follows still counts from the
+// registration (renewedAt), not from when the renewer heard of it.
+func registerDelay(watchdog time.Duration) time.Duration { return watchdog / 12 }
+
+// dueTimer is the clock timer that tells the key actor its pending
+// registrations are due (registrationsDue), made once and re-armed for
+// each: a lock taken and released costs it a Reset and a Stop, no
+// allocation.
+func (a *keyActor) dueTimer(ctx actor.Context) *dueTimer {
+	due := &a.renewals.extra().due
+	if due.t == nil {
+		sys, self := ctx.ActorSystem(), ctx.Self()
+		due.t = a.cfg.Clock.AfterFunc(time.Hour, func() { sys.Root.Send(self, &registrationsDue{}) })
+		due.t.Stop()
+	}
+	return due
+}
+
+// onRegistrationsDue hands the renewer every pending registration whose
+// delay has passed, a paused one as paused (its unlock in flight or
+// failed: the renewer follows its lease's end without renewing it), and
+// re-arms the timer for the rest. A tick that comes early or stale (the
+// timer re-armed meanwhile) only finds less to send.
+func (a *keyActor) onRegistrationsDue(ctx actor.Context) {
+	r := a.renewals.more
+	if r == nil {
+		return // a stale tick: nothing pending since the trim
+	}
+	now := a.cfg.Clock.Now()
+	var next time.Time
+	for _, owner := range sortedKeys(r.pending) {
+		reg := r.pending[owner]
+		if at := reg.renewedAt.Add(registerDelay(a.cfg.Watchdog)); at.After(now) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		delete(r.pending, owner)
+		reg.paused = r.paused[owner]
+		ctx.Send(a.refs.renewer, (*register)(reg))
+	}
+	r.due.armed = false
+	if !next.IsZero() {
+		r.due.arm(next.Sub(now))
+	}
 }
 
 // pause has the renewer stop renewing owner's holding, but still tell when
@@ -104,15 +169,104 @@ func (a *keyActor) unregister(ctx actor.Context, owner string) {
 
 // keyRenewals is the key actor's renewal bookkeeping: which of its owners
 // the renewer renews, and which it only follows to their lease's end.
-// What each registration holds is the renewer's (register).
+// What each registration holds is the renewer's (register). What a
+// holding needs only at times (a pause, a delay) is kept apart (more),
+// made on first use and dropped by trim, so that a live key actor is no
+// bigger for it.
 type keyRenewals struct {
-	registered map[string]*registration // owners registered with the renewer
-	paused     map[string]bool          // registered owners not renewed, whose lease's end the renewer still follows
+	registered map[string]*registration // owners registered with the renewer, or pending
+	more       *renewalsMore
 }
+
+// renewalsMore is the part of keyRenewals most key actors use only
+// briefly.
+type renewalsMore struct {
+	paused map[string]bool // registered owners not renewed, whose lease's end the renewer still follows
+	// pending are the registrations the renewer has not heard of yet
+	// (register, registerDelay): a pending one that is unregistered before
+	// its delay passes costs the renewer nothing.
+	pending map[string]*registration
+	due     dueTimer
+	// spare is a pending registration unregistered before the renewer
+	// heard of it, kept for the next one: the key actor's alone.
+	spare *registration
+}
+
+// extra returns r.more, made if need be.
+func (r *keyRenewals) extra() *renewalsMore {
+	if r.more == nil {
+		r.more = &renewalsMore{}
+	}
+	return r.more
+}
+
+// paused tells that owner's registration is paused.
+func (r *keyRenewals) paused(owner string) bool { return r.more != nil && r.more.paused[owner] }
 
 // renewed tells that owner is registered and not paused.
 func (r *keyRenewals) renewed(owner string) bool {
-	return r.registered[owner] != nil && !r.paused[owner]
+	return r.registered[owner] != nil && !r.paused(owner)
+}
+
+// newRegistration is owner's registration, the spare one if there is one.
+func (r *keyRenewals) newRegistration(held redisio.Held, owner string, pid *actor.PID, at time.Time, kind messages.Kind) *registration {
+	if m := r.more; m != nil && m.spare != nil {
+		reg := m.spare
+		m.spare = nil
+		*reg = registration{held: held, owner: owner, pid: pid, renewedAt: at, kind: kind}
+		return reg
+	}
+	return newRegistration(held, owner, pid, at, kind)
+}
+
+// dueTimer is a key actor's timer for its pending registrations.
+type dueTimer struct {
+	t     clockwork.Timer
+	armed bool
+}
+
+// arm has the timer fire in d, unless it is armed already (for an earlier
+// registration: the tick re-arms it for the later ones).
+func (d *dueTimer) arm(in time.Duration) {
+	if !d.armed {
+		d.armed = true
+		d.t.Reset(in)
+	}
+}
+
+// stop disarms the timer; it stays made for the next arm.
+func (d *dueTimer) stop() {
+	if d.armed {
+		d.armed = false
+		d.t.Stop()
+	}
+}
+
+// release stops the pending registrations' timer and lets go of what
+// renewalsMore keeps (trim, or the key actor stopping).
+func (r *keyRenewals) release() {
+	if m := r.more; m != nil {
+		if m.due.t != nil {
+			m.due.t.Stop()
+		}
+		r.more = nil
+	}
+}
+
+// defer_ registers reg without telling the renewer yet: the key actor
+// hands it over at `at` (onRegistrationsDue), unless unregistered first.
+func (r *keyRenewals) defer_(reg *registration, at time.Time, due *dueTimer) {
+	if r.registered == nil {
+		r.registered = map[string]*registration{}
+	}
+	m := r.extra()
+	if m.pending == nil {
+		m.pending = map[string]*registration{}
+	}
+	r.registered[reg.owner] = reg
+	m.pending[reg.owner] = reg
+	delete(m.paused, reg.owner)
+	due.arm(max(at.Sub(reg.renewedAt), 0))
 }
 
 // add registers reg, its owner's registration anew should it have been
@@ -122,27 +276,46 @@ func (r *keyRenewals) add(ctx actor.Context, renewer *actor.PID, reg *registrati
 		r.registered = map[string]*registration{}
 	}
 	r.registered[reg.owner] = reg
-	delete(r.paused, reg.owner)
+	if r.more != nil {
+		delete(r.more.paused, reg.owner)
+	}
 	ctx.Send(renewer, (*register)(reg))
 }
 
 // pause has the renewer stop renewing owner, still following its lease's
-// end, telling renewer. An owner not registered stays so.
+// end, telling renewer (a pending registration is handed over paused
+// when its delay has passed). An owner not registered stays so.
 func (r *keyRenewals) pause(ctx actor.Context, renewer *actor.PID, owner string) {
-	if reg := r.registered[owner]; reg != nil && !r.paused[owner] {
-		if r.paused == nil {
-			r.paused = map[string]bool{}
+	if reg := r.registered[owner]; reg != nil && !r.paused(owner) {
+		m := r.extra()
+		if m.paused == nil {
+			m.paused = map[string]bool{}
 		}
-		r.paused[owner] = true
-		ctx.Send(renewer, (*pause)(reg))
+		m.paused[owner] = true
+		if m.pending[owner] == nil {
+			ctx.Send(renewer, (*pause)(reg))
+		}
 	}
 }
 
-// unregister has renewer forget owner.
+// unregister has renewer forget owner; a pending registration is dropped
+// without a word, and kept for reuse.
 func (r *keyRenewals) unregister(ctx actor.Context, renewer *actor.PID, owner string) {
-	if reg := r.registered[owner]; reg != nil {
-		delete(r.registered, owner)
-		delete(r.paused, owner)
-		ctx.Send(renewer, (*unregister)(reg))
+	reg := r.registered[owner]
+	if reg == nil {
+		return
 	}
+	delete(r.registered, owner)
+	if m := r.more; m != nil {
+		delete(m.paused, owner)
+		if m.pending[owner] != nil {
+			delete(m.pending, owner)
+			m.spare = reg
+			if len(m.pending) == 0 {
+				m.due.stop()
+			}
+			return
+		}
+	}
+	ctx.Send(renewer, (*unregister)(reg))
 }

@@ -55,6 +55,7 @@ func (a *keyActor) leaveQueues() {
 // any other stop drops the state as a failure does.
 func (a *keyActor) onStopping(ctx actor.Context) {
 	a.stopCalls()
+	a.renewals.release()
 	if a.cfg.IO.Err() != nil {
 		a.answerAll(ctx, messages.ErrClosed)
 		return
@@ -88,6 +89,7 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 		}
 	}
 	a.dropState(ctx, a.fault)
+	a.renewals.release()
 	retireVia(ctx, a.refs.root, a.key, a.refs.renewer, a.refs.subscriber)
 }
 

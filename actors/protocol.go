@@ -62,6 +62,10 @@ type unregister registration
 // unregister is, once stale.
 type pause registration
 
+// registrationsDue tells a key actor that a pending registration's delay
+// has passed (keyActor.onRegistrationsDue).
+type registrationsDue struct{}
+
 // renewalGone tells a key actor that a renewal found Owner's holding gone.
 type renewalGone struct {
 	Owner string

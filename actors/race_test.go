@@ -68,8 +68,10 @@ func TestRenewalRacingAcquireIsNotALoss(t *testing.T) {
 	await.Value(t, acquiring, 5*time.Second, "the acquire")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.NoError(t, e.clock.BlockUntilContext(ctx, 1))
-	e.clock.Advance(10 * time.Second) // the renewer's tick
+	require.NoError(t, e.clock.BlockUntilContext(ctx, 1)) // the registration's delay
+	e.clock.Advance(registerDelay(30 * time.Second))
+	require.NoError(t, e.clock.BlockUntilContext(ctx, 2)) // the renewer's tick and expiry
+	e.clock.Advance(10 * time.Second)                     // the renewer's tick
 	require.IsType(t, &messages.Acquired{}, await.Value(t, out, 5*time.Second, "Acquired"))
 	select {
 	case m := <-out:

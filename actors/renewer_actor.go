@@ -94,6 +94,12 @@ func renewerProps(cfg *Config) *actor.Props {
 // here.
 func (a *renewerActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "renewer")
+	if got := a.cfg.renewerGot; got != nil {
+		switch m := ctx.Message().(type) {
+		case *register, *pause, *unregister:
+			got(m)
+		}
+	}
 	switch m := ctx.Message().(type) {
 	case *register:
 		a.register(ctx, (*registration)(m))
@@ -140,6 +146,14 @@ func (a *renewerActor) register(ctx actor.Context, r *registration) {
 	}
 	a.regs[r.held] = r
 	a.order = append(a.order, r)
+	if a.timer.t == nil {
+		// The first renewal is due a renewal period after the registration
+		// was made, not after the renewer heard of it (its key actor holds
+		// a new registration back for registerDelay): a lock's renewals
+		// keep the schedule they would have had.
+		a.timer.arm(a.cfg.Clock, ctx.ActorSystem(), ctx.Self(), r.renewedAt.Add(a.cfg.Watchdog/3),
+			func(g uint64) any { return &tick{Gen: g} })
+	}
 	if at := r.renewedAt.Add(a.cfg.Watchdog - ttlGrain); a.expiry.t == nil || at.Before(a.expiry.at) {
 		a.armExpiry(ctx, at)
 	}

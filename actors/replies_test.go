@@ -25,10 +25,10 @@ func TestFailureRepliesNameTheirRequest(t *testing.T) {
 
 // An owner is renewed while registered and not paused.
 func TestKeyRenewalsRenewed(t *testing.T) {
-	r := keyRenewals{registered: map[string]*registration{}, paused: map[string]bool{}}
+	r := keyRenewals{registered: map[string]*registration{}, more: &renewalsMore{paused: map[string]bool{}}}
 	assert.False(t, r.renewed("o"), "not registered")
 	r.registered["o"] = &registration{owner: "o"}
 	assert.True(t, r.renewed("o"))
-	r.paused["o"] = true
+	r.more.paused["o"] = true
 	assert.False(t, r.renewed("o"), "paused")
 }

@@ -66,7 +66,6 @@ func faulted(t *testing.T, e *env, p *faultproxy.Proxy, op func() error) error {
 }
 
 func TestAcquireIsAppliedOnceWhenItsReplyIsLost(t *testing.T) {
-	t.Parallel()
 	e, c, p := proxied(t)
 	ctx := testCtx(t)
 	l := c.Lock("once")
@@ -84,7 +83,6 @@ func TestAcquireIsAppliedOnceWhenItsReplyIsLost(t *testing.T) {
 }
 
 func TestRetriedUnlockReturnsTheFirstResult(t *testing.T) {
-	t.Parallel()
 	e, c, p := proxied(t)
 	ctx := testCtx(t)
 	l := c.Lock("unlock-once")
@@ -101,7 +99,6 @@ func TestRetriedUnlockReturnsTheFirstResult(t *testing.T) {
 // An acquire that ran in Redis but whose reply timed out is "maybe
 // acquired": the engine undoes it if it was applied, and reports the error.
 func TestTimedOutAcquireIsUndone(t *testing.T) {
-	t.Parallel()
 	e, h := hookedEnv(t, clockwork.NewRealClock())
 	c := e.newClient(t)
 	ctx := testCtx(t)
@@ -128,7 +125,6 @@ func TestTimedOutAcquireIsUndone(t *testing.T) {
 // the engine settles what it did: the acquire it applied is given back,
 // the unlock stays applied.
 func TestContextEndingDuringAStalledCallReturnsAtOnce(t *testing.T) {
-	t.Parallel()
 	e, h := hookedEnv(t, clockwork.NewRealClock())
 	c := e.newClient(t)
 	ctx := testCtx(t)
@@ -203,7 +199,6 @@ func TestContextEndingDuringAStalledCallReturnsAtOnce(t *testing.T) {
 }
 
 func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
-	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -234,7 +229,6 @@ func TestRedisRestartWhileHeldTellsTheOwner(t *testing.T) {
 // succeeded for a whole watchdog timeout, even while Redis cannot be
 // reached to confirm it.
 func TestUnrenewableLockIsReportedLost(t *testing.T) {
-	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -256,7 +250,6 @@ func TestUnrenewableLockIsReportedLost(t *testing.T) {
 }
 
 func TestRedisDownFailsPromptly(t *testing.T) {
-	t.Parallel()
 	e := realEnv(t)
 	ctx := testCtx(t)
 	c := e.newClient(t)
@@ -279,7 +272,6 @@ func TestRedisDownFailsPromptly(t *testing.T) {
 }
 
 func TestWaiterRetriesAfterPubSubReconnect(t *testing.T) {
-	t.Parallel()
 	e, c, p := proxied(t)
 	ctx := testCtx(t)
 	holder := e.newClient(t).Lock("reconnect")
