@@ -54,20 +54,22 @@ deps: ## Install redis-server, PostgreSQL (the fence tests), promtool (the alert
 # whose bounds are tight against load (RedLock's per-node timeouts, MinLease,
 # sub-second wake-up bounds), run sequentially before them.
 CLIENT_SHARD := ^(Test|Example|Fuzz)[A-La-l_]
-TESTFLAGS := -race -count=1 -parallel 8 -timeout 20m
-# CLIENT_PARALLEL bounds each client shard's parallel tests: with both
-# shards and the other packages beside them, more loads two cores enough
-# to push real leases and timeouts past their bounds.
+TESTFLAGS := -race -count=1 -timeout 20m
+# PARALLEL is how many parallel tests a package runs at once; CLIENT_PARALLEL
+# is less for each client shard: with both shards and the other packages
+# beside them, more loads two cores enough to push real leases and
+# timeouts past their bounds.
+PARALLEL := -parallel 8
 CLIENT_PARALLEL := -parallel 4
 
 test: deps ## Run go vet and the full test suite with the race detector, in every module
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m vet ./...); done
 	@set -e; pkgs=$$($(GO) list ./... | grep -v '/warden/client$$'); \
-		(set -x; $(GO) test $(TESTFLAGS) $$pkgs) & others=$$!; \
+		(set -x; $(GO) test $(TESTFLAGS) $(PARALLEL) $$pkgs) & others=$$!; \
 		(set -x; $(GO) test $(TESTFLAGS) $(CLIENT_PARALLEL) -run '$(CLIENT_SHARD)' ./client) & first=$$!; \
 		(set -x; $(GO) test $(TESTFLAGS) $(CLIENT_PARALLEL) -skip '$(CLIENT_SHARD)' ./client) & second=$$!; \
 		failed=0; for p in $$others $$first $$second; do wait $$p || failed=1; done; exit $$failed
-	@set -e; for m in $(filter-out .,$(MODULES)); do (set -x; $(GO) -C $$m test $(TESTFLAGS) ./...); done
+	@set -e; for m in $(filter-out .,$(MODULES)); do (set -x; $(GO) -C $$m test $(TESTFLAGS) $(PARALLEL) ./...); done
 
 test-short: ## Run the tests once without the race detector, in every module (quick local loop)
 	@set -e; for m in $(MODULES); do (set -x; $(GO) -C $$m test -count=1 ./...); done

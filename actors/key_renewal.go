@@ -92,16 +92,16 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 	if a.renewals.renewed(owner) {
 		return
 	}
-	now := a.cfg.Clock.Now()
-	reg := a.renewals.newRegistration(a.held(owner), owner, ctx.Self(), now, a.key.Kind)
-	if a.renewals.registered[owner] != nil {
+	reg := a.renewals.newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind)
+	if a.renewals.registered[owner] != nil && !a.renewals.pending(owner) {
 		// The renewer follows a paused registration of this holding: the new
 		// one must replace it at once, or the old one's expiry would be
-		// taken for the new holding's.
+		// taken for the new holding's. A paused one still pending is
+		// replaced where it waits (defer_).
 		a.renewals.add(ctx, a.refs.renewer, reg)
 		return
 	}
-	a.renewals.defer_(reg, now.Add(registerDelay(a.cfg.Watchdog)), a.dueTimer(ctx))
+	a.renewals.defer_(reg, a.dueTimer(ctx), registerDelay(a.cfg.Watchdog))
 }
 
 // registerDelay is how long a new watchdog-mode holding waits before the
@@ -208,12 +208,19 @@ func (r *keyRenewals) renewed(owner string) bool {
 	return r.registered[owner] != nil && !r.paused(owner)
 }
 
-// newRegistration is owner's registration, the spare one if there is one.
+// pending tells that owner's registration waits for its delay, the
+// renewer not told of it yet.
+func (r *keyRenewals) pending(owner string) bool {
+	return r.more != nil && r.more.pending[owner] != nil
+}
+
+// newRegistration is owner's registration (newRegistration), made in the
+// spare one if there is one.
 func (r *keyRenewals) newRegistration(held redisio.Held, owner string, pid *actor.PID, at time.Time, kind messages.Kind) *registration {
 	if m := r.more; m != nil && m.spare != nil {
 		reg := m.spare
 		m.spare = nil
-		*reg = registration{held: held, owner: owner, pid: pid, renewedAt: at, kind: kind}
+		reg.reset(held, owner, pid, at, kind)
 		return reg
 	}
 	return newRegistration(held, owner, pid, at, kind)
@@ -254,8 +261,10 @@ func (r *keyRenewals) release() {
 }
 
 // defer_ registers reg without telling the renewer yet: the key actor
-// hands it over at `at` (onRegistrationsDue), unless unregistered first.
-func (r *keyRenewals) defer_(reg *registration, at time.Time, due *dueTimer) {
+// hands it over once delay has passed (onRegistrationsDue), unless it is
+// unregistered first. It replaces a pending registration of the same
+// owner (paused: its unlock failed), which the renewer never heard of.
+func (r *keyRenewals) defer_(reg *registration, due *dueTimer, delay time.Duration) {
 	if r.registered == nil {
 		r.registered = map[string]*registration{}
 	}
@@ -266,7 +275,7 @@ func (r *keyRenewals) defer_(reg *registration, at time.Time, due *dueTimer) {
 	r.registered[reg.owner] = reg
 	m.pending[reg.owner] = reg
 	delete(m.paused, reg.owner)
-	due.arm(max(at.Sub(reg.renewedAt), 0))
+	due.arm(delay)
 }
 
 // add registers reg, its owner's registration anew should it have been

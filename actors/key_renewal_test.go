@@ -114,3 +114,44 @@ func TestPendingHoldingWhoseUnlockFailedIsFollowedToItsEnd(t *testing.T) {
 	default:
 	}
 }
+
+// A holding whose unlock failed while its registration was pending, taken
+// again before the delay passed, is renewed: the new registration takes
+// the pending one's place, and the renewer hears of it once, unpaused,
+// never of the paused one it replaced.
+func TestHoldingRetakenWhilePendingAndPausedIsRenewed(t *testing.T) {
+	e, h, got := renewerEngine(t)
+	out := e.request(&messages.Acquire{Name: "again", Owner: "o", RequestID: "a", Watch: true})
+	require.IsType(t, &messages.Acquired{}, await.Value(t, out, 5*time.Second, "Acquired"))
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if c.Acquires() || c.Renews() {
+			return c.Run()
+		}
+		return redistest.Failed(errors.New("unlock refused by the test"))
+	})
+	require.IsType(t, &messages.ReleaseFailed{}, e.ask(t, &messages.Release{Name: "again", Owner: "o", RequestID: "r"}))
+	renewals := make(chan struct{}, 16)
+	h.SetHook(func(c redistest.ScriptCall) *redis.Cmd {
+		if c.Renews() {
+			renewals <- struct{}{}
+		}
+		return c.Run()
+	})
+	require.IsType(t, &messages.Acquired{}, e.ask(t, &messages.Acquire{Name: "again", Owner: "o", RequestID: "b"}))
+	nothingFor(t, got, 100*time.Millisecond, "the new registration waits for its delay too")
+	e.clock.Advance(registerDelay(30 * time.Second))
+	reg := (*registration)(await.Value(t, got, 5*time.Second, "the registration").(*register))
+	require.False(t, reg.paused, "the retaken holding's registration")
+	nothingFor(t, got, 100*time.Millisecond, "one registration, not the paused one it replaced")
+	for range 4 {
+		blockUntil(t, e, 2) // the renewer's tick and expiry
+		e.clock.Advance(10 * time.Second)
+		await.Value(t, renewals, 5*time.Second, "a renewal")
+		time.Sleep(50 * time.Millisecond) // its answer reaches the renewer before the next tick
+	}
+	select {
+	case m := <-out:
+		t.Fatalf("%T: the retaken holding is renewed, not lost", m)
+	default:
+	}
+}

@@ -55,7 +55,7 @@ func (a *keyActor) leaveQueues() {
 // any other stop drops the state as a failure does.
 func (a *keyActor) onStopping(ctx actor.Context) {
 	a.stopCalls()
-	a.renewals.release()
+	defer a.renewals.release() // after dropState: a pending registration is dropped without telling the renewer
 	if a.cfg.IO.Err() != nil {
 		a.answerAll(ctx, messages.ErrClosed)
 		return

@@ -45,7 +45,15 @@ type registration struct {
 // actor pid and lock kind kind, registered at at: before the acquire it is
 // sent ahead of, the earliest the TTL that acquire sets can start.
 func newRegistration(held redisio.Held, owner string, pid *actor.PID, at time.Time, kind messages.Kind) *registration {
-	return &registration{held: held, owner: owner, pid: pid, renewedAt: at, kind: kind}
+	r := &registration{}
+	r.reset(held, owner, pid, at, kind)
+	return r
+}
+
+// reset makes r the registration newRegistration would make, for a key
+// actor reusing one the renewer never heard of.
+func (r *registration) reset(held redisio.Held, owner string, pid *actor.PID, at time.Time, kind messages.Kind) {
+	*r = registration{held: held, owner: owner, pid: pid, renewedAt: at, kind: kind}
 }
 
 // renewOutcome is what one tick learned of one holding.
@@ -151,8 +159,7 @@ func (a *renewerActor) register(ctx actor.Context, r *registration) {
 		// was made, not after the renewer heard of it (its key actor holds
 		// a new registration back for registerDelay): a lock's renewals
 		// keep the schedule they would have had.
-		a.timer.arm(a.cfg.Clock, ctx.ActorSystem(), ctx.Self(), r.renewedAt.Add(a.cfg.Watchdog/3),
-			func(g uint64) any { return &tick{Gen: g} })
+		a.timer.set(ctx, a.cfg.Clock, r.renewedAt.Add(a.cfg.Watchdog/3))
 	}
 	if at := r.renewedAt.Add(a.cfg.Watchdog - ttlGrain); a.expiry.t == nil || at.Before(a.expiry.at) {
 		a.armExpiry(ctx, at)
