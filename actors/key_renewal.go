@@ -106,10 +106,11 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 
 // registerDelay is how long a new watchdog-mode holding waits before the
 // renewer hears of it: a lock taken and released within it (most are)
-// costs the renewer no message at all. The renewer's next tick then comes
-// within a renewal period (Watchdog/3), so the first renewal lands within
-// Watchdog/12 + Watchdog/3 of the acquire, well inside the lease it
-// extends; the expiry the renewer follows still counts from the
+// costs the renewer no message at all. The first renewal then lands a
+// renewal period (Watchdog/3) after the acquire when the renewer had
+// nothing to renew (it arms its tick from renewedAt), and within
+// Watchdog/12 + Watchdog/3 of it when its tick already runs: well inside
+// the lease it extends. The expiry the renewer follows counts from the
 // registration (renewedAt), not from when the renewer heard of it.
 func registerDelay(watchdog time.Duration) time.Duration { return watchdog / 12 }
 
