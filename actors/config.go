@@ -42,6 +42,11 @@ type Config struct {
 	Cluster bool
 	// Workers runs the actors' mailboxes and Redis calls.
 	Workers *Workers
+	// Routes, when set, is the table of the engine's live key actors that
+	// root keeps and the engine's own sender (the Client) reads, to send
+	// requests straight to them (Routes.Request). Nil makes one nobody
+	// else reads. One Routes serves one root.
+	Routes *Routes
 	// holdings numbers the engine's holdings, unique across its key actors
 	// and their lifetimes. RootProps sets it.
 	holdings *atomic.Uint64

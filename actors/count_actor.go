@@ -63,12 +63,7 @@ func newCountActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 // happens here.
 func (a *countActor) Receive(ctx actor.Context) {
 	if a.fault != nil {
-		switch m := ctx.Message().(type) {
-		case *messages.Acquire:
-			sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
-		case *WaiterCount:
-			ctx.Respond(0) // it answered every waiter as it failed
-		}
+		a.receiveFailed(ctx)
 		return
 	}
 	defer a.survive(ctx, a)
@@ -386,7 +381,30 @@ func (a *countActor) fail(ctx actor.Context, r any) {
 		ctx.Send(a.refs.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 	}
 	a.answerAll(ctx, a.fault)
-	retireVia(ctx, a.refs.root, a.key, a.refs.subscriber)
+	a.retire(ctx)
+}
+
+// retire asks root, by way of the subscriber, to stop the failed count
+// actor once it received every request sent to it.
+func (a *countActor) retire(ctx actor.Context) {
+	retireVia(ctx, a.refs.root, a.key, a.seen, a.refs.subscriber)
+}
+
+// receiveFailed answers a request reaching a failed count actor, counts
+// it and retires again: root may be waiting for it (rootActor.onRetire).
+func (a *countActor) receiveFailed(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.Acquire:
+		sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
+	case *messages.Cancel: // its waiter was answered as the actor failed
+	case *WaiterCount:
+		ctx.Respond(0) // it answered every waiter as it failed
+		return
+	default:
+		return
+	}
+	a.seen++
+	a.retire(ctx)
 }
 
 // answerAll gives back what is left to undo (undoLeft), answers every

@@ -13,11 +13,16 @@
 //
 //   - root (root_actor.go, rootActor): spawns the subscriber, the renewer
 //     and (unless the Client keeps no record) the registry as it starts; owns the (name, kind) → key actor
-//     table (rootActor.keys), spawning a key actor, or a count actor for
+//     table (rootActor.routes, a Routes: routes.go), spawning a key actor, or a count actor for
 //     the counting kinds, on first use; validates and routes every
-//     messages.* request (rootActor.route, which forwards it keeping its
-//     sender); stops idle key actors (passivation) with a handshake, so no
-//     request is lost to a stopping actor.
+//     messages.* request sent to it (rootActor.route, which forwards it
+//     keeping its sender); stops idle key actors (passivation) with a
+//     handshake, so no request is lost to a stopping actor. The table is
+//     the one piece of root that others read: a sender (the Client, a
+//     simulation's workload) sends a request straight to the live key
+//     actor of its name (Routes.Request), root's hop left out; each entry
+//     counts those requests, and root stops an idle actor only by closing
+//     its entry at the count the actor has received (keyEntry.closeAt).
 //   - key actor (keyActor), one per (name, kind) of the held kinds: owns
 //     the name's holdings in this process (owner → hold count, lease,
 //     watchers), its waiters, the Redis requests queued and the one in
@@ -83,21 +88,25 @@
 //     Watch set) and calls Client.wait: a span and the acquire's metrics
 //     begin, then Client.waitReply asks Client.request to register a
 //     reply channel under the request ID (mailbox.expect; the only state
-//     on this side, behind the mailbox's mutex) and send the Acquire to
-//     root with the Client's mailbox as its sender. The message lands in
-//     root's queueMailbox, whose queueMailbox.schedule runs the pass right
+//     on this side, behind the mailbox's mutex) and send the Acquire with
+//     the Client's mailbox as its sender (Client.post): straight to the
+//     name's key actor when root's table has a live one (Routes.Request
+//     validates it as root would, counts it in the entry and sends it),
+//     and to root otherwise. The message lands in the actor's
+//     queueMailbox, whose queueMailbox.schedule runs the pass right
 //     there, on the caller's goroutine, when the mailbox is idle (an
 //     inline pass: inlineMessage names the messages that may), and else
 //     hands it to Workers. The caller then blocks on the reply channel,
-//     the Client's end and ctx.
-//  2. The caller's goroutine (a worker when root was busy), root's turn.
+//     the Client's end and ctx; a Cancel it sends when ctx ends takes the
+//     Acquire's path (Routes.RequestOn), so it cannot overtake it.
+//  2. Only on a name's first use (or its first since passivation): root's
+//     turn, on the caller's goroutine (a worker when root was busy).
 //     rootActor.Receive validates the request (its own checks and, on a
-//     Cluster, the slot rule) and
-//     rootActor.route looks the key actor up, spawning it on first use
-//     (state: rootActor.keys and the entry's routed count, for the
-//     passivation handshake), and forwards the Acquire to it, sender kept.
-//     The key actor's pass runs nested on the same goroutine when its
-//     mailbox is idle.
+//     Cluster, the slot rule) and rootActor.route looks the key actor up,
+//     spawning it and publishing it in the table (state: rootActor.routes
+//     and the entry's routed count, for the passivation handshake), and
+//     forwards the Acquire to it, sender kept. The key actor's pass runs
+//     nested on the same goroutine when its mailbox is idle.
 //  3. The same goroutine, the key actor's turn. keyActor.Receive counts the
 //     request (waitingActor.seen) and keyActor.onAcquire queues a waiter
 //     (waitQueue.push: ready; a try when its deadline had passed). Then
@@ -151,9 +160,9 @@
 //     (Lock.bindHolding, Client.watchLost); the span and metrics end, and
 //     Lock.Lock returns nil.
 //
-// So a free lock costs four actor messages (Acquire to root, forwarded to
-// the key actor, the op's opDone, Acquired to the Client's mailbox), a
-// fifth in watchdog mode (register), and, with idle mailboxes, one
+// So a free lock of a name in use costs three actor messages (Acquire to
+// the key actor, the op's opDone, Acquired to the Client's mailbox), four
+// on the name's first use (root's forward), and, with idle mailboxes, one
 // hand-off to a worker (the Redis call, whose result turn runs on that
 // worker) and the caller's wake-up on its channel. The bookkeeping after
 // the call starts (the renewer's registration, the timers) runs on the
@@ -181,5 +190,9 @@
 // clockwork.Clock, only sends a message, carries a generation so stale
 // ticks are ignored (a key actor's pending registrations' timer carries
 // none: its tick hands over only what is due by then, so a stale one
-// finds less), and is stopped in Stopping.
+// finds less), and is stopped in Stopping. The one table shared outside an
+// actor is Routes, the map from a name to its live key actor: only root
+// writes it (on spawn and on passivation), callers only read it, and each
+// entry's one atomic count is how root learns that a request sent straight
+// is still on its way, so a key actor never stops with one unread.
 package actors

@@ -90,10 +90,17 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 	}
 	a.dropState(ctx, a.fault)
 	a.renewals.release()
-	retireVia(ctx, a.refs.root, a.key, a.refs.renewer, a.refs.subscriber)
+	a.retire(ctx)
 }
 
-// receiveFailed answers a request reaching a failed key actor.
+// retire asks root, by way of the renewer and the subscriber, to stop the
+// failed key actor once it received every request sent to it.
+func (a *keyActor) retire(ctx actor.Context) {
+	retireVia(ctx, a.refs.root, a.key, a.seen, a.refs.renewer, a.refs.subscriber)
+}
+
+// receiveFailed answers a request reaching a failed key actor, counts it
+// and retires again: root may be waiting for it (rootActor.onRetire).
 func (a *keyActor) receiveFailed(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
@@ -104,9 +111,15 @@ func (a *keyActor) receiveFailed(ctx actor.Context) {
 		sendIf(ctx, ctx.Sender(), watchFailed(m, a.fault))
 	case *messages.Extend:
 		sendIf(ctx, ctx.Sender(), extendFailed(m, a.fault, 0))
+	case *messages.Cancel: // its waiter was answered as the actor failed
 	case *WaiterCount:
 		ctx.Respond(0) // it answered every waiter as it failed
+		return
+	default:
+		return
 	}
+	a.seen++
+	a.retire(ctx)
 }
 
 // dropState ends the key actor's state: every waiter and queued release is

@@ -78,9 +78,9 @@ type renewalExpired struct {
 	Owner string
 }
 
-// passivate asks root to stop an idle key actor. Seen is how many routed
-// requests the key actor has received; root stops it only if it routed no
-// more than that.
+// passivate asks root to stop an idle key actor. Seen is how many
+// requests the key actor has received, forwarded by root or sent straight
+// to it; root stops it only if no more were sent (keyEntry.closeAt).
 type passivate struct {
 	Key  key
 	PID  *actor.PID
@@ -107,18 +107,23 @@ func sendIf(ctx actor.Context, to *actor.PID, msg any) {
 // via (the renewer, the subscriber): by the time root acts, they have
 // handled the actor's unregisters and unsubscribes and send it nothing
 // more, so nothing they send becomes a dead letter.
-func retireVia(ctx actor.Context, root *actor.PID, k key, via ...*actor.PID) {
-	to, msg := root, any(&retire{Key: k, PID: ctx.Self()})
+func retireVia(ctx actor.Context, root *actor.PID, k key, seen uint64, via ...*actor.PID) {
+	to, msg := root, any(&retire{Key: k, PID: ctx.Self(), Seen: seen})
 	for i := len(via) - 1; i >= 0; i-- {
 		to, msg = via[i], &relay{To: to, Msg: msg}
 	}
 	ctx.Send(to, msg)
 }
 
-// retire asks root to stop a key actor that failed (see keyActor.fail).
+// retire asks root to stop a key actor or count actor that failed (see
+// keyActor.fail). Seen is how many requests it has received, as in
+// passivate: root stops it once it received all that were sent to it
+// (rootActor.onRetire), and it retires again on each request it receives
+// after failing until then.
 type retire struct {
-	Key key
-	PID *actor.PID
+	Key  key
+	PID  *actor.PID
+	Seen uint64
 }
 
 // crash makes an actor panic, as a bug would; root routes it to the key

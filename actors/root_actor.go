@@ -6,24 +6,25 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/warden-go/warden/messages"
-	"github.com/warden-go/warden/redisio"
 )
-
-// keyEntry is root's record of one live key actor.
-type keyEntry struct {
-	pid    *actor.PID
-	routed uint64
-}
 
 // rootActor is the engine's entry point: it spawns the subscriber, the
 // renewer and, on first use of a (name, kind), its key actor (a count
-// actor for the counting kinds); routes every
-// messages.* request to the key actor; and stops a key actor that reports
-// itself idle if nothing was routed to it since.
+// actor for the counting kinds); routes every messages.* request sent to
+// it to the key actor, publishing each live one in the engine's Routes so
+// that a sender may skip this hop; and stops a key actor that reports
+// itself idle if nothing reached it since.
 type rootActor struct {
-	cfg  *Config
-	keys map[key]*keyEntry
-	refs *engineRefs
+	cfg *Config
+	// routes is the table of live key actors (Config.Routes); live counts
+	// its entries, which only root adds and removes.
+	routes *Routes
+	live   int
+	// retiring holds the failed actors whose routes root closed while
+	// requests sent straight to them were still on their way (by PID ID),
+	// with how many they will have received then.
+	retiring map[string]*retiring
+	refs     *engineRefs
 	// keyProps and countProps spawn every key actor and count actor: one
 	// Props each for all names, their producers making the actor for the
 	// key route spawns (spawning). A producer runs inside the Spawn call,
@@ -31,6 +32,13 @@ type rootActor struct {
 	// after a panic, which every engine actor's guard (survive) recovers.
 	keyProps, countProps *actor.Props
 	spawning             key
+}
+
+// retiring is a failed actor root waits to have received what was sent
+// to it before it stops it.
+type retiring struct {
+	pid  *actor.PID
+	sent uint64
 }
 
 var _ actor.Actor = (*rootActor)(nil)
@@ -41,11 +49,15 @@ func RootProps(cfg Config) (*actor.Props, error) {
 		return nil, err
 	}
 	cfg.holdings = &atomic.Uint64{}
+	if cfg.Routes == nil {
+		cfg.Routes = &Routes{}
+	}
+	cfg.Routes.cluster = cfg.Cluster
 	if cfg.SharedDeadlines > 0 {
 		cfg.calls = &callDeadlines{window: cfg.SharedDeadlines}
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &rootActor{cfg: &cfg, keys: map[key]*keyEntry{}}
+		return &rootActor{cfg: &cfg, routes: cfg.Routes}
 	}, actor.WithDispatcher(cfg.Workers), withMailbox), nil
 }
 
@@ -92,29 +104,36 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		}
 		a.route(ctx, key{m.Name, m.Kind})
 	case *passivate:
-		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) && e.routed == m.Seen {
-			a.forget(m.Key)
+		// Only at the count of what reached the actor: a request sent
+		// straight to it since then makes closeAt fail.
+		if e := a.routes.load(m.Key); e != nil && e.pid.Equal(m.PID) {
+			if !e.closeAt(m.Seen) {
+				a.routes.refused.Add(1)
+				break
+			}
+			a.routes.passivated.Add(1)
+			a.forget(m.Key, e)
 			ctx.Poison(m.PID)
 		}
 	case *actor.Stopping:
 		a.stopKeyActors(ctx)
 		a.refs.idle.stop()
 	case *KeyActorCount:
-		ctx.Respond(len(a.keys))
+		ctx.Respond(a.live)
 	case *KeyActorsOf:
 		var pids []*actor.PID
-		for k, e := range a.keys {
+		a.each(func(k key, e *keyEntry) {
 			if k.Name == m.Name {
 				pids = append(pids, e.pid)
 			}
-		}
+		})
 		ctx.Respond(pids)
 	case *Closing:
-		for k, e := range a.keys {
+		a.each(func(k key, e *keyEntry) {
 			if k.Kind.Held() {
 				ctx.Send(e.pid, m)
 			}
-		}
+		})
 	case *crash:
 		switch m.Actor {
 		case "renewer":
@@ -122,38 +141,75 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		case "subscriber":
 			ctx.Send(a.refs.subscriber, m)
 		default:
-			if e := a.keys[m.Key]; e != nil {
+			if e := a.routes.load(m.Key); e != nil {
 				ctx.Send(e.pid, m)
 			}
 		}
 	case *retire:
-		// A key actor that failed: requests already routed to it are
-		// answered with its fault as Poison drains its mailbox; the next
-		// request for the name starts a fresh key actor.
-		if e := a.keys[m.Key]; e != nil && e.pid.Equal(m.PID) {
-			a.forget(m.Key)
-			ctx.Poison(m.PID)
+		a.onRetire(ctx, m)
+	}
+}
+
+// onRetire stops a key actor or count actor that failed. Requests that
+// reached it are answered with its fault as Poison drains its mailbox; the
+// next request for the name starts a fresh actor. Its route is closed
+// first; when requests sent straight to it are still on their way, root
+// waits for the actor to say it received them (it retires again on each
+// request a failed actor receives), so that none of them lands after it
+// stopped.
+func (a *rootActor) onRetire(ctx actor.Context, m *retire) {
+	if e := a.routes.load(m.Key); e != nil && e.pid.Equal(m.PID) {
+		sent := e.close()
+		a.forget(m.Key, e)
+		if m.Seen < sent {
+			if a.retiring == nil {
+				a.retiring = map[string]*retiring{}
+			}
+			a.retiring[m.PID.Id] = &retiring{pid: e.pid, sent: sent}
+			return
 		}
+		ctx.Poison(m.PID)
+		return
+	}
+	if r := a.retiring[m.PID.Id]; r != nil && r.pid.Equal(m.PID) && m.Seen >= r.sent {
+		delete(a.retiring, m.PID.Id)
+		ctx.Poison(m.PID)
 	}
 }
 
-// forget drops k's entry. A map never gives back the room it grew to, so
-// once the last key actor is gone the map is made anew.
-func (a *rootActor) forget(k key) {
-	delete(a.keys, k)
-	if len(a.keys) == 0 {
-		a.keys = map[key]*keyEntry{}
+// forget drops k's entry e, which root has closed.
+func (a *rootActor) forget(k key, e *keyEntry) {
+	if a.routes.entries.CompareAndDelete(k, e) {
+		a.live--
+	}
+	if a.live == 0 {
+		a.routes.entries.Clear() // gives back the room the table grew to
 	}
 }
 
-// stopKeyActors stops every live key actor and waits until each has
-// stopped (answered its waiters), as protoactor does for children before
-// their parent stops.
+// each calls f with every live actor's key and entry.
+func (a *rootActor) each(f func(key, *keyEntry)) {
+	a.routes.entries.Range(func(k, v any) bool {
+		f(k.(key), v.(*keyEntry))
+		return true
+	})
+}
+
+// stopKeyActors stops every live key actor, and every failed one still
+// retiring, and waits until each has stopped (answered its waiters), as
+// protoactor does for children before their parent stops. Their routes
+// are closed first: what a sender sends from then on goes to root.
 func (a *rootActor) stopKeyActors(ctx actor.Context) {
-	futures := make([]actor.Future, 0, len(a.keys))
-	for k, e := range a.keys {
+	futures := make([]actor.Future, 0, a.live+len(a.retiring))
+	a.each(func(_ key, e *keyEntry) {
+		e.close()
 		futures = append(futures, ctx.ActorSystem().Root.StopFuture(e.pid))
-		delete(a.keys, k)
+	})
+	a.routes.entries.Clear()
+	a.live = 0
+	for id, r := range a.retiring {
+		futures = append(futures, ctx.ActorSystem().Root.StopFuture(r.pid))
+		delete(a.retiring, id)
 	}
 	for _, f := range futures {
 		_ = f.Wait()
@@ -161,13 +217,9 @@ func (a *rootActor) stopKeyActors(ctx actor.Context) {
 }
 
 // validate adds to a request's own checks (err, from its Validate) the
-// slot rule of a Redis Cluster: a name whose keys would span slots is
-// refused, as the client refuses it, before a script fails with CROSSSLOT.
+// slot rule of a Redis Cluster (validateFor).
 func (a *rootActor) validate(err error, name string, kind messages.Kind) error {
-	if err != nil || !a.cfg.Cluster {
-		return err
-	}
-	return redisio.ValidateClusterName(name, kind)
+	return validateFor(a.cfg.Cluster, err, key{name, kind})
 }
 
 // reject answers a request that failed validation; nothing reaches Redis.
@@ -175,8 +227,10 @@ func (a *rootActor) reject(ctx actor.Context, reply any) {
 	sendIf(ctx, ctx.Sender(), reply)
 }
 
+// route forwards the request to k's actor, sender kept, spawning it on
+// first use and publishing it in the routes.
 func (a *rootActor) route(ctx actor.Context, k key) {
-	e := a.keys[k]
+	e := a.routes.load(k)
 	if e == nil {
 		props := a.countProps
 		if k.Kind.Held() {
@@ -189,7 +243,8 @@ func (a *rootActor) route(ctx actor.Context, k key) {
 		a.spawning = k
 		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
 		a.spawning = key{}
-		a.keys[k] = e
+		a.routes.entries.Store(k, e)
+		a.live++
 	}
 	e.routed++
 	ctx.Forward(e.pid)

@@ -21,7 +21,7 @@ type waitingActor struct {
 	refs *engineRefs // root (which spawned it: it is not root's child, rootActor.route), the subscriber, the renewer
 
 	waiters waitQueue
-	seen    uint64 // routed requests received, for the passivation handshake
+	seen    uint64 // requests received (forwarded by root or sent straight), for the passivation handshake
 	// fault is set once the actor failed (a panic: a bug); it then answers
 	// every request with it until root stops it.
 	fault error

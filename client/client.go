@@ -30,6 +30,10 @@ type Client struct {
 	sys       *actor.ActorSystem
 	ownSystem bool
 	root      *actor.PID
+	// routes is the engine's table of live key actors, which root keeps:
+	// requests go straight to the actor of their name when it has one
+	// (post), root's hop left out.
+	routes    *actors.Routes
 	id        string
 	reqPrefix string
 	owners    atomic.Uint64
@@ -172,6 +176,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		early:     map[holdingKey]time.Time{},
 		registry:  registry(rdb, o.clientID, o, o.clock.Now()),
 		tel:       tel,
+		routes:    &actors.Routes{},
 	}
 	ioCtx, cancel := context.WithCancel(context.Background())
 	c.cancelIO = cancel
@@ -187,6 +192,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		ReplicaSync: o.replicaSync,
 		Cluster:     isCluster(rdb),
 		Workers:     c.workers,
+		Routes:      c.routes,
 		IO:          ioCtx,
 		// Calls starting within 100 ms share one deadline (at most 10.1 s
 		// after the call starts, well within the latches' 15 s).
@@ -513,7 +519,7 @@ func (c *Client) errClosed() error {
 // and, when ctx ends first, an error with ctx's that says the outcome of
 // op (the call, "unlock <name>" say) is unknown.
 func (c *Client) ask(ctx context.Context, requestID string, msg any, op func() string) (any, error) {
-	ch := c.request(requestID, msg)
+	ch, _ := c.request(requestID, msg)
 	select {
 	case reply := <-ch:
 		c.mailbox.recycle(ch)
@@ -528,13 +534,25 @@ func (c *Client) ask(ctx context.Context, requestID string, msg any, op func() s
 }
 
 // request sends msg, whose request ID is requestID, to the engine with the
-// client's mailbox as its sender, and returns the channel its reply comes
-// on. The caller ends the wait with mailbox.recycle(ch) once it took the
-// reply out of the channel, or else with mailbox.forget(requestID).
-func (c *Client) request(requestID string, msg any) chan any {
+// client's mailbox as its sender (post), and returns the channel its reply
+// comes on and the path msg took. The caller ends the wait with
+// mailbox.recycle(ch) once it took the reply out of the channel, or else
+// with mailbox.forget(requestID).
+func (c *Client) request(requestID string, msg any) (chan any, actors.Route) {
 	ch := c.mailbox.expect(requestID)
-	c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
-	return ch
+	return ch, c.post(msg)
+}
+
+// post sends msg to the engine with the client's mailbox as its sender:
+// straight to the key actor of its name while the engine has one, and
+// to root otherwise, and once Close has begun, so that every request
+// from then on reaches its key actor after the Closing Close sends.
+func (c *Client) post(msg any) actors.Route {
+	if c.closed.Load() {
+		c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
+		return actors.Route{}
+	}
+	return c.routes.Request(c.sys.Root, c.root, msg, c.mbPID)
 }
 
 // cancelWait bounds the wait for the engine's answer to a Cancel, which it
@@ -559,8 +577,16 @@ func (c *Client) await(ch <-chan any, d time.Duration) (any, error) {
 // send delivers msg to the engine without waiting for a reply. The reply,
 // if any, still reaches the mailbox, which keeps the lost-channel
 // bookkeeping right, and is dropped there.
-func (c *Client) send(msg any) {
-	c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
+func (c *Client) send(msg any) { c.post(msg) }
+
+// sendOn delivers msg as send does, on the path rt an earlier request
+// took: a Cancel must not overtake the Acquire it withdraws.
+func (c *Client) sendOn(rt actors.Route, msg any) {
+	if c.closed.Load() {
+		c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
+		return
+	}
+	c.routes.RequestOn(rt, c.sys.Root, c.root, msg, c.mbPID)
 }
 
 // watchLost registers ch to be closed when the holding k is lost (at once

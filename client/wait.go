@@ -28,7 +28,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 	if ctx.Err() != nil {
 		return nil, reqCtxErr(ctx, req, blocking)
 	}
-	ch := c.request(req.RequestID, req)
+	ch, route := c.request(req.RequestID, req)
 	var reply any
 	select {
 	case reply = <-ch:
@@ -44,7 +44,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 		}
 		return nil, ErrClosed
 	case <-ctx.Done():
-		c.send(&messages.Cancel{Name: req.Name, Kind: req.Kind, Owner: req.Owner, RequestID: req.RequestID})
+		c.sendOn(route, &messages.Cancel{Name: req.Name, Kind: req.Kind, Owner: req.Owner, RequestID: req.RequestID})
 		r, err := c.await(ch, cancelWait)
 		c.mailbox.forget(req.RequestID)
 		if err != nil {

@@ -27,12 +27,15 @@ type client struct {
 	crashedAt   time.Duration
 	partitioned bool
 
-	rdb      *redis.Client
-	ps       *pubSub
-	scripts  *redisio.Scripts
-	workers  *actors.Workers
-	sys      *actor.ActorSystem
-	root     *actor.PID
+	rdb     *redis.Client
+	ps      *pubSub
+	scripts *redisio.Scripts
+	workers *actors.Workers
+	sys     *actor.ActorSystem
+	root    *actor.PID
+	// routes is the engine's table of live key actors: the workload sends
+	// its requests straight to them, as a Client does.
+	routes   *actors.Routes
 	workload *actor.PID
 	// user is the process's user workload, nil without one.
 	user     *Process
@@ -59,6 +62,7 @@ func (cl *client) start(w *world, r *redisSim, o *Options) error {
 	if o.newPermitID != nil {
 		permitID = o.newPermitID
 	}
+	cl.routes = &actors.Routes{}
 	props, err := actors.RootProps(actors.Config{
 		Redis:       cl.rdb,
 		Scripts:     scripts,
@@ -68,6 +72,7 @@ func (cl *client) start(w *world, r *redisSim, o *Options) error {
 		IdleTimeout: o.IdleTimeout,
 		Logger:      logger,
 		Workers:     workers,
+		Routes:      cl.routes,
 		IO:          ioCtx,
 		NewPermitID: permitID,
 	})

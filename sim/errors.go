@@ -12,14 +12,16 @@ var (
 	ErrStaleToken = errors.New("sim: stale fencing token")
 	// ErrBlocked ends a run whose user actor held a scheduler step longer
 	// than Workload.StepTimeout of wall time: it slept on the wall clock,
-	// or waited on a channel (or a future) outside the simulation.
-	ErrBlocked = errors.New("sim: a user actor blocked a scheduler step")
+	// or waited on a channel (or a future) outside the simulation. A run
+	// without a user workload ends with it when an engine step takes
+	// longer than 10 s (process -1, "(an engine step)"): an engine bug.
+	ErrBlocked = errors.New("sim: a step blocked the scheduler")
 	// ErrPanicked ends a run whose user actor, timer callback or invariant
 	// panicked.
 	ErrPanicked = errors.New("sim: a user workload panicked")
 )
 
-// StepError is why a run with a user workload ended early: an actor that
+// StepError is why a run ended early: a user actor (or an engine step) that
 // blocked a step (ErrBlocked) or panicked (ErrPanicked). It names the seed,
 // the step, the simulated time, the process and the actor, the message it
 // was handling and, for a panic, the value and the stack.

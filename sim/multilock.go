@@ -199,7 +199,7 @@ func (wl *workload) askMember(ctx actor.Context, o *owner) {
 	m.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: t.name, Kind: t.kind, Action: act, Permits: 1,
 		Lease: m.plan.Lease})
 	m.reqID = req.RequestID
-	ctx.Request(wl.cl.root, req)
+	wl.request(ctx, req)
 }
 
 func (wl *workload) onMemberAcquired(ctx actor.Context, o *owner, a *messages.Acquired) {
@@ -343,7 +343,7 @@ func (wl *workload) releaseMember(ctx actor.Context, o *owner, t target) {
 	}
 	m.releases[t.name] = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: t.name, Kind: t.kind, Action: ActRelease,
 		Permits: 1})
-	ctx.Request(wl.cl.root, &messages.Release{Name: t.name, Kind: t.kind, Owner: o.id, RequestID: wl.reqID(o)})
+	wl.request(ctx, &messages.Release{Name: t.name, Kind: t.kind, Owner: o.id, RequestID: wl.reqID(o)})
 }
 
 func (wl *workload) onMemberReleased(o *owner, name string, err error) {

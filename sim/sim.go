@@ -67,6 +67,14 @@ type Options struct {
 
 	// newPermitID, when set (by tests), replaces the seed's permit IDs.
 	newPermitID func() string
+	// passivations, when set (by tests), hears at the run's end how many
+	// idle key actors the engines' roots stopped, and how many
+	// passivations they refused because a request was sent straight to
+	// the actor after it asked (actors.Routes.Passivations).
+	passivations func(stopped, refused uint64)
+	// jobDelay (set by tests) delays a quarter of the engines' jobs by up
+	// to that long (world.jobDelay).
+	jobDelay time.Duration
 	// doubleCountDown (set by tests) makes each count-down of a latch run
 	// twice, under two request IDs: a broken count-down.
 	doubleCountDown bool
@@ -218,6 +226,7 @@ func Run(o Options) (*Result, error) {
 	}
 	tr := newTrace(o.KeepTrace)
 	w := newWorld(o.Seed, tr)
+	w.jobDelay = o.jobDelay
 	r, err := newRedisSim(w, &o)
 	if err != nil {
 		return nil, err
@@ -272,6 +281,14 @@ func Run(o Options) (*Result, error) {
 	planFaults(w, r, &o, clients)
 	if err := w.run(o.Seed, o.Length); err != nil {
 		return nil, err
+	}
+	if o.passivations != nil {
+		var stopped, refused uint64
+		for _, cl := range clients {
+			s, r := cl.routes.Passivations()
+			stopped, refused = stopped+s, refused+r
+		}
+		o.passivations(stopped, refused)
 	}
 	for i := range rec.holds {
 		if h := &rec.holds[i]; h.To < 0 {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,4 +182,26 @@ func TestRunSeedsWithNoSeeds(t *testing.T) {
 		require.Empty(t, results, "n = %d", n)
 		require.Empty(t, errs, "n = %d", n)
 	}
+}
+
+// TestPassivationRacesRequestsSentStraight: with an idle timeout short
+// enough that key actors passivate between an owner's steps, and every
+// fault, the workload's requests (sent straight to live key actors, as a
+// Client's are) race the passivation handshake on the simulation's
+// schedule; no check may find anything a fault does not excuse, and the
+// race must have been run: passivations the engines refused because a
+// request was sent after the actor asked.
+func TestPassivationRacesRequestsSentStraight(t *testing.T) {
+	var stopped, refused atomic.Uint64
+	o := Options{Faults: AllFaults(), Length: 10 * time.Second, IdleTimeout: 30 * time.Millisecond, jobDelay: 40 * time.Millisecond,
+		passivations: func(s, r uint64) { stopped.Add(s); refused.Add(r) }}
+	for _, res := range runSeeds(t, o, 3000, 20) {
+		for _, v := range res.Failed() {
+			t.Errorf("seed %d: %s at %v on %s: %s", res.Seed, v.Check, v.At, v.Name, v.What)
+		}
+		assert.Empty(t, res.Unknown, "seed %d", res.Seed)
+	}
+	t.Logf("%d passivations, %d refused", stopped.Load(), refused.Load())
+	assert.Positive(t, stopped.Load(), "key actors passivated")
+	assert.Positive(t, refused.Load(), "a passivation met a request sent straight to its actor")
 }

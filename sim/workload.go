@@ -229,6 +229,13 @@ func (wl *workload) later(o *owner, d time.Duration) {
 	wl.clock.AfterFunc(d, func() { sys.Root.Send(self, &step{i: i}) })
 }
 
+// request sends req to the engine with the workload as its sender, as a
+// Client does: straight to the key actor of its name while root has one
+// (actors.Routes), so that every run plays the passivation handshake.
+func (wl *workload) request(ctx actor.Context, req any) {
+	wl.cl.routes.Request(ctx, wl.cl.root, req, ctx.Self())
+}
+
 func (wl *workload) reqID(o *owner) string {
 	o.seq++
 	return fmt.Sprintf("%s-r%d", o.id, o.seq)
@@ -325,7 +332,7 @@ func (wl *workload) acquire(ctx actor.Context, o *owner, try bool) {
 	o.busy = true
 	o.pending = wl.rec.op(Op{Client: wl.cl.id, Owner: o.id, Name: o.tgt.name, Kind: o.tgt.kind, Action: act,
 		Permits: max(1, req.Permits), Lease: req.Lease, Values: req.Values})
-	ctx.Request(wl.cl.root, req)
+	wl.request(ctx, req)
 }
 
 func (wl *workload) onAcquired(ctx actor.Context, o *owner, m *messages.Acquired) {
@@ -436,7 +443,7 @@ func (wl *workload) release(ctx actor.Context, o *owner) {
 		})
 		return
 	}
-	ctx.Request(wl.cl.root, &messages.Release{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o),
+	wl.request(ctx, &messages.Release{Name: o.tgt.name, Kind: o.tgt.kind, Owner: o.id, RequestID: wl.reqID(o),
 		Values: o.valuesOf(o.tgt)})
 }
 

@@ -82,27 +82,43 @@ type world struct {
 	// work run freely after the run.
 	goroutines sync.WaitGroup
 
-	// stepTimeout, when set (a user workload), bounds the wall time of one
-	// job: a job that takes longer is abandoned (abandoned), and the run
-	// ends with the error blocked returns. err is the error that ends the
+	// stepTimeout bounds the wall time of one job (engineStepTimeout, or a
+	// user workload's StepTimeout): a job that takes longer is abandoned
+	// (abandoned), and the run ends with the error blocked returns. err is the error that ends the
 	// run early (a blocked or panicking user step); done is closed when
 	// the run ends, so that an abandoned job's goroutine never waits for
 	// the driver.
 	stepTimeout time.Duration
-	blocked     func() error
-	abandoned   bool
-	err         atomic.Pointer[StepError]
-	done        chan struct{}
+	// jobDelay, when set (by tests), makes a quarter of the jobs runnable
+	// up to that long after they were scheduled, as a goroutine left
+	// without a CPU for a while would run: the work of events at
+	// different instants then interleaves (schedule).
+	jobDelay  time.Duration
+	blocked   func() error
+	abandoned bool
+	err       atomic.Pointer[StepError]
+	done      chan struct{}
 }
 
+// engineStepTimeout is how long of wall time one job of a run without a
+// user workload may take: an engine job that waits on a channel the
+// simulation does not drive (a key actor stopping while a call of its is
+// still due, say) ends the run with ErrBlocked instead of hanging it.
+const engineStepTimeout = 10 * time.Second
+
 func newWorld(seed int64, tr *trace) *world {
-	return &world{
-		rng:    rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
-		yield:  make(chan struct{}),
-		done:   make(chan struct{}),
-		parked: map[*job]bool{},
-		tr:     tr,
+	w := &world{
+		rng:         rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
+		yield:       make(chan struct{}),
+		done:        make(chan struct{}),
+		parked:      map[*job]bool{},
+		tr:          tr,
+		stepTimeout: engineStepTimeout,
 	}
+	w.blocked = func() error {
+		return &StepError{Seed: seed, Step: w.steps, At: w.now, Process: -1, Message: "(an engine step)", kind: ErrBlocked}
+	}
+	return w
 }
 
 // at schedules fire at simulated time t (not before now).
@@ -128,7 +144,12 @@ func (w *world) schedule(cl *client, fn func()) {
 		w.goroutines.Go(fn)
 		return
 	}
-	w.runnable = append(w.runnable, &job{cl: cl, fn: fn})
+	j := &job{cl: cl, fn: fn}
+	if w.jobDelay > 0 && w.rng.IntN(4) == 0 {
+		w.after(1+time.Duration(w.rng.Int64N(int64(w.jobDelay))), cl, func() { w.runnable = append(w.runnable, j) })
+		return
+	}
+	w.runnable = append(w.runnable, j)
 }
 
 // park gives the baton back to the driver from the running job and waits

@@ -1,0 +1,173 @@
+package actors
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/warden-go/warden/messages"
+	"github.com/warden-go/warden/redisio"
+)
+
+// Routes is an engine's table of its live key actors and count actors,
+// one per (name, kind). Root alone writes it, as it spawns and stops
+// them; a sender reads it to send a request straight to the actor of
+// its name, root's hop left out (Request). A request for a name with no
+// live actor, or one that does not validate, goes to root, which spawns
+// the actor or answers the error, as it does for every request sent to
+// it.
+//
+// Passivation needs no lock between the senders and root. Each entry
+// counts the requests sent straight to its actor, a sender counting
+// before it sends; root stops an idle actor only by closing its entry at
+// the count the actor says it has received (passivate.Seen, less what
+// root forwarded itself), in one compare-and-swap. A sender that counted
+// since makes that close fail, and the actor stays; a sender that comes
+// after it finds the entry closed and sends to root, which spawns a new
+// actor. So no request reaches an actor that has stopped, and a
+// sender's requests to one name keep their order on either path as long
+// as each waits for the answer to the one before (Lock's Cancel, which
+// does not, takes its Acquire's path: RequestOn).
+//
+// A Routes belongs to one root: give a new one to each RootProps whose
+// props are spawned (Config.Routes); one left nil is made by RootProps.
+type Routes struct {
+	entries sync.Map // key → *keyEntry
+	// cluster is Config.Cluster: a name whose keys span slots does not
+	// validate (rootActor.validate).
+	cluster bool
+	// passivated counts the idle actors root stopped, refused the
+	// passivations it turned down because a request reached or was sent
+	// to the actor after it asked (Passivations).
+	passivated, refused atomic.Uint64
+}
+
+// Passivations returns how many idle actors root stopped, and how many
+// passivations it refused because a request was sent to the actor after
+// it asked: the race the handshake exists for (a simulation counts it).
+func (r *Routes) Passivations() (stopped, refused uint64) {
+	return r.passivated.Load(), r.refused.Load()
+}
+
+// Route is the path one request took: straight to the actor of its
+// name, or, the zero Route, through root.
+type Route struct {
+	e *keyEntry
+}
+
+// keyEntry is root's record of one live key actor or count actor.
+type keyEntry struct {
+	pid *actor.PID
+	// routed counts the requests root forwarded to the actor; only root's
+	// turns read and write it.
+	routed uint64
+	// direct counts the requests senders sent straight to the actor, and
+	// has routeClosed set once root stopped taking more (close, closeAt).
+	direct atomic.Uint64
+}
+
+// routeClosed is keyEntry.direct's flag of an entry no sender may use.
+const routeClosed = uint64(1) << 63
+
+// take counts one request about to be sent straight to e's actor, or
+// returns false when root has closed e.
+func (e *keyEntry) take() bool {
+	for {
+		n := e.direct.Load()
+		if n&routeClosed != 0 {
+			return false
+		}
+		if e.direct.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// closeAt closes e if its actor has received every request sent to it,
+// seen of them, and tells whether it did (root's turn).
+func (e *keyEntry) closeAt(seen uint64) bool {
+	n := e.direct.Load()
+	if n&routeClosed != 0 || e.routed+n != seen {
+		return false
+	}
+	return e.direct.CompareAndSwap(n, n|routeClosed)
+}
+
+// close closes e whatever its actor has received, and returns how many
+// requests were sent to it in all, which it will have received once
+// every sender that counted one has sent it (root's turn).
+func (e *keyEntry) close() uint64 {
+	return e.routed + e.direct.Or(routeClosed)&^routeClosed
+}
+
+// Request sends msg, a request of package messages (Acquire, Release,
+// Extend, Cancel, Watch), to the engine whose root is root, with sender
+// as its sender: straight to the live actor of its name when root has
+// one and msg validates, and to root otherwise. It returns the path
+// taken, which a Cancel of an Acquire must take too (RequestOn). Any
+// other message goes to root.
+func (r *Routes) Request(s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) Route {
+	if k, ok := r.keyOf(msg); ok {
+		if e := r.load(k); e != nil && e.take() {
+			s.RequestWithCustomSender(e.pid, msg, sender)
+			return Route{e: e}
+		}
+	}
+	s.RequestWithCustomSender(root, msg, sender)
+	return Route{}
+}
+
+// RequestOn sends msg as Request does, but on the path rt an earlier
+// request took (its Cancel, which must not overtake it): straight to the
+// same actor while root keeps it, and to root otherwise (that actor
+// stopped after it had received and answered the earlier request).
+func (r *Routes) RequestOn(rt Route, s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) {
+	if rt.e != nil {
+		if _, ok := r.keyOf(msg); ok && rt.e.take() {
+			s.RequestWithCustomSender(rt.e.pid, msg, sender)
+			return
+		}
+	}
+	s.RequestWithCustomSender(root, msg, sender)
+}
+
+// keyOf returns the key of the actor msg goes to, and whether msg is a
+// request that validates (as root validates it: rootActor.validate).
+func (r *Routes) keyOf(msg any) (key, bool) {
+	var k key
+	var err error
+	switch m := msg.(type) {
+	case *messages.Acquire:
+		k, err = key{m.Name, m.Kind}, m.Validate()
+	case *messages.Release:
+		k, err = key{m.Name, m.Kind}, m.Validate()
+	case *messages.Extend:
+		k, err = key{m.Name, m.Kind}, m.Validate()
+	case *messages.Cancel:
+		k, err = key{m.Name, m.Kind}, m.Validate()
+	case *messages.Watch:
+		k, err = key{m.Name, m.Kind}, m.Validate()
+	default:
+		return key{}, false
+	}
+	return k, validateFor(r.cluster, err, k) == nil
+}
+
+// validateFor adds to a request's own checks (err, from its Validate) the
+// slot rule of a Redis Cluster: a name whose keys would span slots is
+// refused, as the client refuses it, before a script fails with CROSSSLOT.
+func validateFor(cluster bool, err error, k key) error {
+	if err != nil || !cluster {
+		return err
+	}
+	return redisio.ValidateClusterName(k.Name, k.Kind)
+}
+
+// load returns k's entry, nil when k has no live actor.
+func (r *Routes) load(k key) *keyEntry {
+	if v, ok := r.entries.Load(k); ok {
+		return v.(*keyEntry)
+	}
+	return nil
+}
