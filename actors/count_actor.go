@@ -56,7 +56,7 @@ func newCountActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 	if k.Kind == messages.KindCountDownLatch {
 		channel = redisio.LatchChannel(k.Name)
 	}
-	return &countActor{waitingActor: newWaitingActor(cfg, k, refs), channel: channel}
+	return &countActor{waitingActor: newWaitingActor(k, refs), channel: channel}
 }
 
 // Receive handles one message; every state change of the count actor
@@ -70,11 +70,11 @@ func (a *countActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
 		a.seen++
-		w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
+		w := a.waiters.push(m, ctx.Sender(), a.refs.cfg.Clock.Now())
 		if m.Kind == messages.KindPermitSemaphore {
 			w.permitIDs = make([]string, max(1, m.Permits))
 			for i := range w.permitIDs {
-				w.permitIDs[i] = a.cfg.newPermitID()
+				w.permitIDs[i] = a.refs.cfg.newPermitID()
 			}
 		}
 	case *messages.Cancel:
@@ -199,7 +199,7 @@ func (a *countActor) start(ctx actor.Context, o *countOp) {
 	if !o.undo {
 		o.w.inflight = true
 	}
-	cfg, name, kind := a.cfg, a.key.Name, a.key.Kind
+	cfg, name, kind := a.refs.cfg, a.key.Name, a.key.Kind
 	req, permitIDs := o.w.req, o.w.permitIDs
 	sys, self := ctx.ActorSystem(), ctx.Self()
 	a.calls.Add(1)
@@ -238,7 +238,7 @@ const closingUndoTimeout = time.Second
 // never changes (config, w's request and permit ID), so it may run off the
 // actor.
 func (a *countActor) undo(c context.Context, w *waiter) error {
-	cfg, name := a.cfg, a.key.Name
+	cfg, name := a.refs.cfg, a.key.Name
 	switch a.key.Kind {
 	case messages.KindSemaphore:
 		_, err := cfg.Scripts.SemaphoreUndoAcquire(c, cfg.Redis, name, w.req.RequestID)
@@ -266,11 +266,11 @@ func (a *countActor) undoLeft() {
 	if len(left) == 0 {
 		return
 	}
-	c, cancel := a.cfg.detachedContext(closingUndoTimeout)
+	c, cancel := a.refs.cfg.detachedContext(closingUndoTimeout)
 	defer cancel()
 	for _, w := range left {
 		if err := a.undo(c, w); err != nil {
-			a.cfg.Logger.Warn("warden: could not give back permits while stopping",
+			a.refs.cfg.Logger.Warn("warden: could not give back permits while stopping",
 				slog.String("name", a.key.Name), slog.Any("err", err))
 		}
 	}
@@ -281,13 +281,13 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 	w := d.op.w
 	if d.op.undo {
 		if d.err != nil {
-			a.cfg.Logger.Warn("warden: could not give back permits of an uncertain acquire",
+			a.refs.cfg.Logger.Warn("warden: could not give back permits of an uncertain acquire",
 				slog.String("name", a.key.Name), slog.Any("err", d.err))
 		}
 		return
 	}
 	w.inflight = false
-	if d.acquired && a.cfg.IO.Err() != nil {
+	if d.acquired && a.refs.cfg.IO.Err() != nil {
 		// The engine is closing: nobody will keep what this took. Give it
 		// back as an attempt with an unknown outcome is.
 		d.acquired, d.err = false, messages.ErrClosed
@@ -300,7 +300,7 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 			a.ops = append(a.ops, &countOp{w: w, undo: true})
 		}
 		if !w.cancelled {
-			a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
+			a.replyFailed(ctx, w, a.refs.cfg.closedOr(d.err))
 		}
 	case d.acquired:
 		a.waiters.remove(w)
@@ -321,25 +321,25 @@ func (a *countActor) onDone(ctx actor.Context, d *countDone) {
 		a.waiters.wakeHead() // there may be more to take
 	case w.cancelled:
 		a.waiters.remove(w)
-	case w.try || (!w.req.Deadline.IsZero() && !a.cfg.Clock.Now().Before(w.req.Deadline)):
+	case w.try || (!w.req.Deadline.IsZero() && !a.refs.cfg.Clock.Now().Before(w.req.Deadline)):
 		a.waiters.remove(w)
 		a.replyFailed(ctx, w, messages.ErrTimeout)
 	case w.woken:
 		w.woken = false
 	default:
 		w.ready, w.refused = false, true
-		wait := a.cfg.Watchdog / 3
+		wait := a.refs.cfg.Watchdog / 3
 		if d.next > 0 {
 			wait = min(wait, d.next)
 		}
-		w.wakeAt = a.cfg.Clock.Now().Add(wait)
+		w.wakeAt = a.refs.cfg.Clock.Now().Add(wait)
 	}
 }
 
 // onTick fails waiters whose deadline passed and makes the head due when
 // its look-again time came.
 func (a *countActor) onTick(ctx actor.Context) {
-	now := a.cfg.Clock.Now()
+	now := a.refs.cfg.Clock.Now()
 	for _, w := range a.waiters.expire(now) {
 		a.replyFailed(ctx, w, messages.ErrTimeout)
 	}
@@ -349,7 +349,7 @@ func (a *countActor) onTick(ctx actor.Context) {
 // settle re-arms the timer, keeps the subscription while anyone was
 // refused, and arms the idle timer when there is nothing to do.
 func (a *countActor) settle(ctx actor.Context) {
-	a.timer.set(ctx, a.cfg.Clock, a.waiters.next(false))
+	a.timer.set(ctx, a.refs.cfg.Clock, a.waiters.next(false))
 	want := false
 	for _, w := range a.waiters.list {
 		if w.refused && !w.cancelled {
@@ -365,7 +365,7 @@ func (a *countActor) settle(ctx actor.Context) {
 			ctx.Send(a.refs.subscriber, &unsubscribe{Channel: a.channel, PID: ctx.Self()})
 		}
 	}
-	a.idle.track(ctx, a.refs.idle, a.isIdle(), a.cfg.IdleTimeout)
+	a.idle.track(ctx, a.refs.idle, a.isIdle(), a.refs.cfg.IdleTimeout)
 }
 
 func (a *countActor) isIdle() bool {

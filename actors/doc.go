@@ -192,7 +192,8 @@
 // none: its tick hands over only what is due by then, so a stale one
 // finds less), and is stopped in Stopping. The one table shared outside an
 // actor is Routes, the map from a name to its live key actor: only root
-// writes it (on spawn and on passivation), callers only read it, and each
+// writes it (on spawn and on passivation, under a shard's lock), callers
+// only read it (under the shard's read lock, held for one map read), and each
 // entry's one atomic count is how root learns that a request sent straight
 // is still on its way, so a key actor never stops with one unread.
 package actors

@@ -66,7 +66,7 @@ func (a *keyActor) onExtendDone(ctx actor.Context, d *opDone) {
 			// in flight; Redis may have run it first.
 			a.releaseLost(o.owner, o.reqID, o.count, o.holdLease)
 		}
-		a.respondExtend(ctx, o, a.cfg.closedOr(d.err))
+		a.respondExtend(ctx, o, a.refs.cfg.closedOr(d.err))
 	case !d.held:
 		if current {
 			a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s found not held by %s at extend", messages.ErrLockLost, a.key.Name, o.owner))

@@ -57,7 +57,7 @@ var _ actor.Actor = (*keyActor)(nil)
 func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 	a := &keyActor{
 		// The maps are made on first use, and dropped again by trim.
-		waitingActor: newWaitingActor(cfg, k, refs),
+		waitingActor: newWaitingActor(k, refs),
 	}
 	a.idle.trims = true
 	if k.Kind == messages.KindGroupLock {
@@ -73,7 +73,7 @@ func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 // made for each use rather than kept: the key actor's own fields hold
 // what it needs.
 func (a *keyActor) io() *lockIO {
-	return &lockIO{cfg: a.cfg, name: a.key.Name, kind: a.key.Kind, args: a.args}
+	return &lockIO{cfg: a.refs.cfg, name: a.key.Name, kind: a.key.Kind, args: a.args}
 }
 
 // Receive handles one message; every state change of the key actor happens
@@ -147,7 +147,7 @@ func (a *keyActor) onAcquire(ctx actor.Context, m *messages.Acquire) {
 		sendIf(ctx, ctx.Sender(), acquireFailed(m, err))
 		return
 	}
-	w := a.waiters.push(m, ctx.Sender(), a.cfg.Clock.Now())
+	w := a.waiters.push(m, ctx.Sender(), a.refs.cfg.Clock.Now())
 	if a.io().polls() {
 		a.spinPollFor(w)
 	}
@@ -161,7 +161,7 @@ func (a *keyActor) spinPollFor(w *waiter) {
 	if head == w || head.ready || head.wakeAt.IsZero() {
 		return
 	}
-	if due := a.cfg.Clock.Now().Add(w.req.BackOff.OrDefault().Max); due.Before(head.wakeAt) {
+	if due := a.refs.cfg.Clock.Now().Add(w.req.BackOff.OrDefault().Max); due.Before(head.wakeAt) {
 		head.wakeAt = due
 	}
 }
@@ -203,7 +203,7 @@ func (a *keyActor) onAttemptDone(ctx actor.Context, d *opDone) {
 	case d.acquire.Acquired && a.endedInFlight(d.op) && d.acquire.HoldCount > 1:
 		a.attemptReentryLost(ctx, d)
 	case d.acquire.Acquired && a.holdings[owner] == nil && w.req.Lease > 0 &&
-		!a.cfg.Clock.Now().Before(a.io().leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
+		!a.refs.cfg.Clock.Now().Before(a.io().leaseEnd(time.Time{}, w.req.Lease, d.op.started)):
 		a.attemptOutlived(ctx, d)
 	case d.acquire.AlreadyHeld:
 		a.attemptAlreadyHeld(ctx, d)
@@ -239,7 +239,7 @@ func (a *keyActor) attemptUnknown(ctx actor.Context, d *opDone) {
 	}
 	a.waiters.remove(w)
 	if !w.cancelled {
-		a.replyFailed(ctx, w, a.cfg.closedOr(d.err))
+		a.replyFailed(ctx, w, a.refs.cfg.closedOr(d.err))
 	}
 }
 
@@ -327,7 +327,7 @@ func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
 	case w.cancelled:
 		a.waiters.remove(w)
 		a.leaveQueue(w)
-	case w.try || a.expired(w, a.cfg.Clock.Now()):
+	case w.try || a.expired(w, a.refs.cfg.Clock.Now()):
 		a.waiters.remove(w)
 		a.leaveQueue(w)
 		a.replyFailed(ctx, w, messages.ErrTimeout)
@@ -339,7 +339,7 @@ func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
 		w.woken, w.ready = false, true
 	default:
 		w.ready = false
-		w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, d.acquire.PTTL))
+		w.wakeAt = a.refs.cfg.Clock.Now().Add(a.sleep(w, d.acquire.PTTL))
 	}
 }
 
@@ -415,7 +415,7 @@ func (a *keyActor) releaseUnknown(ctx actor.Context, d *opDone) {
 		// was in flight; the other holds may still be in Redis.
 		a.releaseLost(o.owner, o.reqID, o.count, o.holdLease)
 	}
-	a.respondRelease(ctx, o, nil, a.cfg.closedOr(d.err), id)
+	a.respondRelease(ctx, o, nil, a.refs.cfg.closedOr(d.err), id)
 }
 
 // releaseNotHeld settles a release that found the owner holding nothing
@@ -504,7 +504,7 @@ func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 	if wait <= 0 {
 		// No TTL on the key (a foreign writer) or just expired: look again
 		// after a bounded pause rather than spin or hang.
-		wait = min(a.cfg.Watchdog/3, 100*time.Millisecond)
+		wait = min(a.refs.cfg.Watchdog/3, 100*time.Millisecond)
 		if pttl == 0 && !a.io().perWaiter() {
 			wait = time.Millisecond
 		}
@@ -513,7 +513,7 @@ func (a *keyActor) sleep(w *waiter, pttl time.Duration) time.Duration {
 		// A fair waiter's next attempt refreshes its place in the queue
 		// (fair_place.go); it also bounds the wait should its wake-up
 		// message be lost.
-		wait = min(wait, a.cfg.fairLookAgain(w.req))
+		wait = min(wait, a.refs.cfg.fairLookAgain(w.req))
 	}
 	return wait
 }
@@ -532,7 +532,7 @@ func (a *keyActor) leaveQueue(w *waiter) {
 func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Released, err error, holding uint64) {
 	if o.req == nil || o.sender == nil {
 		if err != nil && !errors.Is(err, messages.ErrNotHeld) {
-			a.cfg.Logger.Warn("warden: release failed with nobody to tell; the lock expires within its lease",
+			a.refs.cfg.Logger.Warn("warden: release failed with nobody to tell; the lock expires within its lease",
 				slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", err))
 		}
 		return
@@ -549,7 +549,7 @@ func (a *keyActor) respondRelease(ctx actor.Context, o *op, ok *messages.Release
 // holder's lease has run out, and ends local holdings whose explicit lease
 // ran out without an unlock.
 func (a *keyActor) onTick(ctx actor.Context) {
-	now := a.cfg.Clock.Now()
+	now := a.refs.cfg.Clock.Now()
 	var ended []string
 	for owner, h := range a.holdings {
 		// A request of the owner's in flight (a reentry, an unlock of one
@@ -593,12 +593,12 @@ func (a *keyActor) settle(ctx actor.Context) {
 			next = h.expiresAt
 		}
 	}
-	a.timer.set(ctx, a.cfg.Clock, next)
+	a.timer.set(ctx, a.refs.cfg.Clock, next)
 	if len(a.groups) > 0 {
 		a.dropIdleGroups()
 	}
 	a.syncSubscriptions(ctx)
-	a.idle.track(ctx, a.refs.idle, a.isIdle(), a.cfg.IdleTimeout)
+	a.idle.track(ctx, a.refs.idle, a.isIdle(), a.refs.cfg.IdleTimeout)
 }
 
 // trim lets go of what an idle key actor keeps for its next requests
@@ -611,8 +611,8 @@ func (a *keyActor) trim() {
 	a.renewals.release()
 	a.waiters.trim()
 	a.args = nil // made again by the next start
-	if a.cfg.keyActorTrimmed != nil {
-		a.cfg.keyActorTrimmed(a)
+	if a.refs.cfg.keyActorTrimmed != nil {
+		a.refs.cfg.keyActorTrimmed(a)
 	}
 }
 

@@ -41,7 +41,7 @@ func (g groupValues) record(owner string, values []string, name string) error {
 // nothing of a group lock any more.
 func (a *keyActor) dropIdleGroups() {
 	for owner := range a.groups {
-		if a.holdings[owner] != nil || a.renewals.registered[owner] != nil || a.waiters.owners[owner] > 0 ||
+		if a.holdings[owner] != nil || a.renewals.registered[owner] != nil || a.waiters.waits(owner) ||
 			(a.inflight != nil && a.inflight.owner == owner) ||
 			slices.ContainsFunc(a.ops, func(o *op) bool { return o.owner == owner }) {
 			continue

@@ -50,10 +50,10 @@ type holding struct {
 func (a *keyActor) newHolding() *holding {
 	h := a.spareHolding
 	if h == nil {
-		return &holding{id: a.cfg.holdings.Add(1)}
+		return &holding{id: a.refs.cfg.holdings.Add(1)}
 	}
 	a.spareHolding = nil
-	*h = holding{id: a.cfg.holdings.Add(1), reads: h.reads[:0], watchers: h.watchers[:0]}
+	*h = holding{id: a.refs.cfg.holdings.Add(1), reads: h.reads[:0], watchers: h.watchers[:0]}
 	return h
 }
 
@@ -148,7 +148,7 @@ func (a *keyActor) lose(ctx actor.Context, owner string, h *holding, err error) 
 	for _, pid := range h.watchers {
 		ctx.Send(pid, &messages.LockLost{Name: a.key.Name, Kind: a.key.Kind, Owner: owner, Holding: h.id, Err: err})
 	}
-	a.cfg.Logger.Warn("warden: lock lost", slog.String("name", a.key.Name), slog.String("owner", owner))
+	a.refs.cfg.Logger.Warn("warden: lock lost", slog.String("name", a.key.Name), slog.String("owner", owner))
 }
 
 // holdAcquired records what an acquire of owner's took in Redis: a new

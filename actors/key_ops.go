@@ -154,7 +154,7 @@ func (a *keyActor) pump(ctx actor.Context) {
 			// (the holding known here may be gone from Redis).
 			w.ready = false
 			w.refused, w.channel = true, a.io().channel(w.req.Owner)
-			w.wakeAt = a.cfg.Clock.Now().Add(a.sleep(w, -1))
+			w.wakeAt = a.refs.cfg.Clock.Now().Add(a.sleep(w, -1))
 			continue
 		}
 		if i == 0 || w.try || a.holdings[w.req.Owner] != nil || a.io().eachAttempts() || a.io().shared() {
@@ -171,11 +171,11 @@ func (a *keyActor) pump(ctx actor.Context) {
 func (a *keyActor) start(ctx actor.Context, o *op) {
 	if a.args == nil && usesLockArgs(a.key.Kind) {
 		// Made for the first request, and again after a trim.
-		a.args = a.cfg.Scripts.LockArgs(a.key.Name)
+		a.args = a.refs.cfg.Scripts.LockArgs(a.key.Name)
 	}
 	a.inflight = o
-	o.started = a.cfg.Clock.Now()
-	lease := a.cfg.Watchdog
+	o.started = a.refs.cfg.Clock.Now()
+	lease := a.refs.cfg.Watchdog
 	h := a.holdings[o.owner]
 	if o.releasingLost {
 		h = nil // it belongs to no current holding: leave that one's lease and renewal alone
@@ -195,12 +195,12 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	// Closing: a fair waiter's place or an uncertain acquire left behind
 	// would hold the lock's other waiters up, so its clean-up still runs,
 	// within the bound the closing queue leaves have.
-	o.closing = (o.kind == opLeaveQueue || o.kind == opUndo) && a.cfg.IO.Err() != nil
+	o.closing = (o.kind == opLeaveQueue || o.kind == opUndo) && a.refs.cfg.IO.Err() != nil
 	// The call (run) reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
 	o.a, o.lockIO, o.callLease, o.sys, o.self = a, a.lockIOFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
 	a.calls.Add(1)
-	a.cfg.Workers.run(o)
+	a.refs.cfg.Workers.run(o)
 }
 
 // startAttempt readies an attempt o for its round trip, h being its
@@ -271,7 +271,7 @@ func (o *op) run() {
 	a := o.a
 	// o is not read once the result is sent: the actor may recycle it.
 	defer a.calls.Done()
-	cfg, rio, lease := a.cfg, o.lockIO, o.callLease
+	cfg, rio, lease := a.refs.cfg, o.lockIO, o.callLease
 	c, cancel := cfg.ioContext()
 	if o.closing {
 		cancel()
@@ -377,7 +377,7 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, endsStreak bool) {
 	}
 	w := a.waiters.list[0]
 	if w.cancelled || w.try || w.inflight || w.req.Owner == o.owner || a.holdings[w.req.Owner] != nil ||
-		a.expired(w, a.cfg.Clock.Now()) {
+		a.expired(w, a.refs.cfg.Clock.Now()) {
 		return nil, false
 	}
 	// A fair lock's queue in Redis lets other processes' waiters in, in
@@ -397,7 +397,7 @@ func (a *keyActor) cleanedUp(d *opDone, warning string) bool {
 		return false
 	}
 	if d.err != nil {
-		a.cfg.Logger.Warn(warning, slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
+		a.refs.cfg.Logger.Warn(warning, slog.String("name", a.key.Name), slog.String("owner", d.op.owner), slog.Any("err", d.err))
 	}
 	return true
 }
@@ -407,7 +407,7 @@ func (a *keyActor) cleanedUp(d *opDone, warning string) bool {
 // within the closing bound; it tells whether it did.
 func (a *keyActor) retryClosing(d *opDone) bool {
 	o := d.op
-	if d.err == nil || o.closing || a.cfg.IO.Err() == nil {
+	if d.err == nil || o.closing || a.refs.cfg.IO.Err() == nil {
 		return false
 	}
 	a.ops = append(a.ops, &op{kind: o.kind, w: o.w, owner: o.owner, reqID: o.reqID})

@@ -38,7 +38,7 @@ func (a *keyActor) onRenewalGone(ctx actor.Context, m *renewalGone) {
 func (a *keyActor) onRenewalExpired(ctx actor.Context, m *renewalExpired) {
 	if h := a.holdings[m.Owner]; h != nil && h.lease == 0 && a.renewals.registered[m.Owner] != nil {
 		a.lose(ctx, m.Owner, h, fmt.Errorf("%w: %s held by %s could not be renewed for %v", messages.ErrLockLost,
-			a.key.Name, m.Owner, a.cfg.Watchdog))
+			a.key.Name, m.Owner, a.refs.cfg.Watchdog))
 		a.syncRenewal(ctx, m.Owner)
 	}
 }
@@ -51,7 +51,7 @@ func (a *keyActor) onVerifyDone(ctx actor.Context, d *opDone) {
 		// The holding ended meanwhile.
 	case d.err != nil:
 		// Unknown: the next renewal tick tells again.
-		a.cfg.Logger.Warn("warden: could not verify a lock its renewal found gone",
+		a.refs.cfg.Logger.Warn("warden: could not verify a lock its renewal found gone",
 			slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", d.err))
 	case !d.held:
 		a.lose(ctx, o.owner, h, fmt.Errorf("%w: %s no longer held by %s at renewal", messages.ErrLockLost, a.key.Name, o.owner))
@@ -92,7 +92,7 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 	if a.renewals.renewed(owner) {
 		return
 	}
-	reg := a.renewals.newRegistration(a.held(owner), owner, ctx.Self(), a.cfg.Clock.Now(), a.key.Kind)
+	reg := a.renewals.newRegistration(a.held(owner), owner, ctx.Self(), a.refs.cfg.Clock.Now(), a.key.Kind)
 	if a.renewals.registered[owner] != nil && !a.renewals.pending(owner) {
 		// The renewer follows a paused registration of this holding: the new
 		// one must replace it at once, or the old one's expiry would be
@@ -101,7 +101,7 @@ func (a *keyActor) register(ctx actor.Context, owner string) {
 		a.renewals.add(ctx, a.refs.renewer, reg)
 		return
 	}
-	a.renewals.defer_(reg, a.dueTimer(ctx), registerDelay(a.cfg.Watchdog))
+	a.renewals.defer_(reg, a.dueTimer(ctx), registerDelay(a.refs.cfg.Watchdog))
 }
 
 // registerDelay is how long a new watchdog-mode holding waits before the
@@ -122,7 +122,7 @@ func (a *keyActor) dueTimer(ctx actor.Context) *dueTimer {
 	due := &a.renewals.extra().due
 	if due.t == nil {
 		sys, self := ctx.ActorSystem(), ctx.Self()
-		due.t = a.cfg.Clock.AfterFunc(time.Hour, func() { sys.Root.Send(self, &registrationsDue{}) })
+		due.t = a.refs.cfg.Clock.AfterFunc(time.Hour, func() { sys.Root.Send(self, &registrationsDue{}) })
 		due.t.Stop()
 	}
 	return due
@@ -138,11 +138,11 @@ func (a *keyActor) onRegistrationsDue(ctx actor.Context) {
 	if r == nil {
 		return // a stale tick: nothing pending since the trim
 	}
-	now := a.cfg.Clock.Now()
+	now := a.refs.cfg.Clock.Now()
 	var next time.Time
 	for _, owner := range sortedKeys(r.pending) {
 		reg := r.pending[owner]
-		if at := reg.renewedAt.Add(registerDelay(a.cfg.Watchdog)); at.After(now) {
+		if at := reg.renewedAt.Add(registerDelay(a.refs.cfg.Watchdog)); at.After(now) {
 			if next.IsZero() || at.Before(next) {
 				next = at
 			}

@@ -39,11 +39,11 @@ func (a *keyActor) leaveQueues() {
 	if len(leaving) == 0 {
 		return
 	}
-	c, cancel := a.cfg.detachedContext(closingUndoTimeout)
+	c, cancel := a.refs.cfg.detachedContext(closingUndoTimeout)
 	defer cancel()
 	for _, w := range leaving {
 		if err := a.io().leaveQueue(c, w); err != nil {
-			a.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
+			a.refs.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
 				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
 		}
 	}
@@ -56,7 +56,7 @@ func (a *keyActor) leaveQueues() {
 func (a *keyActor) onStopping(ctx actor.Context) {
 	a.stopCalls()
 	defer a.renewals.release() // after dropState: a pending registration is dropped without telling the renewer
-	if a.cfg.IO.Err() != nil {
+	if a.refs.cfg.IO.Err() != nil {
 		a.answerAll(ctx, messages.ErrClosed)
 		return
 	}
@@ -80,9 +80,9 @@ func (a *keyActor) fail(ctx actor.Context, r any) {
 			owner, reqID = o.next.req.Owner, o.next.req.RequestID
 		}
 		if owner != "" {
-			c, cancel := a.cfg.ioContext()
+			c, cancel := a.refs.cfg.ioContext()
 			if _, err := a.lockIOFor(owner).undo(c, owner, reqID); err != nil {
-				a.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
+				a.refs.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
 					slog.String("name", a.key.Name), slog.Any("err", err))
 			}
 			cancel()

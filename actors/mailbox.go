@@ -198,7 +198,7 @@ func (m *queueMailbox) take(inline bool) bool {
 // pop takes q's first message (nil when q is empty).
 func (m *queueMailbox) pop(q *msgQueue, count *atomic.Int32) any {
 	m.mu.Lock()
-	msg := q.pop()
+	msg := q.pop(q == &m.sys)
 	m.mu.Unlock()
 	if msg != nil {
 		count.Add(-1)
@@ -217,7 +217,11 @@ type msgQueue struct {
 
 func (q *msgQueue) push(msg any) { q.items = append(q.items, msg) }
 
-func (q *msgQueue) pop() any {
+// pop takes q's first message (nil when q is empty). Once emptied, q
+// keeps its slice for the next messages unless system is set (the system
+// queue, whose messages, start, stop and failures, are few) or the
+// message was an idle actor's (givesBackRoom).
+func (q *msgQueue) pop(system bool) any {
 	if q.head == len(q.items) {
 		return nil
 	}
@@ -226,9 +230,18 @@ func (q *msgQueue) pop() any {
 	q.head++
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0
-		if cap(q.items) > maxKeptQueue {
+		if cap(q.items) > maxKeptQueue || system || givesBackRoom(msg) {
 			q.items = nil // a burst's slice is not kept for ever
 		}
 	}
 	return msg
+}
+
+// givesBackRoom tells whether msg, the last message of its queue, is an
+// idle actor's: an idle tick. The queue then lets go of its slice, which
+// an idle name would otherwise keep (16 bytes a message it ever queued at
+// once) until it is passivated; the next message makes one anew.
+func givesBackRoom(msg any) bool {
+	_, ok := msg.(*idleTick)
+	return ok
 }

@@ -161,7 +161,7 @@ func (a *renewerActor) register(ctx actor.Context, r *registration) {
 		// keep the schedule they would have had.
 		a.timer.set(ctx, a.cfg.Clock, r.renewedAt.Add(a.cfg.Watchdog/3))
 	}
-	if at := r.renewedAt.Add(a.cfg.Watchdog - ttlGrain); a.expiry.t == nil || at.Before(a.expiry.at) {
+	if at := r.renewedAt.Add(a.cfg.Watchdog - ttlGrain); a.expiry.t == nil || at.UnixNano() < a.expiry.at {
 		a.armExpiry(ctx, at)
 	}
 }

@@ -66,7 +66,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 	defer survive(a.cfg, "root")
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.refs = &engineRefs{root: ctx.Self(), subscriber: ctx.Spawn(subscriberProps(a.cfg)),
+		a.refs = &engineRefs{cfg: a.cfg, root: ctx.Self(), subscriber: ctx.Spawn(subscriberProps(a.cfg)),
 			renewer: ctx.Spawn(renewerProps(a.cfg)), idle: newIdleTimers(a.cfg.Clock, ctx.ActorSystem())}
 		a.keyProps = actor.PropsFromProducer(func() actor.Actor { return newKeyActor(a.cfg, a.spawning, a.refs) },
 			actor.WithDispatcher(a.cfg.Workers), withMailbox)
@@ -179,21 +179,13 @@ func (a *rootActor) onRetire(ctx actor.Context, m *retire) {
 
 // forget drops k's entry e, which root has closed.
 func (a *rootActor) forget(k key, e *keyEntry) {
-	if a.routes.entries.CompareAndDelete(k, e) {
+	if a.routes.remove(k, e) {
 		a.live--
-	}
-	if a.live == 0 {
-		a.routes.entries.Clear() // gives back the room the table grew to
 	}
 }
 
 // each calls f with every live actor's key and entry.
-func (a *rootActor) each(f func(key, *keyEntry)) {
-	a.routes.entries.Range(func(k, v any) bool {
-		f(k.(key), v.(*keyEntry))
-		return true
-	})
-}
+func (a *rootActor) each(f func(key, *keyEntry)) { a.routes.each(f) }
 
 // stopKeyActors stops every live key actor, and every failed one still
 // retiring, and waits until each has stopped (answered its waiters), as
@@ -205,7 +197,7 @@ func (a *rootActor) stopKeyActors(ctx actor.Context) {
 		e.close()
 		futures = append(futures, ctx.ActorSystem().Root.StopFuture(e.pid))
 	})
-	a.routes.entries.Clear()
+	a.routes.clear()
 	a.live = 0
 	for id, r := range a.retiring {
 		futures = append(futures, ctx.ActorSystem().Root.StopFuture(r.pid))
@@ -243,7 +235,7 @@ func (a *rootActor) route(ctx actor.Context, k key) {
 		a.spawning = k
 		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
 		a.spawning = key{}
-		a.routes.entries.Store(k, e)
+		a.routes.store(k, e)
 		a.live++
 	}
 	e.routed++

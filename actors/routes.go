@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
@@ -33,7 +34,10 @@ import (
 // A Routes belongs to one root: give a new one to each RootProps whose
 // props are spawned (Config.Routes); one left nil is made by RootProps.
 type Routes struct {
-	entries sync.Map // key → *keyEntry
+	// shards hold the entries (key → *keyEntry), spread by the name's
+	// hash so that senders reading different names seldom share a lock.
+	// A Go map costs about 50 bytes an entry where a sync.Map costs 130.
+	shards [routeShards]routeShard
 	// cluster is Config.Cluster: a name whose keys span slots does not
 	// validate (rootActor.validate).
 	cluster bool
@@ -41,6 +45,84 @@ type Routes struct {
 	// passivations it turned down because a request reached or was sent
 	// to the actor after it asked (Passivations).
 	passivated, refused atomic.Uint64
+}
+
+// routeShards is how many shards a Routes has.
+const routeShards = 32
+
+// routeSeed seeds the hash that picks a name's shard.
+var routeSeed = maphash.MakeSeed()
+
+// routeShard is one shard of a Routes: root writes it under mu, senders
+// read it under mu's read lock.
+type routeShard struct {
+	mu sync.RWMutex
+	m  map[key]*keyEntry
+	_  [64 - 24 - 8]byte // one cache line a shard
+}
+
+// shard returns k's shard.
+func (r *Routes) shard(k key) *routeShard {
+	return &r.shards[(maphash.String(routeSeed, k.Name)+uint64(k.Kind))%routeShards]
+}
+
+// load returns k's entry, nil when k has no live actor.
+func (r *Routes) load(k key) *keyEntry {
+	sh := r.shard(k)
+	sh.mu.RLock()
+	e := sh.m[k]
+	sh.mu.RUnlock()
+	return e
+}
+
+// store makes e k's entry (root's turn).
+func (r *Routes) store(k key, e *keyEntry) {
+	sh := r.shard(k)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[key]*keyEntry{}
+	}
+	sh.m[k] = e
+	sh.mu.Unlock()
+}
+
+// remove drops k's entry if it is e, and tells whether it did (root's
+// turn). A shard left empty gets a new map: a map never gives back the
+// room it grew to.
+func (r *Routes) remove(k key, e *keyEntry) bool {
+	sh := r.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[k] != e {
+		return false
+	}
+	delete(sh.m, k)
+	if len(sh.m) == 0 {
+		sh.m = nil
+	}
+	return true
+}
+
+// each calls f with every entry (root's turn; f must not write r).
+func (r *Routes) each(f func(key, *keyEntry)) {
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.RLock()
+		for k, e := range sh.m {
+			f(k, e)
+		}
+		sh.mu.RUnlock()
+	}
+}
+
+// clear drops every entry (root's turn).
+func (r *Routes) clear() {
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		sh.m = nil
+		sh.mu.Unlock()
+	}
 }
 
 // Passivations returns how many idle actors root stopped, and how many
@@ -162,12 +244,4 @@ func validateFor(cluster bool, err error, k key) error {
 		return err
 	}
 	return redisio.ValidateClusterName(k.Name, k.Kind)
-}
-
-// load returns k's entry, nil when k has no live actor.
-func (r *Routes) load(k key) *keyEntry {
-	if v, ok := r.entries.Load(k); ok {
-		return v.(*keyEntry)
-	}
-	return nil
 }

@@ -13,18 +13,18 @@ import (
 type clockTimer struct {
 	t   clockwork.Timer
 	gen uint64
-	at  time.Time
+	at  int64 // the armed tick's time, as UnixNano (time.Time takes 24 bytes)
 }
 
 // arm (re)starts the timer to fire at `at` on clock; the message is
 // msg(gen).
 func (ct *clockTimer) arm(clock clockwork.Clock, sys *actor.ActorSystem, self *actor.PID, at time.Time, msg func(gen uint64) any) {
-	if ct.t != nil && ct.at.Equal(at) {
+	if ct.t != nil && ct.at == at.UnixNano() {
 		return
 	}
 	ct.stop()
 	ct.gen++
-	ct.at = at
+	ct.at = at.UnixNano()
 	m := msg(ct.gen)
 	d := at.Sub(clock.Now())
 	if d < 0 {

@@ -11,7 +11,13 @@ import (
 // waitQueue is an actor's pending Acquires in arrival order, with their
 // deadlines in a heap. Key actors and count actors both keep one.
 type waitQueue struct {
-	list      []*waiter
+	list []*waiter
+	// ix is made by the first push: a name nobody waits for keeps none.
+	ix *waitIndex
+}
+
+// waitIndex is what a waitQueue keeps beside its list.
+type waitIndex struct {
 	deadlines deadlines
 	// owners counts the queued waiters of each owner, and tries the queued
 	// tries: the waiters besides the head that may attempt at once (a
@@ -23,9 +29,13 @@ type waitQueue struct {
 // trim lets go of an empty queue's room (keyActor.trim).
 func (q *waitQueue) trim() {
 	if len(q.list) == 0 {
-		q.list, q.owners = nil, nil
-		if len(q.deadlines) == 0 {
-			q.deadlines = nil
+		q.list = nil
+		switch {
+		case q.ix == nil:
+		case len(q.ix.deadlines) == 0:
+			q.ix = nil
+		default: // the heap still holds waiters gone from the list
+			q.ix.owners = nil
 		}
 	}
 }
@@ -37,16 +47,20 @@ func (q *waitQueue) trim() {
 func (q *waitQueue) push(m *messages.Acquire, sender *actor.PID, now time.Time) *waiter {
 	w := &waiter{req: m, sender: sender, ready: true}
 	q.list = append(q.list, w)
-	if q.owners == nil {
-		q.owners = map[string]int{}
+	if q.ix == nil {
+		q.ix = &waitIndex{}
 	}
-	q.owners[m.Owner]++
+	ix := q.ix
+	if ix.owners == nil {
+		ix.owners = map[string]int{}
+	}
+	ix.owners[m.Owner]++
 	if !m.Deadline.IsZero() && !now.Before(m.Deadline) {
 		w.try = true
-		q.tries++
+		ix.tries++
 		return w
 	}
-	q.deadlines.add(w)
+	ix.deadlines.add(w)
 	return w
 }
 
@@ -146,7 +160,10 @@ func (q *waitQueue) indexOf(w *waiter) int {
 // expire takes every waiter whose deadline passed at now (and whose
 // attempt is not in flight) out of the queue and returns them.
 func (q *waitQueue) expire(now time.Time) []*waiter {
-	expired := q.deadlines.expired(now)
+	if q.ix == nil {
+		return nil
+	}
+	expired := q.ix.deadlines.expired(now)
 	if len(expired) == 0 {
 		return nil
 	}
@@ -187,7 +204,10 @@ func (q *waitQueue) wakeDue(now time.Time, all bool) {
 // next returns the earliest time the queue needs its actor's timer: a
 // deadline or a sleeper's look-again time (the zero time if none).
 func (q *waitQueue) next(all bool) time.Time {
-	next := q.deadlines.next()
+	var next time.Time
+	if q.ix != nil {
+		next = q.ix.deadlines.next()
+	}
 	for _, w := range q.sleepers(all) {
 		if !w.inflight && !w.cancelled && !w.ready && !w.wakeAt.IsZero() &&
 			(next.IsZero() || w.wakeAt.Before(next)) {
@@ -199,27 +219,36 @@ func (q *waitQueue) next(all bool) time.Time {
 
 // reset forgets every waiter.
 func (q *waitQueue) reset() {
-	q.list, q.deadlines, q.owners, q.tries = nil, nil, nil, 0
+	q.list, q.ix = nil, nil
 }
 
 // uncount takes w out of the counts as it leaves the queue.
 func (q *waitQueue) uncount(w *waiter) {
-	if q.owners[w.req.Owner]--; q.owners[w.req.Owner] <= 0 {
-		delete(q.owners, w.req.Owner)
+	ix := q.ix
+	if ix.owners[w.req.Owner]--; ix.owners[w.req.Owner] <= 0 {
+		delete(ix.owners, w.req.Owner)
 	}
 	if w.try {
-		q.tries--
+		ix.tries--
 	}
+}
+
+// waits tells whether owner has a waiter queued.
+func (q *waitQueue) waits(owner string) bool {
+	return q.ix != nil && q.ix.owners[owner] > 0
 }
 
 // beyondHead tells whether a waiter other than the head may attempt at
 // once: a try, or a reentry (its owner holds, in holders).
 func (q *waitQueue) beyondHead(holders map[string]*holding) bool {
-	if q.tries > 0 {
+	if q.ix == nil {
+		return false
+	}
+	if q.ix.tries > 0 {
 		return true
 	}
 	for owner := range holders {
-		if q.owners[owner] > 0 {
+		if q.ix.owners[owner] > 0 {
 			return true
 		}
 	}

@@ -16,7 +16,6 @@ import (
 // that ends them. Its methods are the skeleton both run around their own
 // state: guard a Receive, fail on a panic, answer every waiter.
 type waitingActor struct {
-	cfg  *Config
 	key  key
 	refs *engineRefs // root (which spawned it: it is not root's child, rootActor.route), the subscriber, the renewer
 
@@ -24,7 +23,7 @@ type waitingActor struct {
 	seen    uint64 // requests received (forwarded by root or sent straight), for the passivation handshake
 	// fault is set once the actor failed (a panic: a bug); it then answers
 	// every request with it until root stops it.
-	fault error
+	fault *engineFault
 
 	timer clockTimer
 	idle  idleTimer
@@ -33,16 +32,24 @@ type waitingActor struct {
 	calls sync.WaitGroup
 }
 
+// engineFault is the error a failed actor answers with: the panic that
+// failed it (one pointer in the actor, where an error takes two words).
+type engineFault struct{ text string }
+
+func (f *engineFault) Error() string { return f.text }
+
 // engineRefs is what root gives each actor it spawns for a name: the
-// engine's other actors and its idle timers. One per root, made as it
+// engine's configuration, its other actors and its idle timers (shared,
+// so a key actor spends no field on them). One per root, made as it
 // starts and not changed after.
 type engineRefs struct {
+	cfg                       *Config
 	root, subscriber, renewer *actor.PID
 	idle                      *idleTimers
 }
 
-func newWaitingActor(cfg *Config, k key, refs *engineRefs) waitingActor {
-	return waitingActor{cfg: cfg, key: k, refs: refs}
+func newWaitingActor(k key, refs *engineRefs) waitingActor {
+	return waitingActor{key: k, refs: refs}
 }
 
 // failer is the actor a waitingActor is part of, as its guard sees it.
@@ -81,8 +88,8 @@ func (b *waitingActor) stopCalls() {
 // failWith records a panic's fault, logs it with what the actor tells
 // (told), and waits for the Redis call running.
 func (b *waitingActor) failWith(r any, told string) {
-	b.fault = fmt.Errorf("warden: internal error in the engine's state for %s: %v", b.key.Name, r)
-	b.cfg.Logger.Error(told, slog.Any("err", b.fault))
+	b.fault = &engineFault{text: fmt.Sprintf("warden: internal error in the engine's state for %s: %v", b.key.Name, r)}
+	b.refs.cfg.Logger.Error(told, slog.Any("err", b.fault))
 	b.stopCalls()
 }
 
@@ -90,7 +97,7 @@ func (b *waitingActor) failWith(r any, told string) {
 // is due and the actor (idle) has nothing to do; t trims it on the way
 // (nil for an actor that does not trim).
 func (b *waitingActor) idleFor(ctx actor.Context, gen uint64, idle bool, t trimmer) {
-	if b.idle.due(ctx, b.refs.idle, gen, idle, b.cfg.IdleTimeout, t) {
+	if b.idle.due(ctx, b.refs.idle, gen, idle, b.refs.cfg.IdleTimeout, t) {
 		ctx.Send(b.refs.root, &passivate{Key: b.key, PID: ctx.Self(), Seen: b.seen})
 	}
 }

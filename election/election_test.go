@@ -257,6 +257,21 @@ func TestPausedLeaderIsReplacedAndItsTokenRefused(t *testing.T) {
 	assert.Equal(t, "b", info.Value)
 }
 
+// A leader paused (SIGSTOP) the moment it won, past its lease, whose lock
+// is gone when it resumes, is told it lost: its term's Lost closes,
+// however soon after the win the pause came.
+func TestLeaderPausedAsItWinsIsToldItLost(t *testing.T) {
+	srv := redistest.Start(t)
+	const name = "election:paused-at-once"
+	ch := startChild(t, srv.Addr(), name, time.Second, "child")
+	require.NoError(t, ch.cmd.Process.Signal(syscall.SIGSTOP))
+	defer func() { _ = ch.cmd.Process.Signal(syscall.SIGCONT) }()
+	time.Sleep(1100 * time.Millisecond) // past the 1 s lease
+	require.NoError(t, srv.Client(t).Del(t.Context(), name).Err())
+	require.NoError(t, ch.cmd.Process.Signal(syscall.SIGCONT))
+	assert.Equal(t, "lost", await.Value(t, ch.lines, 10*time.Second, "the resumed child's lines"))
+}
+
 // A leader whose Redis stops answering is told it lost leadership within
 // its lease: Lost closes by the time the lock would have expired.
 func TestLeaderWithUnreachableRedisLosesLeadership(t *testing.T) {

@@ -109,9 +109,13 @@ func leadUntilKilled(spec string) int {
 		defer mu.Unlock()
 		fmt.Printf(format+"\n", args...)
 	}
+	// The term's Lost, taken before the parent hears of the term: taken by
+	// the goroutine, it could come after a pause right after "leader"
+	// ended the term, and be the next term's.
+	lost := e.Lost()
 	say("leader %d", token)
 	go func() {
-		<-e.Lost()
+		<-lost
 		say("lost")
 	}()
 	in := bufio.NewScanner(os.Stdin)
