@@ -390,21 +390,12 @@ func (a *countActor) retire(ctx actor.Context) {
 	retireVia(ctx, a.refs.root, a.key, a.seen, a.refs.subscriber)
 }
 
-// receiveFailed answers a request reaching a failed count actor, counts
-// it and retires again: root may be waiting for it (rootActor.onRetire).
+// receiveFailed answers a request reaching a failed count actor and
+// retires again: root may be waiting for it (rootActor.onRetire).
 func (a *countActor) receiveFailed(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *messages.Acquire:
-		sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
-	case *messages.Cancel: // its waiter was answered as the actor failed
-	case *WaiterCount:
-		ctx.Respond(0) // it answered every waiter as it failed
-		return
-	default:
-		return
+	if a.answerFailed(ctx) {
+		a.retire(ctx)
 	}
-	a.seen++
-	a.retire(ctx)
 }
 
 // answerAll gives back what is left to undo (undoLeft), answers every

@@ -99,27 +99,12 @@ func (a *keyActor) retire(ctx actor.Context) {
 	retireVia(ctx, a.refs.root, a.key, a.seen, a.refs.renewer, a.refs.subscriber)
 }
 
-// receiveFailed answers a request reaching a failed key actor, counts it
-// and retires again: root may be waiting for it (rootActor.onRetire).
+// receiveFailed answers a request reaching a failed key actor and retires
+// again: root may be waiting for it (rootActor.onRetire).
 func (a *keyActor) receiveFailed(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *messages.Acquire:
-		sendIf(ctx, ctx.Sender(), acquireFailed(m, a.fault))
-	case *messages.Release:
-		sendIf(ctx, ctx.Sender(), releaseFailed(m, a.fault, 0))
-	case *messages.Watch:
-		sendIf(ctx, ctx.Sender(), watchFailed(m, a.fault))
-	case *messages.Extend:
-		sendIf(ctx, ctx.Sender(), extendFailed(m, a.fault, 0))
-	case *messages.Cancel: // its waiter was answered as the actor failed
-	case *WaiterCount:
-		ctx.Respond(0) // it answered every waiter as it failed
-		return
-	default:
-		return
+	if a.answerFailed(ctx) {
+		a.retire(ctx)
 	}
-	a.seen++
-	a.retire(ctx)
 }
 
 // dropState ends the key actor's state: every waiter and queued release is

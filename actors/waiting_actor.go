@@ -93,6 +93,31 @@ func (b *waitingActor) failWith(r any, told string) {
 	b.stopCalls()
 }
 
+// answerFailed answers a request reaching the failed actor with its
+// fault, counts it (seen) and reports that it was a request, which the
+// actor then retires again for (rootActor.onRetire waits until it
+// received all that were sent to it).
+func (b *waitingActor) answerFailed(ctx actor.Context) bool {
+	switch m := ctx.Message().(type) {
+	case *messages.Acquire:
+		sendIf(ctx, ctx.Sender(), acquireFailed(m, b.fault))
+	case *messages.Release:
+		sendIf(ctx, ctx.Sender(), releaseFailed(m, b.fault, 0))
+	case *messages.Watch:
+		sendIf(ctx, ctx.Sender(), watchFailed(m, b.fault))
+	case *messages.Extend:
+		sendIf(ctx, ctx.Sender(), extendFailed(m, b.fault, 0))
+	case *messages.Cancel: // its waiter was answered as the actor failed
+	case *WaiterCount:
+		ctx.Respond(0) // it answered every waiter as it failed
+		return false
+	default:
+		return false
+	}
+	b.seen++
+	return true
+}
+
 // idleFor asks root to passivate the actor when its idle timer's tick gen
 // is due and the actor (idle) has nothing to do; t trims it on the way
 // (nil for an actor that does not trim).
