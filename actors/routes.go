@@ -19,7 +19,8 @@ import (
 // the actor or answers the error, as it does for every request sent to
 // it.
 //
-// Passivation needs no lock between the senders and root. Each entry
+// The passivation handshake takes no lock (the shards' locks guard only
+// the map). Each entry
 // counts the requests sent straight to its actor, a sender counting
 // before it sends; root stops an idle actor only by closing its entry at
 // the count the actor says it has received (passivate.Seen, less what
