@@ -16,10 +16,9 @@ import (
 // itself idle if nothing reached it since.
 type rootActor struct {
 	cfg *Config
-	// routes is the table of live key actors (Config.Routes); live counts
-	// its entries, which only root adds and removes.
+	// routes is the table of live key actors (Config.Routes), whose
+	// entries only root adds and removes.
 	routes *Routes
-	live   int
 	// retiring holds the failed actors whose routes root closed while
 	// requests sent straight to them were still on their way (by PID ID),
 	// with how many they will have received then.
@@ -119,17 +118,17 @@ func (a *rootActor) Receive(ctx actor.Context) {
 		a.stopKeyActors(ctx)
 		a.refs.idle.stop()
 	case *KeyActorCount:
-		ctx.Respond(a.live)
+		ctx.Respond(a.routes.count())
 	case *KeyActorsOf:
 		var pids []*actor.PID
-		a.each(func(k key, e *keyEntry) {
+		a.routes.each(func(k key, e *keyEntry) {
 			if k.Name == m.Name {
 				pids = append(pids, e.pid)
 			}
 		})
 		ctx.Respond(pids)
 	case *Closing:
-		a.each(func(k key, e *keyEntry) {
+		a.routes.each(func(k key, e *keyEntry) {
 			if k.Kind.Held() {
 				ctx.Send(e.pid, m)
 			}
@@ -179,26 +178,20 @@ func (a *rootActor) onRetire(ctx actor.Context, m *retire) {
 
 // forget drops k's entry e, which root has closed.
 func (a *rootActor) forget(k key, e *keyEntry) {
-	if a.routes.remove(k, e) {
-		a.live--
-	}
+	a.routes.remove(k, e)
 }
-
-// each calls f with every live actor's key and entry.
-func (a *rootActor) each(f func(key, *keyEntry)) { a.routes.each(f) }
 
 // stopKeyActors stops every live key actor, and every failed one still
 // retiring, and waits until each has stopped (answered its waiters), as
 // protoactor does for children before their parent stops. Their routes
 // are closed first: what a sender sends from then on goes to root.
 func (a *rootActor) stopKeyActors(ctx actor.Context) {
-	futures := make([]actor.Future, 0, a.live+len(a.retiring))
-	a.each(func(_ key, e *keyEntry) {
+	futures := make([]actor.Future, 0, a.routes.count()+len(a.retiring))
+	a.routes.each(func(_ key, e *keyEntry) {
 		e.close()
 		futures = append(futures, ctx.ActorSystem().Root.StopFuture(e.pid))
 	})
 	a.routes.clear()
-	a.live = 0
 	for id, r := range a.retiring {
 		futures = append(futures, ctx.ActorSystem().Root.StopFuture(r.pid))
 		delete(a.retiring, id)
@@ -236,7 +229,6 @@ func (a *rootActor) route(ctx actor.Context, k key) {
 		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
 		a.spawning = key{}
 		a.routes.store(k, e)
-		a.live++
 	}
 	e.routed++
 	ctx.Forward(e.pid)

@@ -87,21 +87,30 @@ func (r *Routes) store(k key, e *keyEntry) {
 	sh.mu.Unlock()
 }
 
-// remove drops k's entry if it is e, and tells whether it did (root's
-// turn). A shard left empty gets a new map: a map never gives back the
-// room it grew to.
-func (r *Routes) remove(k key, e *keyEntry) bool {
+// remove drops k's entry if it is e (root's turn). A shard left empty
+// gets a new map: a map never gives back the room it grew to.
+func (r *Routes) remove(k key, e *keyEntry) {
 	sh := r.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.m[k] != e {
-		return false
+	if sh.m[k] == e {
+		delete(sh.m, k)
+		if len(sh.m) == 0 {
+			sh.m = nil
+		}
 	}
-	delete(sh.m, k)
-	if len(sh.m) == 0 {
-		sh.m = nil
+}
+
+// count returns how many live actors r has.
+func (r *Routes) count() int {
+	n := 0
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.RLock()
+		n += len(sh.m)
+		sh.mu.RUnlock()
 	}
-	return true
+	return n
 }
 
 // each calls f with every entry (root's turn; f must not write r).
@@ -191,8 +200,10 @@ func (e *keyEntry) close() uint64 {
 // taken, which a Cancel of an Acquire must take too (RequestOn). Any
 // other message goes to root.
 func (r *Routes) Request(s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) Route {
-	if k, ok := r.keyOf(msg); ok {
-		if e := r.load(k); e != nil && e.take() {
+	if k, ok := keyOf(msg); ok {
+		// Validated only when it may go straight: root validates what it
+		// gets.
+		if e := r.load(k); e != nil && r.valid(msg, k) && e.take() {
 			s.RequestWithCustomSender(e.pid, msg, sender)
 			return Route{e: e}
 		}
@@ -207,7 +218,7 @@ func (r *Routes) Request(s actor.SenderContext, root *actor.PID, msg any, sender
 // stopped after it had received and answered the earlier request).
 func (r *Routes) RequestOn(rt Route, s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) {
 	if rt.e != nil {
-		if _, ok := r.keyOf(msg); ok && rt.e.take() {
+		if k, ok := keyOf(msg); ok && r.valid(msg, k) && rt.e.take() {
 			s.RequestWithCustomSender(rt.e.pid, msg, sender)
 			return
 		}
@@ -216,25 +227,28 @@ func (r *Routes) RequestOn(rt Route, s actor.SenderContext, root *actor.PID, msg
 }
 
 // keyOf returns the key of the actor msg goes to, and whether msg is a
-// request that validates (as root validates it: rootActor.validate).
-func (r *Routes) keyOf(msg any) (key, bool) {
-	var k key
-	var err error
+// request (Acquire, Release, Extend, Cancel, Watch).
+func keyOf(msg any) (key, bool) {
 	switch m := msg.(type) {
 	case *messages.Acquire:
-		k, err = key{m.Name, m.Kind}, m.Validate()
+		return key{m.Name, m.Kind}, true
 	case *messages.Release:
-		k, err = key{m.Name, m.Kind}, m.Validate()
+		return key{m.Name, m.Kind}, true
 	case *messages.Extend:
-		k, err = key{m.Name, m.Kind}, m.Validate()
+		return key{m.Name, m.Kind}, true
 	case *messages.Cancel:
-		k, err = key{m.Name, m.Kind}, m.Validate()
+		return key{m.Name, m.Kind}, true
 	case *messages.Watch:
-		k, err = key{m.Name, m.Kind}, m.Validate()
-	default:
-		return key{}, false
+		return key{m.Name, m.Kind}, true
 	}
-	return k, validateFor(r.cluster, err, k) == nil
+	return key{}, false
+}
+
+// valid tells whether msg, a request for k, validates as root validates
+// it (rootActor.validate).
+func (r *Routes) valid(msg any, k key) bool {
+	v, ok := msg.(interface{ Validate() error })
+	return ok && validateFor(r.cluster, v.Validate(), k) == nil
 }
 
 // validateFor adds to a request's own checks (err, from its Validate) the

@@ -77,7 +77,7 @@ func TestRequestsSentStraightSurvivePassivation(t *testing.T) {
 				owner := fmt.Sprintf("o%d", g)
 				acq := &messages.Acquire{Name: name, Owner: owner, RequestID: fmt.Sprintf("%s-a%d", owner, i),
 					Lease: time.Hour, Deadline: e.clock.Now()}
-				if k, ok := routes.keyOf(acq); ok && routes.load(k) != nil {
+				if k, ok := keyOf(acq); ok && routes.load(k) != nil {
 					straight.Add(1)
 				}
 				switch r := e.send(t, routes, acq).(type) {
@@ -140,4 +140,22 @@ func TestRequestsSentStraightToAFailedKeyActorAreAnswered(t *testing.T) {
 	require.Eventually(t, func() bool { return e.keyActors(t) <= 1 }, 5*time.Second, 5*time.Millisecond,
 		"the failed key actor is gone")
 	assert.Empty(t, e.ask(t, &KeyActorsOf{Name: "nobody"}))
+}
+
+// A request that does not validate, for a name whose key actor is live,
+// goes to root, which answers the error: it never reaches the key actor,
+// which takes what it gets as valid, and the holding stays as it was.
+func TestInvalidRequestForALiveNameIsRefusedByRoot(t *testing.T) {
+	e, routes := routedEngine(t)
+	require.IsType(t, &messages.Acquired{}, e.send(t, routes, &messages.Acquire{Name: "V", Owner: "h", RequestID: "h0", Lease: time.Hour}))
+	k := key{Name: "V"}
+	require.NotNil(t, routes.load(k), "the key actor is live")
+	bad := e.send(t, routes, &messages.Acquire{Name: "V", Owner: "h", RequestID: "h1", Lease: -time.Second})
+	require.IsType(t, &messages.AcquireFailed{}, bad)
+	assert.ErrorIs(t, bad.(*messages.AcquireFailed).Err, messages.ErrInvalidArgument)
+	rel := e.send(t, routes, &messages.Release{Name: "V", Owner: "h", RequestID: ""})
+	require.IsType(t, &messages.ReleaseFailed{}, rel)
+	assert.ErrorIs(t, rel.(*messages.ReleaseFailed).Err, messages.ErrInvalidArgument)
+	require.IsType(t, &messages.Released{}, e.send(t, routes, &messages.Release{Name: "V", Owner: "h", RequestID: "h0r"}),
+		"the holding was left as it was")
 }

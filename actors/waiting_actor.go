@@ -17,7 +17,7 @@ import (
 // state: guard a Receive, fail on a panic, answer every waiter.
 type waitingActor struct {
 	key  key
-	refs *engineRefs // root (which spawned it: it is not root's child, rootActor.route), the subscriber, the renewer
+	refs *engineRefs // the configuration, root (which spawned it: it is not root's child, rootActor.route), the subscriber, the renewer
 
 	waiters waitQueue
 	seen    uint64 // requests received (forwarded by root or sent straight), for the passivation handshake

@@ -583,7 +583,7 @@ func (c *Client) send(msg any) { c.post(msg) }
 // took: a Cancel must not overtake the Acquire it withdraws.
 func (c *Client) sendOn(rt actors.Route, msg any) {
 	if c.closed.Load() {
-		c.sys.Root.RequestWithCustomSender(c.root, msg, c.mbPID)
+		c.send(msg) // through root, as post sends it once Close has begun
 		return
 	}
 	c.routes.RequestOn(rt, c.sys.Root, c.root, msg, c.mbPID)

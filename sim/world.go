@@ -93,7 +93,10 @@ type world struct {
 	// up to that long after they were scheduled, as a goroutine left
 	// without a CPU for a while would run: the work of events at
 	// different instants then interleaves (schedule).
-	jobDelay  time.Duration
+	jobDelay time.Duration
+	// delayed holds the jobs jobDelay holds back, until their event makes
+	// them runnable; stop runs those still held, as it runs the runnable.
+	delayed   map[*job]bool
 	blocked   func() error
 	abandoned bool
 	err       atomic.Pointer[StepError]
@@ -146,7 +149,14 @@ func (w *world) schedule(cl *client, fn func()) {
 	}
 	j := &job{cl: cl, fn: fn}
 	if w.jobDelay > 0 && w.rng.IntN(4) == 0 {
-		w.after(1+time.Duration(w.rng.Int64N(int64(w.jobDelay))), cl, func() { w.runnable = append(w.runnable, j) })
+		if w.delayed == nil {
+			w.delayed = map[*job]bool{}
+		}
+		w.delayed[j] = true
+		w.after(1+time.Duration(w.rng.Int64N(int64(w.jobDelay))), cl, func() {
+			delete(w.delayed, j)
+			w.runnable = append(w.runnable, j)
+		})
 		return
 	}
 	w.runnable = append(w.runnable, j)
@@ -290,6 +300,10 @@ func (w *world) stop() {
 		w.runnable = append(w.runnable, j)
 	}
 	w.parked = nil
+	for j := range w.delayed {
+		w.runnable = append(w.runnable, j)
+	}
+	w.delayed = nil
 	for _, j := range w.runnable {
 		if j.resume != nil {
 			j.resume <- struct{}{} // buffered: it never blocks
