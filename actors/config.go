@@ -60,6 +60,12 @@ type Config struct {
 	// keyActorMade, when set (by tests), sees every key actor made, and
 	// keyActorTrimmed every trim, in the trimmed actor's turn.
 	keyActorMade, keyActorTrimmed func(*keyActor)
+	// opStarted, when set (by tests), sees every Redis call a key actor
+	// started, in its turn, once the call is dispatched; opDoneSeen sees
+	// every call's result in its key actor's turn, before the actor
+	// handles it.
+	opStarted  func(*keyActor, *op)
+	opDoneSeen func(*keyActor, *opDone)
 	// renewerGot, when set (by tests), sees every register, pause and
 	// unregister the renewer receives, in its turn.
 	renewerGot func(msg any)

@@ -39,8 +39,11 @@
 //     deadline heap), lock_io.go (the Redis
 //     calls of each lock kind, lockIO), extend.go (Extend), fair_place.go
 //     (a fair waiter's place kept alive in Redis's queue), lost_release.go
-//     (the release of what is left of a holding reported lost) and
-//     backoff.go (a spin lock waiter's polls).
+//     (the release of what is left of a holding reported lost),
+//     caller_calls.go (a Redis call made on the goroutine of the caller
+//     it is for: the offer a request makes in its route entry, which the
+//     key actor's dispatch takes) and backoff.go (a spin lock waiter's
+//     polls).
 //   - count actor (count_actor.go, countActor), one per name of the
 //     counting kinds (semaphore, permit-expirable semaphore, count-down
 //     latch): their waiters and the one Redis request in flight; it holds
@@ -91,8 +94,10 @@
 //     on this side, behind the mailbox's mutex) and send the Acquire with
 //     the Client's mailbox as its sender (Client.post): straight to the
 //     name's key actor when root's table has a live one (Routes.Request
-//     validates it as root would, counts it in the entry and sends it),
-//     and to root otherwise. The message lands in the actor's
+//     validates it as root would, counts it in the entry and sends it;
+//     Routes.Call, for a ctx that can never end, also offers the caller's
+//     goroutine for the call: see step 4), and to root otherwise. The
+//     message lands in the actor's
 //     queueMailbox, whose queueMailbox.schedule runs the pass right
 //     there, on the caller's goroutine, when the mailbox is idle (an
 //     inline pass: inlineMessage names the messages that may), and else
@@ -117,10 +122,15 @@
 //     between its acquire and its registration; the registration stays
 //     pending for registerDelay, and one unregistered by then never reaches
 //     the renewer, so a short holding costs it no message), and hands
-//     the op itself to Workers as a job. keyActor.settle re-arms the timer,
+//     the op itself over (keyActor.dispatch): to the caller's goroutine
+//     when its offer stands in the name's route entry (a caller whose
+//     context can never end posts with Routes.Call, which makes the call
+//     itself once its post returns), else to Workers as a job.
+//     keyActor.settle re-arms the timer,
 //     brings the subscriptions in line (keyActor.syncSubscriptions) and the
 //     idle timer.
-//  4. A worker goroutine, off the actor: op.run. It takes a call context
+//  4. Off the actor, on a worker goroutine or on the caller's once its
+//     post returned (keyEntry.withdraw): op.run. It takes a call context
 //     (Config.ioContext: shared deadlines, cancelled by Close) and runs
 //     lockIO.acquireSynced, which with replica sync undoes and retries an
 //     acquire the replicas did not acknowledge. lockIO.acquire picks the
@@ -136,7 +146,7 @@
 //     count, the acquire record field) and its TTL: the state that counts.
 //     The reply becomes an AcquireResult; op.run fills the op's opDone and
 //     sends it to the key actor.
-//  5. The call's worker, the key actor's turn: op.run's post of the
+//  5. The call's goroutine, the key actor's turn: op.run's post of the
 //     opDone runs the pass inline when the mailbox is idle.
 //     keyActor.onOpDone clears keyActor.inflight and keyActor.onAttemptDone
 //     settles the outcome.
@@ -164,12 +174,15 @@
 // the key actor, the op's opDone, Acquired to the Client's mailbox), four
 // on the name's first use (root's forward), and, with idle mailboxes, one
 // hand-off to a worker (the Redis call, whose result turn runs on that
-// worker) and the caller's wake-up on its channel. The bookkeeping after
-// the call starts (the renewer's registration, the timers) runs on the
-// caller's goroutine while the call is on the wire, and the bookkeeping
-// after the answer runs on the worker while the caller returns. A busy
-// mailbox's pass goes to a worker, as every pass does under a
-// simulation's schedule (Workers.runsInline).
+// worker) and the caller's wake-up on its channel; for a caller whose
+// context can never end, none: its goroutine makes the call, runs the
+// result's turn and finds the reply on its channel. On the workers, the
+// bookkeeping after the call starts (the renewer's registration, the
+// timers) runs on the caller's goroutine while the call is on the wire,
+// and the bookkeeping after the answer runs on the worker while the
+// caller returns. A busy mailbox's pass goes to a worker, as every pass
+// does under a simulation's schedule (Workers.runsInline), which also
+// takes every call.
 //
 // The other requests follow the same path to the key actor: a Release
 // becomes an op (opRelease) queued ahead of attempts; the unlock of a last

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -200,7 +201,10 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 	// does not touch until the result comes back.
 	o.a, o.lockIO, o.callLease, o.sys, o.self = a, a.lockIOFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
 	a.calls.Add(1)
-	a.refs.cfg.Workers.run(o)
+	a.dispatch(o)
+	if f := a.refs.cfg.opStarted; f != nil {
+		f(a, o)
+	}
 }
 
 // startAttempt readies an attempt o for its round trip, h being its
@@ -265,12 +269,11 @@ func (a *keyActor) startRelease(ctx actor.Context, o *op, h *holding, lease time
 	return lease
 }
 
-// run makes o's Redis call on one of the engine's workers and sends the
-// result to the key actor as an opDone.
+// run makes o's Redis call, on one of the engine's workers or on the
+// goroutine its caller waits on (dispatch), and sends the result to the
+// key actor as an opDone.
 func (o *op) run() {
 	a := o.a
-	// o is not read once the result is sent: the actor may recycle it.
-	defer a.calls.Done()
 	cfg, rio, lease := a.refs.cfg, o.lockIO, o.callLease
 	c, cancel := cfg.ioContext()
 	if o.closing {
@@ -280,6 +283,17 @@ func (o *op) run() {
 	defer cancel()
 	d := &o.done
 	*d = opDone{op: o}
+	defer func() {
+		// A panic in the call (a hook of the user's Redis client, say):
+		// the actor settles the call as one whose outcome is unknown, as it
+		// would a lost reply, and the panic goes on. On a worker it ends
+		// the process; on a caller's goroutine it reaches the caller.
+		if r := recover(); r != nil {
+			*d = opDone{op: o, err: fmt.Errorf("warden: the Redis call of %s panicked: %v", rio.name, r)}
+			o.send(d)
+			panic(r)
+		}
+	}()
 	switch o.kind {
 	case opAttempt:
 		d.acquire, d.err = rio.acquireSynced(c, o.w, lease)
@@ -309,10 +323,25 @@ func (o *op) run() {
 	case opExtend:
 		d.held, d.err = rio.extend(c, o.owner, lease)
 	}
-	o.sys.Root.Send(o.self, d)
+	o.send(d)
+}
+
+// send ends o's call: the actor's wait for its calls (stopCalls) is over,
+// and d goes to the actor. The call counts as ended before d is sent: the
+// actor's turn on d may run on this goroutine (its mailbox idle), and
+// should that turn fail, its wait for the calls must not wait for the
+// very call whose result it handles. o is not read once d is sent: the
+// actor may recycle it.
+func (o *op) send(d *opDone) {
+	sys, self, a := o.sys, o.self, o.a
+	a.calls.Done()
+	sys.Root.Send(self, d)
 }
 
 func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
+	if f := a.refs.cfg.opDoneSeen; f != nil {
+		f(a, d)
+	}
 	a.inflight = nil
 	defer a.recycle(d.op)
 	switch d.op.kind {

@@ -68,6 +68,7 @@ func (a *keyActor) onStopping(ctx actor.Context) {
 // state, and asks root to stop it. Until then it answers every request
 // with the fault (receiveFailed), so no caller is left waiting.
 func (a *keyActor) fail(ctx actor.Context, r any) {
+	a.reclaim()
 	a.failWith(r, "warden: key actor failed; its waiters and holders are told")
 	if o := a.inflight; o != nil {
 		// An acquire in flight, or the acquire a handoff made for the next

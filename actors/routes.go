@@ -157,6 +157,11 @@ type keyEntry struct {
 	// direct counts the requests senders sent straight to the actor, and
 	// has routeClosed set once root stopped taking more (close, closeAt).
 	direct atomic.Uint64
+	// caller is the goroutine offered for the actor's next Redis call
+	// while a request is being posted by Routes.Call: &callerOffer while
+	// the offer stands, the op the actor handed it once taken, nil with
+	// no offer (caller_calls.go).
+	caller atomic.Pointer[op]
 }
 
 // routeClosed is keyEntry.direct's flag of an entry no sender may use.
@@ -200,16 +205,50 @@ func (e *keyEntry) close() uint64 {
 // taken, which a Cancel of an Acquire must take too (RequestOn). Any
 // other message goes to root.
 func (r *Routes) Request(s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) Route {
-	if k, ok := keyOf(msg); ok {
-		// Validated only when it may go straight: root validates what it
-		// gets.
-		if e := r.load(k); e != nil && r.valid(msg, k) && e.take() {
-			s.RequestWithCustomSender(e.pid, msg, sender)
-			return Route{e: e}
-		}
+	if e := r.straight(msg); e != nil {
+		s.RequestWithCustomSender(e.pid, msg, sender)
+		return Route{e: e}
 	}
 	s.RequestWithCustomSender(root, msg, sender)
 	return Route{}
+}
+
+// Call is Request for a caller whose goroutine waits for the answer and
+// cannot leave before it comes (its context can never end): a request
+// that goes straight to its key actor offers that goroutine for the
+// actor's next Redis call, which the goroutine makes itself once msg is
+// posted, instead of the engine's workers (caller_calls.go). Most often
+// that call is msg's own: the actor's turn on msg ran on this goroutine
+// (the mailbox was idle), and so does its turn on the call's result,
+// which answers msg before Call returns, all without waking another
+// goroutine.
+func (r *Routes) Call(s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) Route {
+	e := r.straight(msg)
+	if e == nil {
+		s.RequestWithCustomSender(root, msg, sender)
+		return Route{}
+	}
+	offered := e.offer()
+	s.RequestWithCustomSender(e.pid, msg, sender)
+	if offered {
+		e.withdraw()
+	}
+	return Route{e: e}
+}
+
+// straight returns the live entry msg goes straight to, counted as sent to
+// its actor (take), or nil: msg goes to root.
+func (r *Routes) straight(msg any) *keyEntry {
+	k, ok := keyOf(msg)
+	if !ok {
+		return nil
+	}
+	// Validated only when it may go straight: root validates what it
+	// gets.
+	if e := r.load(k); e != nil && r.valid(msg, k) && e.take() {
+		return e
+	}
+	return nil
 }
 
 // RequestOn sends msg as Request does, but on the path rt an earlier

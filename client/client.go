@@ -519,7 +519,7 @@ func (c *Client) errClosed() error {
 // and, when ctx ends first, an error with ctx's that says the outcome of
 // op (the call, "unlock <name>" say) is unknown.
 func (c *Client) ask(ctx context.Context, requestID string, msg any, op func() string) (any, error) {
-	ch, _ := c.request(requestID, msg)
+	ch, _ := c.request(ctx, requestID, msg)
 	select {
 	case reply := <-ch:
 		c.mailbox.recycle(ch)
@@ -537,9 +537,16 @@ func (c *Client) ask(ctx context.Context, requestID string, msg any, op func() s
 // client's mailbox as its sender (post), and returns the channel its reply
 // comes on and the path msg took. The caller ends the wait with
 // mailbox.recycle(ch) once it took the reply out of the channel, or else
-// with mailbox.forget(requestID).
-func (c *Client) request(requestID string, msg any) (chan any, actors.Route) {
+// with mailbox.forget(requestID). A caller whose wait ctx can never end
+// (its Done is nil) waits for the reply whatever happens but Close, so its
+// goroutine makes the request's Redis call itself, when the request goes
+// straight to its key actor (actors.Routes.Call): no goroutine is woken
+// for the call, nor for the reply, which is often in ch on return.
+func (c *Client) request(ctx context.Context, requestID string, msg any) (chan any, actors.Route) {
 	ch := c.mailbox.expect(requestID)
+	if ctx.Done() == nil && !c.closed.Load() {
+		return ch, c.routes.Call(c.sys.Root, c.root, msg, c.mbPID)
+	}
 	return ch, c.post(msg)
 }
 

@@ -28,7 +28,7 @@ func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking 
 	if ctx.Err() != nil {
 		return nil, reqCtxErr(ctx, req, blocking)
 	}
-	ch, route := c.request(req.RequestID, req)
+	ch, route := c.request(ctx, req.RequestID, req)
 	var reply any
 	select {
 	case reply = <-ch:

@@ -1,0 +1,175 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/await"
+	"github.com/warden-go/warden/internal/redistest"
+)
+
+// goroutineID is the calling goroutine's number, from its stack's first
+// line ("goroutine 42 [running]:").
+func goroutineID() int64 {
+	var buf [64]byte
+	line := buf[:runtime.Stack(buf[:], false)]
+	line = bytes.TrimPrefix(line, []byte("goroutine "))
+	n, _ := strconv.ParseInt(string(line[:bytes.IndexByte(line, ' ')]), 10, 64)
+	return n
+}
+
+// onGoroutine runs call on a goroutine of its own and returns that
+// goroutine's number and call's error, failing the test when call does not
+// return within 5 s (call's context may never end: the test still does
+// not wait for ever).
+func onGoroutine(t *testing.T, call func() error) (int64, error) {
+	t.Helper()
+	type result struct {
+		id  int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { done <- result{goroutineID(), call()} }()
+	r := await.Value(t, done, 5*time.Second, "the call's return")
+	return r.id, r.err
+}
+
+// A caller whose context can never end makes the Redis calls of its Lock
+// and Unlock on its own goroutine once its name has a live key actor; a
+// caller whose context may end leaves them to the engine's workers, so
+// that it can return at once when its context ends
+// (TestContextEndingDuringAStalledCallReturnsAtOnce).
+func TestCallWhoseContextCannotEndRunsOnItsCaller(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	var on atomic.Int64 // the goroutine of the last script call on "caller-call"
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if len(sc.Keys) > 0 && sc.Keys[0] == "caller-call" {
+			on.Store(goroutineID())
+		}
+		return sc.Run()
+	})
+	l := c.Lock("caller-call")
+	bg := context.Background()
+	_, err := onGoroutine(t, func() error { return l.Lock(bg) }) // the first request spawns the key actor
+	require.NoError(t, err)
+
+	id, err := onGoroutine(t, func() error { return l.Unlock(bg) })
+	require.NoError(t, err)
+	assert.Equal(t, id, on.Load(), "the unlock's call was made on its caller's goroutine")
+	for i := range 3 {
+		id, err = onGoroutine(t, func() error { return l.Lock(context.WithoutCancel(bg)) })
+		require.NoError(t, err)
+		assert.Equal(t, id, on.Load(), "lock %d: the acquire's call was made on its caller's goroutine", i)
+		id, err = onGoroutine(t, func() error { return l.Unlock(bg) })
+		require.NoError(t, err)
+		assert.Equal(t, id, on.Load(), "unlock %d: the unlock's call was made on its caller's goroutine", i)
+	}
+	assert.Zero(t, e.rdb.Exists(testCtx(t), "caller-call").Val(), "the last unlock released the lock")
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	id, err = onGoroutine(t, func() error { return l.Lock(ctx) })
+	require.NoError(t, err)
+	assert.NotEqual(t, id, on.Load(), "a caller whose context may end leaves its acquire's call to a worker")
+	id, err = onGoroutine(t, func() error { return l.Unlock(ctx) })
+	require.NoError(t, err)
+	assert.NotEqual(t, id, on.Load(), "and its unlock's call")
+}
+
+// A panic in a Redis call made on its caller's goroutine (here a hook of
+// the engine's Redis client) reaches that caller, and the engine settles
+// the call as one whose outcome is unknown: it undoes the acquire, the
+// lock can be taken again, and Close does not wait for a call that never
+// ends.
+func TestPanicInACallOnItsCallerReachesTheCallerAndLeavesTheEngineWhole(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	ctx := testCtx(t)
+	var panics atomic.Int32
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if sc.Acquires() && len(sc.Keys) > 0 && sc.Keys[0] == "caller-panic" && panics.Add(-1) >= 0 {
+			sc.Run() // applied in Redis; then the reply is never seen
+			panic("hook failed")
+		}
+		return sc.Run()
+	})
+	l := c.Lock("caller-panic")
+	require.NoError(t, l.Lock(ctx)) // the key actor is live
+	require.NoError(t, l.Unlock(ctx))
+
+	panics.Store(1)
+	_, err := onGoroutine(t, func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("recovered: %v", r)
+			}
+		}()
+		return l.Lock(context.Background())
+	})
+	require.EqualError(t, err, "recovered: hook failed", "the panic reached the caller")
+	eventually(t, 5*time.Second, func() bool { return e.rdb.Exists(ctx, "caller-panic").Val() == 0 },
+		"the engine undoes the acquire the panicking call applied")
+
+	_, err = onGoroutine(t, func() error { return l.Lock(context.Background()) })
+	require.NoError(t, err, "the lock is taken again")
+	_, err = onGoroutine(t, func() error { return l.Unlock(context.Background()) })
+	require.NoError(t, err)
+	e.closing[c].Store(true)
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(ctx) }()
+	require.NoError(t, await.Value(t, closed, 5*time.Second, "Close"))
+}
+
+// Close while a Redis call made on its caller's goroutine is held in
+// Redis: Close waits for that call, as it waits for a worker's, and once
+// it is let through both the caller and Close return.
+func TestCloseDuringACallOnItsCallerReturnsOnceTheCallEnds(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	c := e.newClient(t)
+	ctx := testCtx(t)
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var holdNext atomic.Bool
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		if sc.Acquires() && len(sc.Keys) > 0 && sc.Keys[0] == "caller-close" && holdNext.CompareAndSwap(true, false) {
+			entered <- struct{}{}
+			<-gate
+		}
+		return sc.Run()
+	})
+	l := c.Lock("caller-close")
+	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+
+	holdNext.Store(true)
+	locked := make(chan error, 1)
+	go func() { locked <- l.Lock(context.Background()) }()
+	await.Value(t, entered, 5*time.Second, "the acquire reaching Redis")
+	e.closing[c].Store(true)
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(ctx) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while the engine's call was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(gate)
+	require.NoError(t, await.Value(t, closed, 5*time.Second, "Close once the call ended"))
+	err := await.Value(t, locked, 5*time.Second, "the caller once the call ended")
+	if err != nil {
+		require.ErrorIs(t, err, client.ErrClosed)
+	}
+}
