@@ -2,7 +2,12 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,4 +239,110 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 	b.ReportMetric(mOff, "ns/pair-off")
 	b.ReportMetric(mOn, "ns/pair-on")
 	b.ReportMetric(mOn/mOff, "on/off")
+}
+
+// BenchmarkLockUnlockParallelCluster is workload (b) on a 3-master Redis
+// Cluster: 16 goroutines lock and unlock 16 names, all of one hash slot
+// ("{bench}:0" ...: their concurrent calls go as batch script calls on
+// that slot's master) or each of its own ("bench:0" ...: every call on
+// its own). It reports Redis's CPU a pair (every master's used_cpu_user
+// and used_cpu_sys) and this process's (getrusage), the client's.
+func BenchmarkLockUnlockParallelCluster(b *testing.B) {
+	cl := redistest.StartCluster(b, 3)
+	cc := cl.Client(b)
+	c, err := client.New(cc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	ctx := context.Background()
+	for _, layout := range []struct{ name, format string }{{"one-slot", "{bench}:%d"}, {"spread", "bench:%d"}} {
+		b.Run(layout.name, func(b *testing.B) {
+			locks := make([]*client.Lock, 16)
+			for i := range locks {
+				locks[i] = c.Lock(fmt.Sprintf(layout.format, i))
+				if err := locks[i].Lock(ctx); err != nil { // key actors live, scripts loaded
+					b.Fatal(err)
+				}
+				if err := locks[i].Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next atomic.Int32
+			redisBefore, clientBefore, callsBefore := clusterCPU(b, cl), processCPU(b), clusterScriptCalls(b, cl)
+			b.ResetTimer()
+			b.SetParallelism(8) // 16 goroutines on the machine's 2 CPUs
+			b.RunParallel(func(pb *testing.PB) {
+				l := locks[int(next.Add(1)-1)%len(locks)]
+				for pb.Next() {
+					if err := l.Lock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Unlock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64((clusterCPU(b, cl)-redisBefore).Microseconds())/float64(b.N), "redis-µs/pair")
+			b.ReportMetric(float64((processCPU(b)-clientBefore).Microseconds())/float64(b.N), "client-µs/pair")
+			b.ReportMetric(float64(clusterScriptCalls(b, cl)-callsBefore)/float64(b.N), "evalsha/pair")
+		})
+	}
+}
+
+// clusterCPU is the CPU every master of cl has used (INFO cpu).
+func clusterCPU(b *testing.B, cl *redistest.Cluster) time.Duration {
+	var total time.Duration
+	for _, n := range cl.Nodes() {
+		info, err := n.Client(b).Info(context.Background(), "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+				s, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += time.Duration(s * float64(time.Second))
+			}
+		}
+	}
+	return total
+}
+
+// clusterScriptCalls is how many EVALSHA calls every master of cl has run
+// (INFO commandstats).
+func clusterScriptCalls(b *testing.B, cl *redistest.Cluster) int64 {
+	var total int64
+	for _, n := range cl.Nodes() {
+		info, err := n.Client(b).Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
+				calls, _, _ := strings.Cut(rest, ",")
+				n, err := strconv.ParseInt(calls, 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// processCPU is the CPU this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,7 @@ import (
 // There is no goroutine of its own: the callers do the flushing. In a
 // pipeline, two or more calls of the plain lock's acquire, or of the
 // unlock, go as one call of a batch script that runs each as its own
-// script would (batchScript), except on a Cluster.
+// script would (batchScript); on a Cluster, two or more of one hash slot.
 type AutoPipeline struct {
 	Redis
 
@@ -205,31 +206,41 @@ type callGroup struct {
 
 // grouped returns the calls of batch that go in the pipeline as they are,
 // and appends to groups the calls of each batch script that has two or
-// more of them (batchFor), to go as one call of it. On a Cluster nothing
-// is grouped: one script call cannot span slots.
+// more of them (batchFor), to go as one call of it. On a Cluster a group
+// is also of one hash slot, that of its calls' first key (every key of a
+// call is in its slot): one script call cannot span slots, and names that
+// share a hash tag ("{order}:a", "{order}:b") share one.
 func (p *AutoPipeline) grouped(batch []*pipedCall, groups *[]callGroup) []*pipedCall {
-	if p.cluster {
-		return batch
-	}
-	of := make([][]*pipedCall, len(batchScripts))
+	type groupKey struct{ script, slot int }
+	var keys []groupKey
+	var of [][]*pipedCall
 	rest := batch[:0:0]
 	for _, c := range batch {
-		if i := batchFor(c.cmd); i >= 0 {
-			of[i] = append(of[i], c)
+		i := batchFor(c.cmd)
+		if i < 0 {
+			rest = append(rest, c)
 			continue
 		}
-		rest = append(rest, c)
-	}
-	for i, calls := range of {
-		switch len(calls) {
-		case 0:
-		case 1:
-			rest = append(rest, calls[0])
-		default:
-			*groups = append(*groups, callGroup{b: batchScripts[i], calls: calls})
-			p.scriptBatches.Add(1)
-			p.scriptBatched.Add(uint64(len(calls)))
+		k := groupKey{script: i}
+		if p.cluster {
+			key, _ := c.cmd.Args()[3].(string) // a batched script's calls have keys
+			k.slot = Slot(key)
 		}
+		j := slices.Index(keys, k)
+		if j < 0 {
+			j = len(keys)
+			keys, of = append(keys, k), append(of, nil)
+		}
+		of[j] = append(of[j], c)
+	}
+	for j, calls := range of {
+		if len(calls) == 1 {
+			rest = append(rest, calls[0])
+			continue
+		}
+		*groups = append(*groups, callGroup{b: batchScripts[keys[j].script], calls: calls})
+		p.scriptBatches.Add(1)
+		p.scriptBatched.Add(uint64(len(calls)))
 	}
 	return rest
 }

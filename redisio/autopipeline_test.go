@@ -3,6 +3,7 @@ package redisio
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,10 +157,79 @@ func TestAutoPipelineOnACluster(t *testing.T) {
 	batches, _ := p.Stats()
 	assert.Positive(t, batches)
 	scripted, _ := p.ScriptBatches()
+	// (auto:0 .. auto:23 are 24 distinct slots.)
 	assert.Zero(t, scripted, "no batch script call spans a Cluster's slots")
 	ctx := context.Background()
 	for w := range 24 {
 		assert.Zero(t, cc.Exists(ctx, fmt.Sprintf("auto:%d", w)).Val())
 	}
 	var _ Redis = (*redis.ClusterClient)(nil)
+}
+
+// On a cluster, calls of a batched script whose names share a hash slot
+// ("{t}:0", "{t}:1", ...) go as one batch script call on that slot's
+// master; calls of other slots go as they are, beside it in the pipeline.
+// Each gets its own reply, and a batch script a master does not know
+// (after SCRIPT FLUSH) runs by EVAL.
+func TestAutoPipelineBatchesOneSlotOnACluster(t *testing.T) {
+	ctx := context.Background()
+	cc := redistest.StartCluster(t, 3).Client(t)
+	s := newScripts(t)
+	p := NewAutoPipeline(cc)
+	names := []string{"{t}:0", "{t}:1", "a", "{t}:2", "b", "{t}:3", "{u}:0"}
+	acquire := func(round int, names []string) {
+		t.Helper()
+		var batch []*pipedCall
+		for i, name := range names {
+			call := s.acquireCall(s.LockArgs(name), "o", fmt.Sprint("r", round, i), time.Minute, false, false)
+			batch = append(batch, &pipedCall{ctx: ctx, cmd: call.cmd(ctx)})
+		}
+		p.send(batch)
+		for i, c := range batch {
+			res, err := acquireReply("acquire", names[i], c.cmd)
+			require.NoError(t, err, "round %d, call %d (%s)", round, i, names[i])
+			assert.Equal(t, AcquireResult{Acquired: true, HoldCount: round + 1}, res, "round %d, call %d (%s)", round, i, names[i])
+		}
+	}
+	load := func() {
+		t.Helper()
+		require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return s.Load(ctx, m) }))
+	}
+	load()
+	acquire(0, names)
+	// The batch script gone from the masters: the batch runs by EVAL. (A
+	// lone call's NOSCRIPT is its caller's to answer, by EVAL: see
+	// scriptCall.run.)
+	require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return m.ScriptFlush(ctx).Err()
+	}))
+	acquire(1, []string{"{t}:0", "{t}:1", "{t}:2", "{t}:3"})
+	batches, calls := p.ScriptBatches()
+	assert.Equal(t, []uint64{2, 8}, []uint64{batches, calls}, "the four {t} calls as one batch, each round")
+	for i, name := range names {
+		want := "1"
+		if strings.HasPrefix(name, "{t}") {
+			want = "2"
+		}
+		assert.Equal(t, want, cc.HGet(ctx, name, "o").Val(), "call %d (%s)", i, name)
+	}
+	load()
+
+	// Unlocks of one slot batch too, each with its own reply.
+	var batch []*pipedCall
+	for i, name := range names {
+		call := s.unlockCall(s.LockArgs(name), "o", fmt.Sprint("u", i), time.Minute, s.publishArg)
+		batch = append(batch, &pipedCall{ctx: ctx, cmd: call.cmd(ctx)})
+	}
+	p.send(batch)
+	for i, c := range batch {
+		require.NoError(t, c.cmd.Err(), "unlock %d (%s)", i, names[i])
+		if !strings.HasPrefix(names[i], "{t}") {
+			assert.Zero(t, cc.Exists(ctx, names[i]).Val(), "unlock %d (%s) released its one hold", i, names[i])
+			continue
+		}
+		assert.Equal(t, "1", cc.HGet(ctx, names[i], "o").Val(), "unlock %d (%s) took one of two holds", i, names[i])
+	}
+	batches, calls = p.ScriptBatches()
+	assert.Equal(t, []uint64{3, 12}, []uint64{batches, calls})
 }

@@ -116,7 +116,9 @@ func (b *batchScript) cmd(ctx context.Context, calls []*pipedCall, eval bool) *r
 	for _, c := range calls {
 		args = append(args, c.cmd.Args()[3+b.nk:]...)
 	}
-	return redis.NewCmd(ctx, args...)
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3) // a Cluster pipeline routes it by its first key (every key is in one slot)
+	return cmd
 }
 
 // answer gives each of calls its reply from the batch's: its element, an
