@@ -2,11 +2,13 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warden-go/warden/internal/await"
@@ -47,9 +49,13 @@ func panicOnce(armed *atomic.Bool, why string) {
 // for it for ever, undoes the acquire it made, and answers the request.
 func TestFailureAfterACallWasHandedToItsPosterDoesNotWaitForIt(t *testing.T) {
 	var armed atomic.Bool
+	var routes *Routes
 	e, routes := routedEngine(t, func(c *Config) {
-		c.opStarted = func(_ *keyActor, o *op) {
-			if o.kind == opAttempt && o.owner == "p" {
+		c.opStarted = func(a *keyActor, o *op) {
+			// Only a call handed to its poster: a request posted while a
+			// worker still ran a turn of the actor may find its offer
+			// withdrawn, and the test tries again.
+			if e := routes.load(a.key); o.kind == opAttempt && o.owner == "p" && e != nil && e.handed.Load() == o {
 				panicOnce(&armed, "a bug after the call was handed over")
 			}
 		}
@@ -58,11 +64,20 @@ func TestFailureAfterACallWasHandedToItsPosterDoesNotWaitForIt(t *testing.T) {
 	require.IsType(t, &messages.Released{}, e.send(t, routes, &messages.Release{Name: "handed", Owner: "x", RequestID: "x2"}))
 
 	armed.Store(true)
-	r := e.call(t, routes, &messages.Acquire{Name: "handed", Owner: "p", RequestID: "p1", Lease: time.Minute})
-	require.IsType(t, &messages.AcquireFailed{}, r)
-	require.ErrorContains(t, r.(*messages.AcquireFailed).Err, "internal error")
-	require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "handed").Val() == 0 },
-		5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire its call made")
+	for i := range 20 {
+		r := e.call(t, routes, &messages.Acquire{Name: "handed", Owner: "p", RequestID: fmt.Sprint("p", i), Lease: time.Minute})
+		if _, ok := r.(*messages.Acquired); ok { // its call ran on a worker
+			require.IsType(t, &messages.Released{}, e.call(t, routes, &messages.Release{Name: "handed", Owner: "p", RequestID: fmt.Sprint("u", i)}))
+			continue
+		}
+		require.False(t, armed.Load(), "the actor failed where the test made it")
+		require.IsType(t, &messages.AcquireFailed{}, r)
+		require.ErrorContains(t, r.(*messages.AcquireFailed).Err, "internal error")
+		require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "handed").Val() == 0 },
+			5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire its call made")
+		return
+	}
+	t.Fatal("within 20 tries, no acquire's call was handed to its poster")
 }
 
 // A key actor that fails in its turn on a call's result, run on the
@@ -70,11 +85,21 @@ func TestFailureAfterACallWasHandedToItsPosterDoesNotWaitForIt(t *testing.T) {
 // that call to end: it has, but for the result's delivery this turn is
 // part of.
 func TestFailureInTheTurnOnACallsResultDoesNotWaitForThatCall(t *testing.T) {
-	var armed atomic.Bool
+	var armed, armHanded atomic.Bool
+	var handed atomic.Pointer[op] // the last attempt of q's handed to its poster
+	var routes *Routes
 	e, routes := routedEngine(t, func(c *Config) {
+		c.opStarted = func(a *keyActor, o *op) {
+			if e := routes.load(a.key); o.kind == opAttempt && o.owner == "q" && e != nil && e.handed.Load() == o {
+				handed.Store(o)
+			}
+		}
 		c.opDoneSeen = func(_ *keyActor, d *opDone) {
 			if d.op.kind == opAttempt && d.op.owner == "q" {
 				panicOnce(&armed, "a bug in the turn on a result")
+				if handed.CompareAndSwap(d.op, nil) {
+					panicOnce(&armHanded, "a bug in the turn on a result made on its caller")
+				}
 			}
 		}
 	})
@@ -85,13 +110,51 @@ func TestFailureInTheTurnOnACallsResultDoesNotWaitForThatCall(t *testing.T) {
 	require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "result").Val() == 0 },
 		5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire")
 
-	armed.Store(true) // again, with the call made on the caller's goroutine
+	// Again, with the call made on its caller's goroutine (its result's
+	// turn then runs there, as it ran on the worker above).
 	require.Eventually(t, func() bool { return e.keyActors(t) == 0 }, 5*time.Second, 5*time.Millisecond, "root stopped the failed actor")
 	require.IsType(t, &messages.Acquired{}, e.send(t, routes, &messages.Acquire{Name: "result", Owner: "x", RequestID: "x1", Lease: time.Minute}))
 	require.IsType(t, &messages.Released{}, e.send(t, routes, &messages.Release{Name: "result", Owner: "x", RequestID: "x2"}))
-	r = e.call(t, routes, &messages.Acquire{Name: "result", Owner: "q", RequestID: "q2", Lease: time.Minute})
-	require.IsType(t, &messages.AcquireFailed{}, r)
-	require.ErrorContains(t, r.(*messages.AcquireFailed).Err, "internal error")
-	require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "result").Val() == 0 },
-		5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire")
+	armHanded.Store(true)
+	for i := range 20 {
+		r = e.call(t, routes, &messages.Acquire{Name: "result", Owner: "q", RequestID: fmt.Sprint("q", i+2), Lease: time.Minute})
+		if _, ok := r.(*messages.Acquired); ok { // its call ran on a worker
+			require.IsType(t, &messages.Released{}, e.call(t, routes, &messages.Release{Name: "result", Owner: "q", RequestID: fmt.Sprint("u", i)}))
+			continue
+		}
+		require.False(t, armHanded.Load(), "the actor failed where the test made it")
+		require.IsType(t, &messages.AcquireFailed{}, r)
+		require.ErrorContains(t, r.(*messages.AcquireFailed).Err, "internal error")
+		require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "result").Val() == 0 },
+			5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire")
+		return
+	}
+	t.Fatal("within 20 tries, no acquire's call was handed to its poster")
+}
+
+// An offer is taken only by its own request's call: another request's call
+// (an attempt of another waiter, an internal release) goes to the workers,
+// so a caller never waits on, nor meets the faults of, a call not its own.
+func TestOfferIsTakenOnlyByItsOwnRequestsCall(t *testing.T) {
+	mine := &messages.Acquire{Name: "n", Owner: "me", RequestID: "r1"}
+	other := &messages.Acquire{Name: "n", Owner: "other", RequestID: "r1"} // the same ID, another request
+	release := &messages.Release{Name: "n", Owner: "me", RequestID: "r2"}
+	attempt := func(m *messages.Acquire) *op { return &op{kind: opAttempt, w: &waiter{req: m}} }
+
+	var e keyEntry
+	require.True(t, e.offer(&mine.RequestID))
+	require.False(t, e.offer(&release.RequestID), "one offer stands at a time")
+	assert.False(t, e.handOver(attempt(other)), "another request's attempt")
+	assert.False(t, e.handOver(&op{kind: opRelease, owner: "me"}), "an internal release, no caller's")
+	assert.False(t, e.handOver(&op{kind: opUndo, w: &waiter{req: mine}}), "an undo of my request: no caller waits on it")
+	assert.Nil(t, e.handed.Load())
+	o := attempt(mine)
+	require.True(t, e.handOver(o), "my request's attempt")
+	assert.Same(t, o, e.handed.Load())
+	assert.False(t, e.handOver(attempt(mine)), "taken once")
+
+	var f keyEntry
+	require.True(t, f.offer(&release.RequestID))
+	assert.True(t, f.handOver(&op{kind: opRelease, req: release}), "a Release's own call")
+	assert.Same(t, callTaken, f.offered.Load())
 }

@@ -271,29 +271,40 @@ func (a *keyActor) startRelease(ctx actor.Context, o *op, h *holding, lease time
 
 // run makes o's Redis call, on one of the engine's workers or on the
 // goroutine its caller waits on (dispatch), and sends the result to the
-// key actor as an opDone.
+// key actor as an opDone. A panic in the call (a hook of the user's Redis
+// client, say) is settled as a call whose outcome is unknown, as a lost
+// reply would be, once the actor has the result, and then goes on: on a
+// worker it ends the process; on a caller's goroutine, whose own request
+// the call was, it reaches that caller.
 func (o *op) run() {
+	d := &o.done
+	panicked := o.call(d)
+	o.send(d)
+	if panicked != nil {
+		panic(panicked)
+	}
+}
+
+// call makes o's Redis call and fills d with its result. A panic in it is
+// recovered, d then saying the outcome is unknown (for a handoff, of the
+// unlock and of the next waiter's acquire both), and returned.
+func (o *op) call(d *opDone) (panicked any) {
 	a := o.a
 	cfg, rio, lease := a.refs.cfg, o.lockIO, o.callLease
+	*d = opDone{op: o}
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("warden: the Redis call of %s panicked, its outcome unknown: %v", rio.name, r)
+			*d = opDone{op: o, err: err, handoff: redisio.HandoffResult{UnlockErr: err, AcquireErr: err}}
+			panicked = r
+		}
+	}()
 	c, cancel := cfg.ioContext()
 	if o.closing {
 		cancel()
 		c, cancel = cfg.detachedContext(closingUndoTimeout)
 	}
 	defer cancel()
-	d := &o.done
-	*d = opDone{op: o}
-	defer func() {
-		// A panic in the call (a hook of the user's Redis client, say):
-		// the actor settles the call as one whose outcome is unknown, as it
-		// would a lost reply, and the panic goes on. On a worker it ends
-		// the process; on a caller's goroutine it reaches the caller.
-		if r := recover(); r != nil {
-			*d = opDone{op: o, err: fmt.Errorf("warden: the Redis call of %s panicked: %v", rio.name, r)}
-			o.send(d)
-			panic(r)
-		}
-	}()
 	switch o.kind {
 	case opAttempt:
 		d.acquire, d.err = rio.acquireSynced(c, o.w, lease)
@@ -323,7 +334,7 @@ func (o *op) run() {
 	case opExtend:
 		d.held, d.err = rio.extend(c, o.owner, lease)
 	}
-	o.send(d)
+	return nil
 }
 
 // send ends o's call: the actor's wait for its calls (stopCalls) is over,

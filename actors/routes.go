@@ -157,11 +157,12 @@ type keyEntry struct {
 	// direct counts the requests senders sent straight to the actor, and
 	// has routeClosed set once root stopped taking more (close, closeAt).
 	direct atomic.Uint64
-	// caller is the goroutine offered for the actor's next Redis call
-	// while a request is being posted by Routes.Call: &callerOffer while
-	// the offer stands, the op the actor handed it once taken, nil with
-	// no offer (caller_calls.go).
-	caller atomic.Pointer[op]
+	// offered is the request whose poster offers its goroutine for the
+	// request's Redis call while Routes.Call posts it (its RequestID
+	// field), callTaken once the actor took the offer, nil with no offer;
+	// handed is the call taken (caller_calls.go).
+	offered atomic.Pointer[string]
+	handed  atomic.Pointer[op]
 }
 
 // routeClosed is keyEntry.direct's flag of an entry no sender may use.
@@ -214,25 +215,28 @@ func (r *Routes) Request(s actor.SenderContext, root *actor.PID, msg any, sender
 }
 
 // Call is Request for a caller whose goroutine waits for the answer and
-// cannot leave before it comes (its context can never end): a request
-// that goes straight to its key actor offers that goroutine for the
-// actor's next Redis call, which the goroutine makes itself once msg is
-// posted, instead of the engine's workers (caller_calls.go). Most often
+// cannot leave before it comes (its context can never end): an Acquire or
+// Release that goes straight to its key actor offers that goroutine for
+// the request's own Redis call, which the goroutine makes itself once msg
+// is posted, instead of the engine's workers (caller_calls.go). Most often
 // that call is msg's own: the actor's turn on msg ran on this goroutine
 // (the mailbox was idle), and so does its turn on the call's result,
 // which answers msg before Call returns, all without waking another
 // goroutine.
 func (r *Routes) Call(s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) Route {
+	id := offerFor(msg)
+	if id == nil {
+		return r.Request(s, root, msg, sender)
+	}
 	e := r.straight(msg)
 	if e == nil {
 		s.RequestWithCustomSender(root, msg, sender)
 		return Route{}
 	}
-	offered := e.offer()
-	s.RequestWithCustomSender(e.pid, msg, sender)
-	if offered {
-		e.withdraw()
+	if e.offer(id) {
+		defer e.withdraw(id)
 	}
+	s.RequestWithCustomSender(e.pid, msg, sender)
 	return Route{e: e}
 }
 

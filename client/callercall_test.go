@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,12 +64,25 @@ func TestCallWhoseContextCannotEndRunsOnItsCaller(t *testing.T) {
 	})
 	l := c.Lock("caller-call")
 	bg := context.Background()
-	_, err := onGoroutine(t, func() error { return l.Lock(bg) }) // the first request spawns the key actor
-	require.NoError(t, err)
-
-	id, err := onGoroutine(t, func() error { return l.Unlock(bg) })
-	require.NoError(t, err)
-	assert.Equal(t, id, on.Load(), "the unlock's call was made on its caller's goroutine")
+	// The first request spawns the key actor (through root: its call goes
+	// to a worker), and a request posted while a worker still runs a turn
+	// of the actor may find its offer withdrawn; once a pair made both its
+	// calls on its caller, the actor's last turn ran there too and every
+	// pair after it starts on an idle mailbox.
+	warm := false
+	for range 20 {
+		idL, err := onGoroutine(t, func() error { return l.Lock(bg) })
+		require.NoError(t, err)
+		onL := on.Load()
+		idU, err := onGoroutine(t, func() error { return l.Unlock(bg) })
+		require.NoError(t, err)
+		if warm = idL == onL && idU == on.Load(); warm {
+			break
+		}
+	}
+	require.True(t, warm, "within 20 pairs, one made both its calls on its callers' goroutines")
+	var id int64
+	var err error
 	for i := range 3 {
 		id, err = onGoroutine(t, func() error { return l.Lock(context.WithoutCancel(bg)) })
 		require.NoError(t, err)
@@ -98,9 +112,11 @@ func TestPanicInACallOnItsCallerReachesTheCallerAndLeavesTheEngineWhole(t *testi
 	e, h := hookedEnv(t, clockwork.NewRealClock())
 	c := e.newClient(t)
 	ctx := testCtx(t)
-	var panics atomic.Int32
+	var caller atomic.Int64 // the goroutine whose acquire's call panics
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
-		if sc.Acquires() && len(sc.Keys) > 0 && sc.Keys[0] == "caller-panic" && panics.Add(-1) >= 0 {
+		// Only on the caller's goroutine: a worker's panic would end the
+		// test binary, as it ends any process.
+		if sc.Acquires() && len(sc.Keys) > 0 && sc.Keys[0] == "caller-panic" && goroutineID() == caller.Load() {
 			sc.Run() // applied in Redis; then the reply is never seen
 			panic("hook failed")
 		}
@@ -110,15 +126,28 @@ func TestPanicInACallOnItsCallerReachesTheCallerAndLeavesTheEngineWhole(t *testi
 	require.NoError(t, l.Lock(ctx)) // the key actor is live
 	require.NoError(t, l.Unlock(ctx))
 
-	panics.Store(1)
-	_, err := onGoroutine(t, func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("recovered: %v", r)
+	// A request posted while a worker still runs a turn of the actor may
+	// find its offer withdrawn (its call then runs on a worker, and the
+	// hook lets it be): try again.
+	var err error
+	for range 20 {
+		_, err = onGoroutine(t, func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("recovered: %v", r)
+				}
+			}()
+			caller.Store(goroutineID())
+			if err := l.Lock(context.Background()); err != nil {
+				return err
 			}
-		}()
-		return l.Lock(context.Background())
-	})
+			return l.Unlock(context.Background())
+		})
+		if err != nil {
+			break
+		}
+	}
+	caller.Store(0)
 	require.EqualError(t, err, "recovered: hook failed", "the panic reached the caller")
 	eventually(t, 5*time.Second, func() bool { return e.rdb.Exists(ctx, "caller-panic").Val() == 0 },
 		"the engine undoes the acquire the panicking call applied")
@@ -141,23 +170,51 @@ func TestCloseDuringACallOnItsCallerReturnsOnceTheCallEnds(t *testing.T) {
 	c := e.newClient(t)
 	ctx := testCtx(t)
 	gate := make(chan struct{})
-	entered := make(chan struct{}, 1)
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	t.Cleanup(open) // a failing test does not leave the call held
+	entered := make(chan int64, 1)
 	var holdNext atomic.Bool
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
 		if sc.Acquires() && len(sc.Keys) > 0 && sc.Keys[0] == "caller-close" && holdNext.CompareAndSwap(true, false) {
-			entered <- struct{}{}
+			entered <- goroutineID()
 			<-gate
 		}
 		return sc.Run()
 	})
 	l := c.Lock("caller-close")
-	require.NoError(t, l.Lock(ctx))
-	require.NoError(t, l.Unlock(ctx))
+	bg := context.Background()
+	// Until a pair runs on its caller (see TestCallWhoseContextCannotEndRunsOnItsCaller).
+	for range 20 {
+		_, err := onGoroutine(t, func() error { return l.Lock(bg) })
+		require.NoError(t, err)
+		_, err = onGoroutine(t, func() error { return l.Unlock(bg) })
+		require.NoError(t, err)
+		holdNext.Store(true)
+		caller := make(chan int64, 1)
+		locked := make(chan error, 1)
+		go func() { caller <- goroutineID(); locked <- l.Lock(bg) }()
+		callerID := await.Value(t, caller, 5*time.Second, "the caller")
+		if on := await.Value(t, entered, 5*time.Second, "the acquire reaching Redis"); on != callerID {
+			open() // on a worker this time: let it through and try again
+			require.NoError(t, await.Value(t, locked, 5*time.Second, "the acquire"))
+			require.NoError(t, l.Unlock(ctx))
+			gate = make(chan struct{})
+			opened = sync.Once{}
+			continue
+		}
+		closeWhileHeld(t, e, c, locked, open)
+		return
+	}
+	t.Fatal("within 20 tries, no acquire's call was made on its caller's goroutine")
+}
 
-	holdNext.Store(true)
-	locked := make(chan error, 1)
-	go func() { locked <- l.Lock(context.Background()) }()
-	await.Value(t, entered, 5*time.Second, "the acquire reaching Redis")
+// closeWhileHeld closes c while the acquire that locked reports on is held
+// in Redis, and checks that Close waits for it and that both return once
+// open lets it through.
+func closeWhileHeld(t *testing.T, e *env, c *client.Client, locked <-chan error, open func()) {
+	t.Helper()
+	ctx := testCtx(t)
 	e.closing[c].Store(true)
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(ctx) }()
@@ -166,7 +223,7 @@ func TestCloseDuringACallOnItsCallerReturnsOnceTheCallEnds(t *testing.T) {
 		t.Fatalf("Close returned (%v) while the engine's call was in flight", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(gate)
+	open()
 	require.NoError(t, await.Value(t, closed, 5*time.Second, "Close once the call ended"))
 	err := await.Value(t, locked, 5*time.Second, "the caller once the call ended")
 	if err != nil {

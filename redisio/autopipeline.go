@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -116,13 +117,8 @@ func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 		// Alone: sent at once on a slot of its own, with nothing to queue.
 		p.inflight++
 		p.mu.Unlock()
+		defer p.freeSlot() // a panic in the call (a hook) gives the slot back too
 		_ = p.Redis.Process(ctx, cmd)
-		p.mu.Lock()
-		p.inflight--
-		if len(p.queue) > 0 {
-			p.cond.Broadcast() // calls queued meanwhile: one of them sends
-		}
-		p.mu.Unlock()
 		return cmd
 	}
 	c := &pipedCall{ctx: ctx, cmd: cmd}
@@ -141,7 +137,7 @@ func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 				p.piped += uint64(n)
 			}
 			p.mu.Unlock()
-			p.send(batch)
+			p.flush(batch)
 			p.mu.Lock()
 			p.inflight--
 			for _, b := range batch {
@@ -154,6 +150,38 @@ func (p *AutoPipeline) do(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	}
 	p.mu.Unlock()
 	return cmd
+}
+
+// freeSlot gives back the flush slot of a call sent alone.
+func (p *AutoPipeline) freeSlot() {
+	p.mu.Lock()
+	p.inflight--
+	if len(p.queue) > 0 {
+		p.cond.Broadcast() // calls queued meanwhile: one of them sends
+	}
+	p.mu.Unlock()
+}
+
+// flush sends batch (send). Should that panic (a hook of the client, say),
+// every call of batch fails with the panic, as a call whose outcome is
+// unknown, and is answered, its slot given back, before the panic goes on:
+// no caller waits for ever on a flush that never ends.
+func (p *AutoPipeline) flush(batch []*pipedCall) {
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("warden: a pipeline of %d calls panicked, their outcome unknown: %v", len(batch), r)
+			p.mu.Lock()
+			p.inflight--
+			for _, b := range batch {
+				b.cmd.SetErr(err)
+				b.done = true
+			}
+			p.cond.Broadcast()
+			p.mu.Unlock()
+			panic(r)
+		}
+	}()
+	p.send(batch)
 }
 
 // send runs a batch: a lone call on its caller's context, as a plain call;
@@ -214,6 +242,10 @@ func (p *AutoPipeline) grouped(batch []*pipedCall, groups *[]callGroup) []*piped
 	type groupKey struct{ script, slot int }
 	var keys []groupKey
 	var of [][]*pipedCall
+	var at map[groupKey]int // keys' indexes, on a Cluster (a batch may span many slots)
+	if p.cluster {
+		at = map[groupKey]int{}
+	}
 	rest := batch[:0:0]
 	for _, c := range batch {
 		i := batchFor(c.cmd)
@@ -221,15 +253,22 @@ func (p *AutoPipeline) grouped(batch []*pipedCall, groups *[]callGroup) []*piped
 			rest = append(rest, c)
 			continue
 		}
-		k := groupKey{script: i}
+		k, j := groupKey{script: i}, -1
 		if p.cluster {
 			key, _ := c.cmd.Args()[3].(string) // a batched script's calls have keys
 			k.slot = Slot(key)
+			if v, ok := at[k]; ok {
+				j = v
+			}
+		} else {
+			j = slices.Index(keys, k) // one group a batched script
 		}
-		j := slices.Index(keys, k)
 		if j < 0 {
 			j = len(keys)
 			keys, of = append(keys, k), append(of, nil)
+			if at != nil {
+				at[k] = j
+			}
 		}
 		of[j] = append(of[j], c)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,4 +233,65 @@ func TestAutoPipelineBatchesOneSlotOnACluster(t *testing.T) {
 	}
 	batches, calls = p.ScriptBatches()
 	assert.Equal(t, []uint64{3, 12}, []uint64{batches, calls})
+}
+
+// panicHook panics in the next calls and pipelines while left is above 0,
+// as a broken hook of the user's client would.
+type panicHook struct{ left *atomic.Int32 }
+
+func (h panicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h panicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.left.Add(-1) >= 0 {
+			panic("hook failed")
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.left.Add(-1) >= 0 {
+			panic("hook failed")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A panic in the client under the pipelining (a hook of the user's) goes on
+// to the caller that flushed, but the pipelining keeps no trace of it:
+// the flush slot of a call sent alone comes back, and every call of a
+// pipeline that panicked is answered with an error, so none waits for
+// ever and the next calls run.
+func TestAutoPipelineSurvivesAPanickingHook(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	var left atomic.Int32
+	rdb.AddHook(panicHook{&left})
+	p := NewAutoPipeline(rdb)
+	left.Store(flushSlots + 1)
+	for range flushSlots + 1 {
+		require.PanicsWithValue(t, "hook failed", func() { p.Eval(ctx, "return 1", []string{"k"}) })
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- p.Eval(ctx, "return 1", []string{"k"}).Err() }()
+	require.NoError(t, await.Value(t, ran, 5*time.Second, "a call after the panics"), "every flush slot came back")
+
+	left.Store(1)
+	batch := []*pipedCall{
+		{ctx: ctx, cmd: redis.NewCmd(ctx, "eval", "return 1", 1, "a")},
+		{ctx: ctx, cmd: redis.NewCmd(ctx, "eval", "return 2", 1, "b")},
+	}
+	p.mu.Lock()
+	p.inflight++ // as do takes a slot for the flush
+	p.mu.Unlock()
+	require.PanicsWithValue(t, "hook failed", func() { p.flush(batch) })
+	for i, c := range batch {
+		assert.True(t, c.done, "call %d answered", i)
+		assert.ErrorContains(t, c.cmd.Err(), "panicked, their outcome unknown: hook failed", "call %d", i)
+	}
+	p.mu.Lock()
+	assert.Zero(t, p.inflight, "the flush's slot came back")
+	p.mu.Unlock()
+	go func() { ran <- p.Eval(ctx, "return 1", []string{"k"}).Err() }()
+	require.NoError(t, await.Value(t, ran, 5*time.Second, "a call after the pipeline's panic"))
 }
