@@ -89,16 +89,27 @@ func moveThreads(pid int, set unix.CPUSet) (restore func(), err error) {
 	was := map[int]unix.CPUSet{}
 	restore = func() {
 		main, ok := was[pid]
-		_ = eachThread(pid, func(tid int) error {
-			old, seen := was[tid]
-			if !seen && !ok {
+		// A thread a thread not put back yet starts meanwhile inherits the
+		// pinned CPUs: go over the threads until a pass finds none new.
+		back := map[int]bool{}
+		for fresh := true; fresh; {
+			fresh = false
+			_ = eachThread(pid, func(tid int) error {
+				if back[tid] {
+					return nil
+				}
+				back[tid], fresh = true, true
+				old, seen := was[tid]
+				if !seen && !ok {
+					return nil
+				}
+				if !seen {
+					old = main
+				}
+				_ = unix.SchedSetaffinity(tid, &old) // one that fails (ended) stops no other
 				return nil
-			}
-			if !seen {
-				old = main
-			}
-			return ignoreGone(unix.SchedSetaffinity(tid, &old))
-		})
+			})
+		}
 	}
 	done := map[int]bool{}
 	for {
