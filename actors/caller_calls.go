@@ -11,9 +11,10 @@ import "github.com/warden-go/warden/messages"
 // the posting goroutine in the name's entry (keyEntry.offered) while it
 // posts the request; the key actor, starting that request's call
 // (keyActor.dispatch), takes the offer if it still stands, and the
-// goroutine makes the call once the post returns (keyEntry.withdraw). The actor's state is still
-// touched only in its turns: the call reads only what start prepared for
-// it, as on a worker, and its result comes back as a message.
+// goroutine makes the call once the post returns (keyEntry.withdraw).
+// The actor's state is still touched only in its turns: the call reads
+// only what start prepared for it, as on a worker, and its result comes
+// back as a message.
 //
 // A caller whose context may end keeps the workers: it must be able to
 // return at once, while a Redis call in go-redis cannot be cut short on
@@ -80,7 +81,8 @@ func (o *op) requestIDOf() *string {
 // simulation's schedule (NewWorkersOn) takes every call.
 func (a *keyActor) dispatch(o *op) {
 	cfg := a.refs.cfg
-	if cfg.Routes != nil && cfg.Workers.runsInline() {
+	// The entry is looked up only for a call a caller may wait on alone.
+	if o.requestIDOf() != nil && cfg.Routes != nil && cfg.Workers.runsInline() {
 		if e := cfg.Routes.load(a.key); e != nil && e.handOver(o) {
 			return
 		}

@@ -64,20 +64,7 @@ func TestFailureAfterACallWasHandedToItsPosterDoesNotWaitForIt(t *testing.T) {
 	require.IsType(t, &messages.Released{}, e.send(t, routes, &messages.Release{Name: "handed", Owner: "x", RequestID: "x2"}))
 
 	armed.Store(true)
-	for i := range 20 {
-		r := e.call(t, routes, &messages.Acquire{Name: "handed", Owner: "p", RequestID: fmt.Sprint("p", i), Lease: time.Minute})
-		if _, ok := r.(*messages.Acquired); ok { // its call ran on a worker
-			require.IsType(t, &messages.Released{}, e.call(t, routes, &messages.Release{Name: "handed", Owner: "p", RequestID: fmt.Sprint("u", i)}))
-			continue
-		}
-		require.False(t, armed.Load(), "the actor failed where the test made it")
-		require.IsType(t, &messages.AcquireFailed{}, r)
-		require.ErrorContains(t, r.(*messages.AcquireFailed).Err, "internal error")
-		require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "handed").Val() == 0 },
-			5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire its call made")
-		return
-	}
-	t.Fatal("within 20 tries, no acquire's call was handed to its poster")
+	e.failsOnItsCaller(t, routes, "handed", "p", &armed)
 }
 
 // A key actor that fails in its turn on a call's result, run on the
@@ -116,17 +103,28 @@ func TestFailureInTheTurnOnACallsResultDoesNotWaitForThatCall(t *testing.T) {
 	require.IsType(t, &messages.Acquired{}, e.send(t, routes, &messages.Acquire{Name: "result", Owner: "x", RequestID: "x1", Lease: time.Minute}))
 	require.IsType(t, &messages.Released{}, e.send(t, routes, &messages.Release{Name: "result", Owner: "x", RequestID: "x2"}))
 	armHanded.Store(true)
+	e.failsOnItsCaller(t, routes, "result", "q", &armHanded)
+}
+
+// failsOnItsCaller acquires name for owner through routes.Call until its
+// call is handed to its caller, where the test made the key actor fail
+// (armed, which the failure clears): each try whose call ran on a worker
+// (a request posted while a worker still ran a turn of the actor finds its
+// offer withdrawn) acquires, and is released before the next. It checks
+// that the failed actor answered the request and undid the acquire.
+func (e *engine) failsOnItsCaller(t *testing.T, routes *Routes, name, owner string, armed *atomic.Bool) {
+	t.Helper()
 	for i := range 20 {
-		r = e.call(t, routes, &messages.Acquire{Name: "result", Owner: "q", RequestID: fmt.Sprint("q", i+2), Lease: time.Minute})
+		r := e.call(t, routes, &messages.Acquire{Name: name, Owner: owner, RequestID: fmt.Sprint(owner, "-try", i), Lease: time.Minute})
 		if _, ok := r.(*messages.Acquired); ok { // its call ran on a worker
-			require.IsType(t, &messages.Released{}, e.call(t, routes, &messages.Release{Name: "result", Owner: "q", RequestID: fmt.Sprint("u", i)}))
+			require.IsType(t, &messages.Released{}, e.call(t, routes, &messages.Release{Name: name, Owner: owner, RequestID: fmt.Sprint(owner, "-undo", i)}))
 			continue
 		}
-		require.False(t, armHanded.Load(), "the actor failed where the test made it")
+		require.False(t, armed.Load(), "the actor failed where the test made it")
 		require.IsType(t, &messages.AcquireFailed{}, r)
 		require.ErrorContains(t, r.(*messages.AcquireFailed).Err, "internal error")
-		require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), "result").Val() == 0 },
-			5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire")
+		require.Eventually(t, func() bool { return e.rdb.Exists(context.Background(), name).Val() == 0 },
+			5*time.Second, 5*time.Millisecond, "the failed actor undid the acquire its call made")
 		return
 	}
 	t.Fatal("within 20 tries, no acquire's call was handed to its poster")

@@ -51,7 +51,7 @@ type countActor struct {
 var _ actor.Actor = (*countActor)(nil)
 
 // newCountActor makes the count actor of k (rootActor.countProps).
-func newCountActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
+func newCountActor(k key, refs *engineRefs) actor.Actor {
 	channel := redisio.SemaphoreChannel(k.Name)
 	if k.Kind == messages.KindCountDownLatch {
 		channel = redisio.LatchChannel(k.Name)

@@ -54,7 +54,7 @@ type keyActor struct {
 var _ actor.Actor = (*keyActor)(nil)
 
 // newKeyActor makes the key actor of k (rootActor.keyProps).
-func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
+func newKeyActor(k key, refs *engineRefs) actor.Actor {
 	a := &keyActor{
 		// The maps are made on first use, and dropped again by trim.
 		waitingActor: newWaitingActor(k, refs),
@@ -63,8 +63,8 @@ func newKeyActor(cfg *Config, k key, refs *engineRefs) actor.Actor {
 	if k.Kind == messages.KindGroupLock {
 		a.groups = groupValues{} // the other kinds' stays nil: nothing to make per key actor
 	}
-	if cfg.keyActorMade != nil {
-		cfg.keyActorMade(a)
+	if f := refs.cfg.keyActorMade; f != nil {
+		f(a)
 	}
 	return a
 }

@@ -67,9 +67,9 @@ func (a *rootActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.refs = &engineRefs{cfg: a.cfg, root: ctx.Self(), subscriber: ctx.Spawn(subscriberProps(a.cfg)),
 			renewer: ctx.Spawn(renewerProps(a.cfg)), idle: newIdleTimers(a.cfg.Clock, ctx.ActorSystem())}
-		a.keyProps = actor.PropsFromProducer(func() actor.Actor { return newKeyActor(a.cfg, a.spawning, a.refs) },
+		a.keyProps = actor.PropsFromProducer(func() actor.Actor { return newKeyActor(a.spawning, a.refs) },
 			actor.WithDispatcher(a.cfg.Workers), withMailbox)
-		a.countProps = actor.PropsFromProducer(func() actor.Actor { return newCountActor(a.cfg, a.spawning, a.refs) },
+		a.countProps = actor.PropsFromProducer(func() actor.Actor { return newCountActor(a.spawning, a.refs) },
 			actor.WithDispatcher(a.cfg.Workers), withMailbox)
 		if a.cfg.Registry != nil {
 			ctx.Spawn(registryProps(a.cfg))

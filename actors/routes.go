@@ -218,11 +218,12 @@ func (r *Routes) Request(s actor.SenderContext, root *actor.PID, msg any, sender
 // cannot leave before it comes (its context can never end): an Acquire or
 // Release that goes straight to its key actor offers that goroutine for
 // the request's own Redis call, which the goroutine makes itself once msg
-// is posted, instead of the engine's workers (caller_calls.go). Most often
-// that call is msg's own: the actor's turn on msg ran on this goroutine
-// (the mailbox was idle), and so does its turn on the call's result,
-// which answers msg before Call returns, all without waking another
-// goroutine.
+// is posted, instead of the engine's workers (caller_calls.go). When the
+// mailbox was idle, the actor's turn on msg ran on this goroutine, and so
+// does its turn on the call's result, which answers msg before Call
+// returns, all without waking another goroutine; when it was busy, the
+// offer is taken only if that turn starts the call before the post
+// returns.
 func (r *Routes) Call(s actor.SenderContext, root *actor.PID, msg any, sender *actor.PID) Route {
 	id := offerFor(msg)
 	if id == nil {

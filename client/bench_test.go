@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -20,6 +20,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/warden-go/warden/client"
+	"github.com/warden-go/warden/internal/redisproc"
 	"github.com/warden-go/warden/internal/redistest"
 )
 
@@ -245,8 +246,8 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 // Cluster: 16 goroutines lock and unlock 16 names, all of one hash slot
 // ("{bench}:0" ...: their concurrent calls go as batch script calls on
 // that slot's master) or each of its own ("bench:0" ...: every call on
-// its own). It reports Redis's CPU a pair (every master's used_cpu_user
-// and used_cpu_sys) and this process's (getrusage), the client's.
+// its own). It reports Redis's CPU a pair (every master's), this
+// process's (getrusage), the client's, and the scripts Redis ran a pair.
 func BenchmarkLockUnlockParallelCluster(b *testing.B) {
 	cl := redistest.StartCluster(b, 3)
 	cc := cl.Client(b)
@@ -255,6 +256,10 @@ func BenchmarkLockUnlockParallelCluster(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	var nodes []*redis.Client
+	for _, n := range cl.Nodes() {
+		nodes = append(nodes, n.Client(b))
+	}
 	ctx := context.Background()
 	for _, layout := range []struct{ name, format string }{{"one-slot", "{bench}:%d"}, {"spread", "bench:%d"}} {
 		b.Run(layout.name, func(b *testing.B) {
@@ -269,7 +274,8 @@ func BenchmarkLockUnlockParallelCluster(b *testing.B) {
 				}
 			}
 			var next atomic.Int32
-			redisBefore, clientBefore, callsBefore := clusterCPU(b, cl), processCPU(b), clusterScriptCalls(b, cl)
+			redisBefore, scriptsBefore := clusterStats(b, nodes)
+			clientBefore := processCPU(b)
 			b.ResetTimer()
 			b.SetParallelism(8) // 16 goroutines on the machine's 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
@@ -286,56 +292,31 @@ func BenchmarkLockUnlockParallelCluster(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64((clusterCPU(b, cl)-redisBefore).Microseconds())/float64(b.N), "redis-µs/pair")
-			b.ReportMetric(float64((processCPU(b)-clientBefore).Microseconds())/float64(b.N), "client-µs/pair")
-			b.ReportMetric(float64(clusterScriptCalls(b, cl)-callsBefore)/float64(b.N), "evalsha/pair")
+			clientCPU := processCPU(b) - clientBefore
+			redisCPU, scripts := clusterStats(b, nodes)
+			b.ReportMetric(float64((redisCPU-redisBefore).Microseconds())/float64(b.N), "redis-µs/pair")
+			b.ReportMetric(float64(clientCPU.Microseconds())/float64(b.N), "client-µs/pair")
+			b.ReportMetric(float64(scripts-scriptsBefore)/float64(b.N), "scripts/pair")
 		})
 	}
 }
 
-// clusterCPU is the CPU every master of cl has used (INFO cpu).
-func clusterCPU(b *testing.B, cl *redistest.Cluster) time.Duration {
-	var total time.Duration
-	for _, n := range cl.Nodes() {
-		info, err := n.Client(b).Info(context.Background(), "cpu").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-				s, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += time.Duration(s * float64(time.Second))
+// clusterStats is the CPU the servers nodes have used (INFO cpu's
+// used_cpu_user and used_cpu_sys) and the scripts they have run
+// (scriptRuns).
+func clusterStats(b *testing.B, nodes []*redis.Client) (cpu time.Duration, scripts int64) {
+	for _, n := range nodes {
+		fields := redisproc.InfoFields(n.Info(context.Background(), "cpu").Val())
+		for _, k := range []string{"used_cpu_user", "used_cpu_sys"} {
+			s, err := strconv.ParseFloat(fields[k], 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", k, err)
 			}
+			cpu += time.Duration(s * float64(time.Second))
 		}
+		scripts += scriptRuns(b, n)
 	}
-	return total
-}
-
-// clusterScriptCalls is how many EVALSHA calls every master of cl has run
-// (INFO commandstats).
-func clusterScriptCalls(b *testing.B, cl *redistest.Cluster) int64 {
-	var total int64
-	for _, n := range cl.Nodes() {
-		info, err := n.Client(b).Info(context.Background(), "commandstats").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
-				calls, _, _ := strings.Cut(rest, ",")
-				n, err := strconv.ParseInt(calls, 10, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += n
-			}
-		}
-	}
-	return total
+	return cpu, scripts
 }
 
 // processCPU is the CPU this process has used, user and system.

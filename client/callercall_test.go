@@ -110,7 +110,8 @@ func TestCallWhoseContextCannotEndRunsOnItsCaller(t *testing.T) {
 // ends.
 func TestPanicInACallOnItsCallerReachesTheCallerAndLeavesTheEngineWhole(t *testing.T) {
 	e, h := hookedEnv(t, clockwork.NewRealClock())
-	c := e.newClient(t)
+	m := newMeters(t)
+	c := e.newClient(t, client.WithMeterProvider(m.mp))
 	ctx := testCtx(t)
 	var caller atomic.Int64 // the goroutine whose acquire's call panics
 	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
@@ -149,6 +150,10 @@ func TestPanicInACallOnItsCallerReachesTheCallerAndLeavesTheEngineWhole(t *testi
 	}
 	caller.Store(0)
 	require.EqualError(t, err, "recovered: hook failed", "the panic reached the caller")
+	assert.EqualValues(t, 1, m.count("warden.lock.acquire.duration", "warden.kind", "lock", "warden.outcome", "error"),
+		"the panicked wait is measured as an error")
+	assert.Zero(t, m.count("warden.lock.acquire.duration", "warden.kind", "lock", "warden.outcome", "timeout"),
+		"not as a wait that ran out")
 	eventually(t, 5*time.Second, func() bool { return e.rdb.Exists(ctx, "caller-panic").Val() == 0 },
 		"the engine undoes the acquire the panicking call applied")
 

@@ -41,7 +41,7 @@ func proxied(t *testing.T) (*env, *client.Client, *faultproxy.Proxy) {
 }
 
 // scriptRuns is how many scripts Redis has run (EVALSHA and EVAL).
-func scriptRuns(t *testing.T, rdb *redis.Client) int64 {
+func scriptRuns(t testing.TB, rdb *redis.Client) int64 {
 	t.Helper()
 	var n int64
 	for name, rest := range redisproc.InfoFields(rdb.Info(context.Background(), "commandstats").Val()) {

@@ -19,9 +19,22 @@ import (
 // giveBack, which undoes it.
 func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (r *messages.Acquired, err error) {
 	ctx, measured := c.tel.begin(ctx, meterKind(req.Kind), req.Name)
-	defer func() { measured.end(ctx, r != nil, err) }()
-	return c.waitReply(ctx, req, blocking, giveBack)
+	panicked := true // until waitReply returns: a panic in a call made on this goroutine
+	defer func() {
+		if panicked {
+			err = errCallPanicked // recorded as the error it is, not as a wait that ran out
+		}
+		measured.end(ctx, r != nil, err)
+	}()
+	r, err = c.waitReply(ctx, req, blocking, giveBack)
+	panicked = false
+	return r, err
 }
+
+// errCallPanicked is what telemetry records for a wait whose Redis call,
+// made on the caller's goroutine, panicked (a hook of the user's client):
+// the panic itself goes on to the caller.
+var errCallPanicked = errors.New("warden: the Redis call panicked")
 
 // waitReply is wait without its measurement.
 func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (*messages.Acquired, error) {

@@ -89,7 +89,7 @@ func moveThreads(pid int, set unix.CPUSet) (restore func(), err error) {
 	was := map[int]unix.CPUSet{}
 	restore = func() {
 		main, ok := was[pid]
-		// A thread a thread not put back yet starts meanwhile inherits the
+		// A thread started meanwhile by one not put back yet inherits the
 		// pinned CPUs: go over the threads until a pass finds none new.
 		back := map[int]bool{}
 		for fresh := true; fresh; {
