@@ -265,7 +265,7 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 		case 'a', 'b':
 			goroutines, d, pairs := throughputShape(cfg, w)
 			for _, c := range order {
-				if c.Role == bench.RoleDefaults || c.Role == bench.RoleVariant {
+				if c.Role == bench.RoleDefaults || c.Role == bench.RoleVariant || c.Role == bench.RoleFIFOFloor {
 					continue
 				}
 				runtime.GC()

@@ -227,6 +227,11 @@ func (r report) contentionTable() table {
 	if n := bareNote(warden, runs[bench.RedissonBare], bench.Contention.PerSecond); n != "" {
 		t.notes = append(t.notes, n)
 	}
+	if fifo := runs[bench.FIFOFloor]; len(fifo) > 0 && len(warden) > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("warden/%s: %.2f (%s: a baseline, not a lock: waiters served in order, "+
+			"one round trip and one wake-up of the next holder an acquisition, no engine; the least a FIFO handoff "+
+			"confirmed in Redis costs in one process)", bench.FIFOFloor, ratioMedian(warden, fifo, bench.Contention.PerSecond), bench.FIFOFloor))
+	}
 	if n := batchNote(warden, func(c bench.Contention) bench.Batches { return c.Cost.Batches }); n != "" {
 		t.notes = append(t.notes, n)
 	}

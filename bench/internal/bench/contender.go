@@ -58,6 +58,8 @@ const (
 	// RoleVariant is another lock of a library already measured (warden's
 	// fair lock): the contended workload only, where it differs.
 	RoleVariant
+	// RoleFIFOFloor is the FIFO floor: the contended workload only.
+	RoleFIFOFloor
 )
 
 // Contender is one library on its own Redis client.
@@ -110,6 +112,7 @@ const (
 	Rueidislock     = "rueidislock"
 	RedissonBare    = "redisson-bare"
 	Floor           = "2xPING"
+	FIFOFloor       = "fifo+PING"
 )
 
 // contenderMakers make the contenders, in NewContenders's order.
@@ -120,7 +123,7 @@ var contenderMakers = []struct {
 	{Warden, newWardenContender}, {WardenFair, newWardenFairContender}, {Redsync, newRedsyncContender},
 	{RedsyncDefaults, newRedsyncDefaultsContender}, {Redislock, newRedislockContender},
 	{Rueidislock, newRueidislockContender}, {Textbook, newTextbookContender}, {RedissonBare, newRedissonBareContender},
-	{Floor, newFloorContender},
+	{Floor, newFloorContender}, {FIFOFloor, newFIFOFloorContender},
 }
 
 // NewContender returns the one contender called name, as NewContenders
@@ -141,8 +144,8 @@ func NewContender(addr string, retry time.Duration, name string) (*Contender, er
 // own client: warden (default options: watchdog mode, 30s), redsync and
 // redislock retrying every retry, redsync with its defaults, rueidislock
 // (one key, waiters woken by invalidations), the textbook lock and
-// Redisson's bare RLock scripts retrying every retry, and the 2xPING
-// floor. Close them all when done.
+// Redisson's bare RLock scripts retrying every retry, the 2xPING
+// floor and the FIFO floor. Close them all when done.
 func NewContenders(addr string, retry time.Duration) ([]*Contender, error) {
 	var all []*Contender
 	for _, mk := range contenderMakers {
