@@ -39,10 +39,12 @@ type keyActor struct {
 	// spareHolding is the holding a release ended last, kept for reuse
 	// (newHolding): nothing refers to an ended holding.
 	spareHolding *holding
-	spares       int32 // how many ops spare holds
+	spares       int16 // how many ops spare holds
 	// handoffs counts the handoffs since an ordinary attempt acquired
-	// (maxHandoffs).
-	handoffs int32
+	// (maxHandoffs); alone is what the streak's last count of the lock's
+	// listeners said: nobody but this process listens.
+	handoffs int16
+	alone    bool
 	subs     channelSet // channels subscribed (key_subscriptions.go)
 
 	// groups, for a group lock, are each owner's values (sorted), from its
