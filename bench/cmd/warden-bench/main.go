@@ -265,7 +265,7 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 		case 'a', 'b':
 			goroutines, d, pairs := throughputShape(cfg, w)
 			for _, c := range order {
-				if c.Role == bench.RoleDefaults || c.Role == bench.RoleVariant || c.Role == bench.RoleFIFOFloor {
+				if !c.Role.Uncontended() {
 					continue
 				}
 				runtime.GC()
@@ -284,7 +284,7 @@ func runOnce(ctx context.Context, cfg config, ws string, r int, contenders []*be
 			}
 		case 'c':
 			for _, c := range order {
-				if c.Role == bench.RoleFloor {
+				if !c.Role.Contended() {
 					continue
 				}
 				runtime.GC()

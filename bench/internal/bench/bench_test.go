@@ -45,7 +45,7 @@ func benchThroughput(b *testing.B, goroutines int) {
 	cs, srv := contenders(b)
 	stats := srv.Client(b)
 	for _, c := range cs {
-		if c.Role == bench.RoleDefaults || c.Role == bench.RoleVariant || c.Role == bench.RoleFIFOFloor {
+		if !c.Role.Uncontended() {
 			continue
 		}
 		b.Run(c.Name, func(b *testing.B) {

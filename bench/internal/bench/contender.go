@@ -62,6 +62,14 @@ const (
 	RoleFIFOFloor
 )
 
+// Uncontended tells whether a contender of role r runs the uncontended
+// and parallel workloads (a, b): the libraries and the 2xPING floor.
+func (r Role) Uncontended() bool { return r == RoleLock || r == RoleFloor }
+
+// Contended tells whether a contender of role r runs the contended
+// workload (c): every one but the 2xPING floor.
+func (r Role) Contended() bool { return r != RoleFloor }
+
 // Contender is one library on its own Redis client.
 type Contender struct {
 	Name string

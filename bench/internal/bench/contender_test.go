@@ -21,7 +21,7 @@ func TestContendersExcludeEachOther(t *testing.T) {
 	cs, srv := contenders(t)
 	stats := srv.Client(t)
 	for _, c := range cs {
-		if c.Role == bench.RoleFloor {
+		if !c.Role.Contended() {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
