@@ -299,7 +299,7 @@ func (o *op) call(d *opDone) (panicked any) {
 	defer func() {
 		if r := recover(); r != nil {
 			err := fmt.Errorf("warden: the Redis call of %s panicked, its outcome unknown: %v", rio.name, r)
-			*d = opDone{op: o, err: err, handoff: redisio.HandoffResult{UnlockErr: err, AcquireErr: err}}
+			*d = opDone{op: o, err: err, handoff: redisio.HandoffResult{UnlockErr: err, AcquireErr: err, Listeners: -1}}
 			panicked = r
 		}
 	}()
@@ -432,11 +432,11 @@ func (a *keyActor) countsListeners() bool {
 // subscriber (if it subscribed) listens. Anything unknown is not alone.
 func (a *keyActor) heardAlone(d *opDone) bool {
 	h := d.handoff
-	if h.AcquireErr != nil || !h.Acquire.Acquired || !h.ListenersCounted {
+	if h.AcquireErr != nil || !h.Acquire.Acquired || h.Listeners < 0 {
 		return false
 	}
 	own := 0
-	if a.subs.subscribed[a.io().channel(d.op.owner)] {
+	if a.subs.subscribed[redisio.LockChannel(a.key.Name)] {
 		own = 1
 	}
 	return h.Listeners <= own

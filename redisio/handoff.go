@@ -48,11 +48,10 @@ type HandoffResult struct {
 	Acquire    AcquireResult
 	AcquireErr error
 
-	// Listeners is, when ListenersCounted (Handoff.CountListeners, and
-	// PUBSUB NUMSUB answered), how many connections listen on the lock's
-	// channel once the handoff ran, this process's own subscriber included.
-	Listeners        int
-	ListenersCounted bool
+	// Listeners is, with Handoff.CountListeners, how many connections
+	// listen on the lock's channel once the handoff ran (this process's
+	// own subscriber included), or -1 when that is not known.
+	Listeners int
 }
 
 // Handoff runs h (see Handoff).
@@ -80,8 +79,9 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 	})
 	res := handoffResult("", h.Name, unlock, acquire)
 	if listeners != nil && listeners.Err() == nil {
-		n, ok := listeners.Val()[channel]
-		res.Listeners, res.ListenersCounted = int(n), ok
+		if n, ok := listeners.Val()[channel]; ok {
+			res.Listeners = int(n)
+		}
 	}
 	if res.UnlockErr == nil && res.Held && res.Remaining == 0 && res.AcquireErr != nil {
 		// Released, and maybe not taken again: the message the unlock held
@@ -126,7 +126,7 @@ func (s *Scripts) FairHandoff(ctx context.Context, r Redis, h FairHandoff) Hando
 // handoffResult reads the replies of a handoff's unlock and acquire of
 // lock name; kind ("" or "fair ") starts their errors' operation names.
 func handoffResult(kind, name string, unlock, acquire *redis.Cmd) HandoffResult {
-	var res HandoffResult
+	res := HandoffResult{Listeners: -1}
 	res.Remaining, res.Held, res.UnlockErr = unlockReply(kind+"unlock", name, unlock)
 	if err := acquire.Err(); err != nil {
 		res.AcquireErr = fmt.Errorf("warden: %sacquire %s: %w", kind, name, err)
