@@ -39,12 +39,10 @@ type keyActor struct {
 	// spareHolding is the holding a release ended last, kept for reuse
 	// (newHolding): nothing refers to an ended holding.
 	spareHolding *holding
-	spares       int16 // how many ops spare holds
+	spares       int32 // how many ops spare holds
 	// handoffs counts the handoffs since an ordinary attempt acquired
-	// (maxHandoffs); alone is what the streak's last count of the lock's
-	// listeners said: nobody but this process listens.
-	handoffs int16
-	alone    bool
+	// (maxHandoffs).
+	handoffs int32
 	subs     channelSet // channels subscribed (key_subscriptions.go)
 
 	// groups, for a group lock, are each owner's values (sorted), from its

@@ -60,9 +60,6 @@ type op struct {
 	// endsStreak marks the unlock that ends a streak of handoffs: the
 	// local waiters then wait for its message like every other process's.
 	endsStreak bool
-	// countListeners, on a handoff, asks Redis how many listen on the
-	// lock's channel (keyActor.alone).
-	countListeners bool
 	// started is when the request was sent; a lease it sets runs from no
 	// earlier than this.
 	started time.Time
@@ -136,7 +133,6 @@ func (a *keyActor) pump(ctx actor.Context) {
 		}
 		if o.kind == opRelease && !o.releasingLost {
 			o.next, o.endsStreak = a.handoffTo(o)
-			o.countListeners = o.next != nil && a.countsListeners()
 		}
 		a.start(ctx, o)
 		return
@@ -299,7 +295,7 @@ func (o *op) call(d *opDone) (panicked any) {
 	defer func() {
 		if r := recover(); r != nil {
 			err := fmt.Errorf("warden: the Redis call of %s panicked, its outcome unknown: %v", rio.name, r)
-			*d = opDone{op: o, err: err, handoff: redisio.HandoffResult{UnlockErr: err, AcquireErr: err, Listeners: -1}}
+			*d = opDone{op: o, err: err, handoff: redisio.HandoffResult{UnlockErr: err, AcquireErr: err}}
 			panicked = r
 		}
 	}()
@@ -362,16 +358,13 @@ func (a *keyActor) onOpDone(ctx actor.Context, d *opDone) {
 	switch d.op.kind {
 	case opAttempt:
 		if d.err == nil && d.acquire.Acquired {
-			a.handoffs, a.alone = 0, false // taken by an ordinary attempt: the streak of handoffs ends
+			a.handoffs = 0 // taken by an ordinary attempt: the streak of handoffs ends
 		}
 		a.onAttemptDone(ctx, d)
 	case opRelease:
 		a.onReleaseDone(ctx, d)
 		if w := d.op.next; w != nil {
 			a.handoffs++
-			if d.op.countListeners {
-				a.alone = a.heardAlone(d)
-			}
 			a.onAttemptDone(ctx, &opDone{op: &op{kind: opAttempt, w: w, owner: w.req.Owner, reqID: w.req.RequestID,
 				started: d.op.started}, acquire: d.handoff.Acquire, err: d.handoff.AcquireErr})
 		}
@@ -409,38 +402,8 @@ func (a *keyActor) heldHereByOther(w *waiter) bool {
 // lock's handoff publishes no unlock message (its acquire takes the lock
 // again right behind the unlock), so other processes' waiters sleep
 // through it; after this many, one unlock goes alone and publishes, so
-// they get a fair chance. Every maxHandoffs-th handoff also asks Redis
-// who listens on the lock's channel: when nobody but this process does
-// (keyActor.alone), no other process waits and the streak goes on, up to
-// maxHandoffsAlone, which bounds the wait of a waiter Redis cannot count
-// (one subscribed on a replica).
-const (
-	maxHandoffs      = 8
-	maxHandoffsAlone = 64
-)
-
-// countsListeners tells whether the handoff about to start asks Redis who
-// listens on the lock's channel: every maxHandoffs-th one of a streak, for
-// a plain lock on one node (a Cluster's PUBSUB NUMSUB counts one node's
-// subscribers only).
-func (a *keyActor) countsListeners() bool {
-	return (a.handoffs+1)%maxHandoffs == 0 && !a.refs.cfg.Cluster && !a.io().perWaiter()
-}
-
-// heardAlone reads the count of listeners a handoff brought back: alone
-// when the lock was handed on and no connection but this process's
-// subscriber (if it subscribed) listens. Anything unknown is not alone.
-func (a *keyActor) heardAlone(d *opDone) bool {
-	h := d.handoff
-	if h.AcquireErr != nil || !h.Acquire.Acquired || h.Listeners < 0 {
-		return false
-	}
-	own := 0
-	if a.subs.subscribed[redisio.LockChannel(a.key.Name)] {
-		own = 1
-	}
-	return h.Listeners <= own
-}
+// they get a fair chance.
+const maxHandoffs = 8
 
 // handoffTo picks the local waiter an unlock of the last hold can hand the
 // lock to in the same round trip: the head waiter, when it is due for an
@@ -460,12 +423,8 @@ func (a *keyActor) handoffTo(o *op) (next *waiter, endsStreak bool) {
 	}
 	// A fair lock's queue in Redis lets other processes' waiters in, in
 	// their turn: its streaks need no end.
-	limit := int16(maxHandoffs)
-	if a.alone {
-		limit = maxHandoffsAlone
-	}
-	if a.handoffs >= limit && !a.io().perWaiter() {
-		a.handoffs, a.alone = 0, false
+	if a.handoffs >= maxHandoffs && !a.io().perWaiter() {
+		a.handoffs = 0
 		return nil, w.refused
 	}
 	return w, false

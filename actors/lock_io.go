@@ -292,8 +292,7 @@ func (l lockIO) handoff(ctx context.Context, o *op, lease time.Duration) redisio
 			Place: l.cfg.placeTime(w.req), Now: l.cfg.Clock.Now()})
 	}
 	return l.cfg.Scripts.Handoff(ctx, l.cfg.Redis, redisio.Handoff{Name: l.name, Args: l.lockArgs(), Fenced: l.kind == messages.KindFencedLock,
-		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease,
-		CountListeners: o.countListeners})
+		From: o.owner, FromReqID: o.reqID, FromLease: lease, To: w.req.Owner, ToReqID: w.req.RequestID, ToLease: toLease})
 }
 
 // unlock releases one hold of owner's with its kind's script; see

@@ -31,11 +31,6 @@ type Handoff struct {
 	// To acquires with lease ToLease.
 	To, ToReqID string
 	ToLease     time.Duration
-	// CountListeners adds PUBSUB NUMSUB of the lock's channel to the
-	// pipeline, after the acquire: HandoffResult.Listeners. It counts the
-	// subscribers of the node it runs on, so only on one node (or a
-	// Sentinel's master) does it count every process's waiters.
-	CountListeners bool
 }
 
 // HandoffResult is a Handoff's two outcomes: the unlock's (as Unlock
@@ -47,11 +42,6 @@ type HandoffResult struct {
 
 	Acquire    AcquireResult
 	AcquireErr error
-
-	// Listeners is, with Handoff.CountListeners, how many connections
-	// listen on the lock's channel once the handoff ran (this process's
-	// own subscriber included), or -1 when that is not known.
-	Listeners int
 }
 
 // Handoff runs h (see Handoff).
@@ -67,22 +57,11 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 	// r.Pipeline is the wrapped client's also on an AutoPipeline: one
 	// connection for both, in order.
 	var unlock, acquire *redis.Cmd
-	var listeners *redis.MapStringIntCmd
-	var channel string
 	pipelineScripts(ctx, r, func(pipe redis.Pipeliner, eval evalFunc) {
 		unlock = eval(unlockScript.Script, ctx, pipe, u.keys(), u.argv()...)
 		acquire = eval(acquireScript.Script, ctx, pipe, a.keys(), a.argv()...)
-		if h.CountListeners {
-			channel = LockChannel(h.Name)
-			listeners = pipe.PubSubNumSub(ctx, channel)
-		}
 	})
 	res := handoffResult("", h.Name, unlock, acquire)
-	if listeners != nil && listeners.Err() == nil {
-		if n, ok := listeners.Val()[channel]; ok {
-			res.Listeners = int(n)
-		}
-	}
 	if res.UnlockErr == nil && res.Held && res.Remaining == 0 && res.AcquireErr != nil {
 		// Released, and maybe not taken again: the message the unlock held
 		// back. Its error changes nothing: waiters not told still look
@@ -126,7 +105,7 @@ func (s *Scripts) FairHandoff(ctx context.Context, r Redis, h FairHandoff) Hando
 // handoffResult reads the replies of a handoff's unlock and acquire of
 // lock name; kind ("" or "fair ") starts their errors' operation names.
 func handoffResult(kind, name string, unlock, acquire *redis.Cmd) HandoffResult {
-	res := HandoffResult{Listeners: -1}
+	var res HandoffResult
 	res.Remaining, res.Held, res.UnlockErr = unlockReply(kind+"unlock", name, unlock)
 	if err := acquire.Err(); err != nil {
 		res.AcquireErr = fmt.Errorf("warden: %sacquire %s: %w", kind, name, err)

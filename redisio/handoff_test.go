@@ -24,7 +24,7 @@ func TestHandoff(t *testing.T) {
 		res := s.Handoff(ctx, rdb, h)
 		require.NoError(t, res.UnlockErr)
 		require.NoError(t, res.AcquireErr)
-		assert.Equal(t, HandoffResult{Remaining: 0, Held: true, Acquire: AcquireResult{Acquired: true, HoldCount: 1}, Listeners: -1}, res)
+		assert.Equal(t, HandoffResult{Remaining: 0, Held: true, Acquire: AcquireResult{Acquired: true, HoldCount: 1}}, res)
 		assert.Equal(t, "1", rdb.HGet(ctx, "h", "b").Val())
 		assert.False(t, rdb.HExists(ctx, "h", "a").Val())
 		assert.Equal(t, res, s.Handoff(ctx, rdb, h), "a replay answers the first result")
@@ -55,7 +55,7 @@ func TestFairHandoff(t *testing.T) {
 		res := f.s.FairHandoff(f.ctx, rdb, h)
 		require.NoError(t, res.UnlockErr)
 		require.NoError(t, res.AcquireErr)
-		assert.Equal(t, HandoffResult{Remaining: 0, Held: true, Acquire: AcquireResult{Acquired: true, HoldCount: 1}, Listeners: -1}, res)
+		assert.Equal(t, HandoffResult{Remaining: 0, Held: true, Acquire: AcquireResult{Acquired: true, HoldCount: 1}}, res)
 		assert.Equal(t, "1", rdb.HGet(f.ctx, "fh", "b").Val())
 		assert.False(t, rdb.HExists(f.ctx, "fh", "a").Val())
 		assert.Empty(t, f.queue(), "the head took the lock and left the queue")
@@ -143,30 +143,3 @@ func (cutAfterFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 var errConnectionCut = errors.New("test: connection cut")
-
-// A handoff asked to count listeners reports how many connections listen
-// on the lock's channel; one not asked reports -1.
-func TestHandoffCountsListeners(t *testing.T) {
-	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
-		ctx := context.Background()
-		s := newScripts(t)
-		_, err := s.lockAcquire(ctx, rdb, "hl", "a", "a1", time.Minute)
-		require.NoError(t, err)
-		res := s.Handoff(ctx, rdb, Handoff{Name: "hl", From: "a", FromReqID: "u1", FromLease: time.Minute,
-			To: "b", ToReqID: "b1", ToLease: time.Minute, CountListeners: true})
-		require.NoError(t, res.AcquireErr)
-		assert.Zero(t, res.Listeners, "nobody listens")
-
-		newFairSub(t, rdb, LockChannel("hl"))
-		res = s.Handoff(ctx, rdb, Handoff{Name: "hl", From: "b", FromReqID: "u2", FromLease: time.Minute,
-			To: "c", ToReqID: "c1", ToLease: time.Minute, CountListeners: true})
-		require.NoError(t, res.AcquireErr)
-		assert.True(t, res.Acquire.Acquired)
-		assert.Equal(t, 1, res.Listeners)
-
-		res = s.Handoff(ctx, rdb, Handoff{Name: "hl", From: "c", FromReqID: "u3", FromLease: time.Minute,
-			To: "d", ToReqID: "d1", ToLease: time.Minute})
-		require.NoError(t, res.AcquireErr)
-		assert.Equal(t, -1, res.Listeners, "not asked")
-	})
-}
