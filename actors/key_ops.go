@@ -398,11 +398,10 @@ func (a *keyActor) heldHereByOther(w *waiter) bool {
 }
 
 // maxHandoffs bounds how many times in a row a key actor hands its lock
-// from one local owner to the next in the unlock's round trip. A plain
-// lock's handoff publishes no unlock message (its acquire takes the lock
-// again right behind the unlock), so other processes' waiters sleep
-// through it; after this many, one unlock goes alone and publishes, so
-// they get a fair chance.
+// from one local owner to the next in the unlock's round trip. Each
+// handoff's acquire reaches Redis right behind the unlock, ahead of any
+// other process's waiter woken by it; after this many, one unlock goes
+// alone, so the other processes' waiters get a fair chance.
 const maxHandoffs = 8
 
 // handoffTo picks the local waiter an unlock of the last hold can hand the

@@ -10,12 +10,9 @@ import (
 
 // Handoff is one round trip that releases the last hold of one owner and
 // tries to acquire the lock for the next, as one pipeline on one
-// connection: the unlock script, then the acquire script. The unlock does
-// not publish: the acquire right behind it on the connection takes the
-// lock again, so a message would only wake waiters (other processes', and
-// this one's own subscriber) to find it held. Should the acquire fail
-// (its reply lost, or an error), the lock may be left free with nobody
-// told, and Handoff then publishes the unlock message itself. Each script
+// connection: the unlock script, then the acquire script. The unlock
+// publishes as usual, so other processes' waiters wake and compete; the
+// acquire, right behind it on the connection, usually wins. Each script
 // keeps its own exactly-once latch, so a retried or replayed handoff
 // answers as the two calls would.
 type Handoff struct {
@@ -50,7 +47,7 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 	if args == nil {
 		args = s.LockArgs(h.Name)
 	}
-	u := s.unlockCall(args, h.From, h.FromReqID, h.FromLease, noPublish)
+	u := s.unlockCall(args, h.From, h.FromReqID, h.FromLease, s.publishArg)
 	defer u.free()
 	a := s.acquireCall(args, h.To, h.ToReqID, h.ToLease, h.Fenced, false)
 	defer a.free()
@@ -61,14 +58,7 @@ func (s *Scripts) Handoff(ctx context.Context, r Redis, h Handoff) HandoffResult
 		unlock = eval(unlockScript.Script, ctx, pipe, u.keys(), u.argv()...)
 		acquire = eval(acquireScript.Script, ctx, pipe, a.keys(), a.argv()...)
 	})
-	res := handoffResult("", h.Name, unlock, acquire)
-	if res.UnlockErr == nil && res.Held && res.Remaining == 0 && res.AcquireErr != nil {
-		// Released, and maybe not taken again: the message the unlock held
-		// back. Its error changes nothing: waiters not told still look
-		// again when their lock's TTL ends, as after any lost message.
-		_ = r.Process(ctx, redis.NewIntCmd(ctx, s.publish, args.channelArg, UnlockMessage))
-	}
-	return res
+	return handoffResult("", h.Name, unlock, acquire)
 }
 
 // FairHandoff is Handoff for a fair lock: one pipeline of the fair unlock

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -79,67 +78,3 @@ func TestFairHandoff(t *testing.T) {
 		require.True(t, f.acquire("c", "c2", fairNow, true).Acquired)
 	})
 }
-
-// A handoff's unlock publishes nothing when the acquire behind it takes the
-// lock again: the lock was never free for a waiter to take. When the
-// acquire fails, the lock is left free, and the handoff publishes the
-// unlock message itself; a handoff that leaves the lock held (a hold that
-// was not the last) publishes nothing either.
-func TestHandoffPublishesOnlyWhenTheLockMayBeLeftFree(t *testing.T) {
-	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
-		ctx := context.Background()
-		s := newScripts(t)
-		sub := newFairSub(t, rdb, LockChannel("hp"))
-		_, err := s.lockAcquire(ctx, rdb, "hp", "a", "a1", time.Minute)
-		require.NoError(t, err)
-		res := s.Handoff(ctx, rdb, Handoff{Name: "hp", From: "a", FromReqID: "u1", FromLease: time.Minute,
-			To: "b", ToReqID: "b1", ToLease: time.Minute})
-		require.NoError(t, res.AcquireErr)
-		require.True(t, res.Acquire.Acquired)
-		assert.Empty(t, sub.messages(), "taken again in the same round trip: no message")
-
-		_, err = s.lockAcquire(ctx, rdb, "hp", "b", "b2", time.Minute) // b holds twice
-		require.NoError(t, err)
-		res = s.Handoff(ctx, rdb, Handoff{Name: "hp", From: "b", FromReqID: "u2", FromLease: time.Minute,
-			To: "c", ToReqID: "c1", ToLease: time.Minute})
-		require.NoError(t, res.UnlockErr)
-		assert.Equal(t, 1, res.Remaining)
-		assert.Empty(t, sub.messages(), "still held: no message")
-
-		// The connection is cut after the unlock of b's last hold, before the
-		// acquire runs: the lock is free, and waiters are told.
-		cut := redis.NewClient(rdb.Options())
-		t.Cleanup(func() { _ = cut.Close() })
-		cut.AddHook(cutAfterFirst{})
-		res = s.Handoff(ctx, cut, Handoff{Name: "hp", From: "b", FromReqID: "u3", FromLease: time.Minute,
-			To: "c", ToReqID: "c2", ToLease: time.Minute})
-		require.NoError(t, res.UnlockErr)
-		assert.Zero(t, res.Remaining)
-		require.Error(t, res.AcquireErr)
-		assert.Zero(t, rdb.Exists(ctx, "hp").Val(), "nobody holds")
-		assert.Equal(t, []string{LockChannel("hp") + "=" + UnlockMessage}, sub.messages())
-	})
-}
-
-// cutAfterFirst sends only the first command of a pipeline and fails the
-// rest, as a connection lost after the first reply would.
-type cutAfterFirst struct{}
-
-func (cutAfterFirst) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (cutAfterFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (cutAfterFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) < 2 {
-			return next(ctx, cmds)
-		}
-		err := next(ctx, cmds[:1])
-		for _, c := range cmds[1:] {
-			c.SetErr(errConnectionCut)
-		}
-		return errors.Join(err, errConnectionCut)
-	}
-}
-
-var errConnectionCut = errors.New("test: connection cut")
