@@ -52,7 +52,9 @@
 //     pub/sub (one connection; on a Redis 7 Cluster, SSUBSCRIBE with one
 //     connection per shard), whose reader loop runs on the workers;
 //     subscribes a channel for the key actors and count actors listening
-//     on it, fans each message out to them (unlocked), and after a
+//     on it, fans each message out to them (unlocked: the subscriber's
+//     turn and theirs run on the reader's goroutine when their mailboxes
+//     are idle), and after a
 //     reconnect tells each to try again (retry), since messages sent
 //     meanwhile are lost.
 //   - renewer (renewer_actor.go, renewerActor): owns every watchdog-mode

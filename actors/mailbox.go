@@ -95,11 +95,14 @@ func (m *queueMailbox) schedule(inline bool) {
 }
 
 // inlineMessage tells the messages whose post may run an idle mailbox's
-// pass on the posting goroutine: the requests of package messages and
-// the engine's own messages on a request's path, none of whose turns
-// waits for anything. A stop, a failure's clean-up and a passivation wait
-// for the actor's Redis call in their turn, which the goroutine that
-// posted must not: every other message goes to a worker. (A panic in one
+// pass on the posting goroutine: the requests of package messages, the
+// engine's own messages on a request's path and the pub/sub reader's
+// events (the subscriber's fan-out of an unlock message then runs on the
+// reader, and the key actors' turns it posts nested in it, instead of on a
+// worker woken for it), none of whose turns waits for anything. A stop, a
+// failure's clean-up and a passivation wait for the actor's Redis call in
+// their turn, which the goroutine that posted must not: every other
+// message goes to a worker. (A panic in one
 // of these turns, a bug, fails a key actor there, and its clean-up then
 // waits for the actor's call, within the call's bound, on the poster.)
 func inlineMessage(msg any) bool {
@@ -108,7 +111,7 @@ func inlineMessage(msg any) bool {
 	}
 	switch msg.(type) {
 	case *messages.Acquire, *messages.Release, *messages.Cancel, *messages.Extend, *messages.Watch,
-		*opDone, *register, *unregister, *pause, *unlocked, *subscribed:
+		*opDone, *register, *unregister, *pause, *unlocked, *subscribed, *pubsubEvent:
 		return true
 	}
 	return false

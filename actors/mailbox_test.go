@@ -198,6 +198,16 @@ func TestInlinePassRunsOnThePosterButNotItsSystemMessages(t *testing.T) {
 	default:
 		t.Fatal("an idle mailbox's request was not handled on the posting goroutine")
 	}
+	// The pub/sub reader's event: the subscriber fans an unlock message out
+	// on the reader's goroutine, without waking a worker for it.
+	ev := &pubsubEvent{}
+	m.PostUserMessage(ev)
+	select {
+	case msg := <-got:
+		assert.Same(t, ev, msg, "handled before the post returned")
+	default:
+		t.Fatal("a pub/sub event was not handled on the reader's goroutine")
+	}
 
 	returned := make(chan struct{})
 	go func() {
