@@ -11,12 +11,15 @@ import (
 )
 
 // A handoff releases the last hold and acquires for the next owner in one
-// round trip; replayed, it answers the same; on a server without the
-// scripts cached it loads them; a hold that is not the last stays.
+// round trip, and its unlock publishes the unlock message, so other
+// processes' waiters wake and compete; replayed, it answers the same; on a
+// server without the scripts cached it loads them; a hold that is not the
+// last stays, and nothing is published.
 func TestHandoff(t *testing.T) {
 	bothRedis(t, func(t *testing.T, rdb *redis.Client, _ func(time.Duration)) {
 		ctx := context.Background()
 		s := newScripts(t)
+		sub := newFairSub(t, rdb, LockChannel("h"))
 		_, err := s.lockAcquire(ctx, rdb, "h", "a", "a1", time.Minute)
 		require.NoError(t, err)
 		h := Handoff{Name: "h", From: "a", FromReqID: "u1", FromLease: time.Minute, To: "b", ToReqID: "b1", ToLease: time.Minute}
@@ -27,6 +30,8 @@ func TestHandoff(t *testing.T) {
 		assert.Equal(t, "1", rdb.HGet(ctx, "h", "b").Val())
 		assert.False(t, rdb.HExists(ctx, "h", "a").Val())
 		assert.Equal(t, res, s.Handoff(ctx, rdb, h), "a replay answers the first result")
+		assert.Equal(t, []string{LockChannel("h") + "=" + UnlockMessage}, sub.messages(),
+			"the handoff's unlock published once; its replay published nothing")
 
 		require.NoError(t, rdb.ScriptFlush(ctx).Err())
 		_, err = s.lockAcquire(ctx, rdb, "h", "b", "b2", time.Minute) // b holds twice
@@ -37,6 +42,7 @@ func TestHandoff(t *testing.T) {
 		assert.Equal(t, 1, res.Remaining)
 		assert.False(t, res.Acquire.Acquired, "b still holds: c is refused")
 		assert.Positive(t, res.Acquire.PTTL)
+		assert.Empty(t, sub.messages(), "a hold that is not the last publishes nothing")
 	})
 }
 
