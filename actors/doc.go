@@ -54,9 +54,8 @@
 //     subscribes a channel for the key actors and count actors listening
 //     on it, fans each message out to them (unlocked: the subscriber's
 //     turn and theirs run on the reader's goroutine when their mailboxes
-//     are idle), and after a
-//     reconnect tells each to try again (retry), since messages sent
-//     meanwhile are lost.
+//     are idle), and after a reconnect tells each to try again (retry),
+//     since messages sent meanwhile are lost.
 //   - renewer (renewer_actor.go, renewerActor): owns every watchdog-mode
 //     holding's registration; every watchdog/3 renews them all in batched
 //     scripts (one call per slot on a Cluster) and tells a key actor of a

@@ -102,9 +102,9 @@ func (m *queueMailbox) schedule(inline bool) {
 // worker woken for it), none of whose turns waits for anything. A stop, a
 // failure's clean-up and a passivation wait for the actor's Redis call in
 // their turn, which the goroutine that posted must not: every other
-// message goes to a worker. (A panic in one
-// of these turns, a bug, fails a key actor there, and its clean-up then
-// waits for the actor's call, within the call's bound, on the poster.)
+// message goes to a worker. (A panic in one of these turns, a bug, fails a
+// key actor there, and its clean-up then waits for the actor's call,
+// within the call's bound, on the poster.)
 func inlineMessage(msg any) bool {
 	if e, ok := msg.(*actor.MessageEnvelope); ok {
 		msg = e.Message
