@@ -346,6 +346,8 @@ func (a *keyActor) attemptRefused(ctx actor.Context, d *opDone) {
 func (a *keyActor) onReleaseDone(ctx actor.Context, d *opDone) {
 	o := d.op
 	switch {
+	case a.retryClosing(d):
+		// A give-back Close cut: queued again, within the closing bound.
 	case o.releasingLost:
 		a.lostReleased(ctx, d)
 	case d.err != nil:

@@ -193,10 +193,11 @@ func (a *keyActor) start(ctx actor.Context, o *op) {
 		lease = o.ext.Lease
 		a.extendInFlight(h, lease, o.started)
 	}
-	// Closing: a fair waiter's place or an uncertain acquire left behind
-	// would hold the lock's other waiters up, so its clean-up still runs,
-	// within the bound the closing queue leaves have.
-	o.closing = (o.kind == opLeaveQueue || o.kind == opUndo) && a.refs.cfg.IO.Err() != nil
+	// Closing: a fair waiter's place, an uncertain acquire or a hold
+	// nobody keeps left behind would hold the lock's other waiters up, so
+	// its clean-up still runs, within the bound the closing queue leaves
+	// have.
+	o.closing = o.cleanUp() && a.refs.cfg.IO.Err() != nil
 	// The call (run) reads only immutable config and o, which the actor
 	// does not touch until the result comes back.
 	o.a, o.lockIO, o.callLease, o.sys, o.self = a, a.lockIOFor(o.owner), lease, ctx.ActorSystem(), ctx.Self()
@@ -240,13 +241,8 @@ func (a *keyActor) startAttempt(ctx actor.Context, o *op, h *holding, lease time
 // the waiter a handoff takes the lock for marked in flight. It returns the
 // lease the call sets (lease, the watchdog's, by default).
 func (a *keyActor) startRelease(ctx actor.Context, o *op, h *holding, lease time.Duration) time.Duration {
-	if o.lease > 0 {
-		lease = o.lease
-	}
+	lease = releaseLease(o, h, lease)
 	if h != nil {
-		if h.lease > 0 {
-			lease = h.lease
-		}
 		if h.count > 1 {
 			// Until its answer comes the unlock may have set the lease.
 			h.expiresAt = a.io().endInFlight(h.expiresAt, true, lease, o.started, h.reads)
@@ -265,6 +261,19 @@ func (a *keyActor) startRelease(ctx actor.Context, o *op, h *holding, lease time
 		if w.req.Lease == 0 {
 			a.register(ctx, w.req.Owner) // as an attempt does
 		}
+	}
+	return lease
+}
+
+// releaseLease is the lease a release o sets on the holds it leaves, h
+// being its owner's holding (nil: none): the holding's own, else o's,
+// else lease (the watchdog's).
+func releaseLease(o *op, h *holding, lease time.Duration) time.Duration {
+	switch {
+	case h != nil && h.lease > 0:
+		return h.lease
+	case o.lease > 0:
+		return o.lease
 	}
 	return lease
 }
@@ -442,14 +451,22 @@ func (a *keyActor) cleanedUp(d *opDone, warning string) bool {
 	return true
 }
 
-// retryClosing queues again a queue leave or undo that Close cut (it began
-// before Close and failed with the engine's cancelled calls), to run
-// within the closing bound; it tells whether it did.
+// cleanUp tells a clean-up, which no requester waits on and nobody else
+// would make: an undo, a queue leave, an internal release (the give-back
+// of an acquire its requester left, or of holds told lost).
+func (o *op) cleanUp() bool {
+	return o.kind == opUndo || o.kind == opLeaveQueue || o.kind == opRelease && o.req == nil
+}
+
+// retryClosing queues again a clean-up that Close cut (it began before
+// Close and failed with the engine's cancelled calls), to run within the
+// closing bound; it tells whether it did.
 func (a *keyActor) retryClosing(d *opDone) bool {
 	o := d.op
-	if d.err == nil || o.closing || a.refs.cfg.IO.Err() == nil {
+	if d.err == nil || o.closing || !o.cleanUp() || a.refs.cfg.IO.Err() == nil {
 		return false
 	}
-	a.ops = append(a.ops, &op{kind: o.kind, w: o.w, owner: o.owner, reqID: o.reqID})
+	a.ops = append(a.ops, &op{kind: o.kind, w: o.w, owner: o.owner, reqID: o.reqID, lease: o.lease,
+		releasingLost: o.releasingLost})
 	return true
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -13,39 +14,80 @@ import (
 // fair waiters' places in Redis's queue, and dropping the state when the
 // actor stops for any reason but Close, or fails.
 
-// leaveQueues gives up, at once and in order, the Redis queue places of every
-// fair waiter (the actor is stopping: a queued leave would never run).
-// The actor's Redis call has finished (stopCalls) before this runs. One
-// bound covers every leave, so a Redis that does not answer holds the
-// stop up once, not once per waiter.
-func (a *keyActor) leaveQueues() {
-	if !a.io().perWaiter() {
-		return
-	}
-	leaving := make([]*waiter, 0, len(a.waiters.list)+len(a.ops))
-	for _, w := range a.waiters.list {
-		if w.refused || w.inflight {
-			leaving = append(leaving, w)
-		}
-	}
+// cleanUpLeft makes, at once and in order, the clean-ups the stopping
+// actor leaves (a queued one would never run): the give-back of what the
+// call in flight took for a waiter answered now (its result reached no
+// turn), the queued undos and give-backs, and the Redis queue places of
+// every fair waiter. The actor's Redis call has finished (stopCalls)
+// before this runs. One bound covers them all, so a Redis that does not
+// answer holds the stop up once, not once per clean-up.
+func (a *keyActor) cleanUpLeft() {
+	left := a.inflightLeft()
 	for _, o := range a.ops {
-		if o.kind == opLeaveQueue {
-			leaving = append(leaving, o.w) // left the local queue, not yet Redis's
+		if o.cleanUp() {
+			left = append(left, o) // an internal release is queued with its lease
 		}
 	}
-	if o := a.inflight; o != nil && o.kind == opLeaveQueue {
-		leaving = append(leaving, o.w) // its answer never came back: cut by Close
+	if a.io().perWaiter() {
+		for _, w := range a.waiters.list {
+			if w.refused || w.inflight {
+				left = append(left, &op{kind: opLeaveQueue, w: w, owner: w.req.Owner})
+			}
+		}
 	}
-	if len(leaving) == 0 {
+	if len(left) == 0 {
 		return
 	}
 	c, cancel := a.refs.cfg.detachedContext(closingUndoTimeout)
 	defer cancel()
-	for _, w := range leaving {
-		if err := a.io().leaveQueue(c, w); err != nil {
-			a.refs.cfg.Logger.Warn("warden: a fair waiter could not leave the queue; its place expires at its deadline",
-				slog.String("name", a.key.Name), slog.String("owner", w.req.Owner), slog.Any("err", err))
+	for _, o := range left {
+		a.cleanUpNow(c, o)
+	}
+}
+
+// inflightLeft is what the call in flight, whose result reached no turn,
+// leaves to clean up: an acquire that took (or may have taken) the lock
+// for its waiter, given back by its request ID; a clean-up that failed,
+// made again. Its result is in o.done: the call has finished.
+func (a *keyActor) inflightLeft() []*op {
+	o := a.inflight
+	if o == nil {
+		return nil
+	}
+	d := &o.done
+	var left []*op
+	switch {
+	case o.kind == opAttempt && (d.err != nil || d.acquire.Acquired):
+		left = append(left, &op{kind: opUndo, owner: o.owner, reqID: o.reqID})
+	case o.kind == opRelease && o.next != nil && (d.handoff.AcquireErr != nil || d.handoff.Acquire.Acquired):
+		w := o.next
+		left = append(left, &op{kind: opUndo, owner: w.req.Owner, reqID: w.req.RequestID})
+	}
+	if o.cleanUp() && d.err != nil {
+		left = append(left, o) // cut by Close, say
+	}
+	return left
+}
+
+// cleanUpNow makes the clean-up o within c, a failure logged.
+func (a *keyActor) cleanUpNow(c context.Context, o *op) {
+	rio := a.lockIOFor(o.owner)
+	var err error
+	switch o.kind {
+	case opUndo:
+		_, err = rio.undo(c, o.owner, o.reqID)
+	case opRelease:
+		h := a.holdings[o.owner]
+		if o.releasingLost {
+			h = nil
 		}
+		_, _, _, err = rio.unlock(c, o.owner, o.reqID, releaseLease(o, h, a.refs.cfg.Watchdog))
+	case opLeaveQueue:
+		err = rio.leaveQueue(c, o.w)
+	}
+	if err != nil {
+		a.refs.cfg.Logger.Warn("warden: a clean-up could not be made while stopping; what it leaves expires within its lease or deadline",
+			slog.String("name", a.key.Name), slog.String("owner", o.owner), slog.Any("err", err))
 	}
 }
 
@@ -70,25 +112,8 @@ func (a *keyActor) onStopping(ctx actor.Context) {
 func (a *keyActor) fail(ctx actor.Context, r any) {
 	a.reclaim()
 	a.failWith(r, "warden: key actor failed; its waiters and holders are told")
-	if o := a.inflight; o != nil {
-		// An acquire in flight, or the acquire a handoff made for the next
-		// waiter, may have landed: undo it.
-		var owner, reqID string
-		switch {
-		case o.kind == opAttempt:
-			owner, reqID = o.owner, o.reqID
-		case o.kind == opRelease && o.next != nil:
-			owner, reqID = o.next.req.Owner, o.next.req.RequestID
-		}
-		if owner != "" {
-			c, cancel := a.refs.cfg.ioContext()
-			if _, err := a.lockIOFor(owner).undo(c, owner, reqID); err != nil {
-				a.refs.cfg.Logger.Warn("warden: could not undo the acquire in flight; it expires within its lease",
-					slog.String("name", a.key.Name), slog.Any("err", err))
-			}
-			cancel()
-		}
-	}
+	// An acquire in flight, or the acquire a handoff made for the next
+	// waiter, may have landed: dropState gives it back (cleanUpLeft).
 	a.dropState(ctx, a.fault)
 	a.renewals.release()
 	a.retire(ctx)
@@ -123,21 +148,23 @@ func (a *keyActor) dropState(ctx actor.Context, why error) {
 }
 
 // answerAll answers every waiter and every release queued or in flight
-// with err, and forgets them. Fair waiters first give up their places in
-// Redis's queue, or the lock's other waiters would wait for them.
+// with err, and forgets them. The clean-ups left are made first (fair
+// waiters give up their places in Redis's queue, or the lock's other
+// waiters would wait for them); an internal release is one of them, with
+// nobody to answer.
 func (a *keyActor) answerAll(ctx actor.Context, err error) {
-	a.leaveQueues()
+	a.cleanUpLeft()
 	a.answerWaiters(ctx, err)
 	for _, o := range a.ops {
-		switch o.kind {
-		case opRelease:
+		switch {
+		case o.kind == opRelease && o.req != nil:
 			a.respondRelease(ctx, o, nil, err, 0)
-		case opExtend:
+		case o.kind == opExtend:
 			a.respondExtend(ctx, o, err)
 		}
 	}
 	a.ops = nil
-	if o := a.inflight; o != nil && o.kind == opRelease {
+	if o := a.inflight; o != nil && o.kind == opRelease && o.req != nil {
 		a.respondRelease(ctx, o, nil, fmt.Errorf("%w: outcome unknown", err), 0)
 	}
 	if o := a.inflight; o != nil && o.kind == opExtend {

@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/warden-go/warden/client"
 	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/internal/redisproc"
+	"github.com/warden-go/warden/internal/redistest"
 )
 
 // TestCloseAndReleaseReleasesEveryHold: CloseAndRelease frees every lock
@@ -142,4 +145,104 @@ func evalshaCalls(t *testing.T, rdb *redis.Client) uint64 {
 	calls, _, err := redisproc.CommandStat(rest)
 	require.NoError(t, err)
 	return calls
+}
+
+// A lock whose requester gave up while its acquire was in flight is given
+// back even when Close comes first: when the acquire's answer reaches the
+// key actor as Close begins, when it comes only once the actor is
+// stopping (the answer reaches no turn), and when Close cuts the
+// give-back's unlock. Close releases nothing the Client holds, but this
+// is nobody's: left in Redis, it would keep other processes waiting until
+// its lease ran out.
+func TestCloseGivesBackAnAcquireItsRequesterLeft(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		how string
+		// answered is how long the acquire's answer waits once Close has
+		// cancelled the engine's calls; cutGiveBack fails the give-back's
+		// first unlock with that cancellation, as if it never reached Redis.
+		answered    time.Duration
+		cutGiveBack bool
+	}{
+		{how: "answered as Close begins"},
+		{how: "answered once the actor stops", answered: 200 * time.Millisecond},
+		{how: "give-back cut by Close", cutGiveBack: true},
+	} {
+		t.Run(tc.how, func(t *testing.T) {
+			t.Parallel()
+			e := realEnv(t)
+			e.hooked = redistest.NewHooked(e.rdb)
+			ctx := testCtx(t)
+			c := e.newClient(t)
+			name := "close-gives-back"
+			landed, goOn, cutting := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			var took atomic.Bool
+			var cuts atomic.Int32
+			e.hooked.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+				last, _ := sc.Args[len(sc.Args)-1].(string)
+				switch {
+				case sc.Acquires() && !took.Load():
+					cmd := sc.Run()
+					if cmd.Err() != nil || !took.CompareAndSwap(false, true) {
+						return cmd // NOSCRIPT: the script is sent again
+					}
+					close(landed) // the lock is taken in Redis
+					<-goOn
+					if !tc.cutGiveBack {
+						awaitDone(t, sc.Ctx, "Close cancels the engine's calls")
+						time.Sleep(tc.answered)
+					}
+					return cmd
+				case tc.cutGiveBack && strings.HasSuffix(last, ":cancel") && cuts.Add(1) == 1:
+					close(cutting)
+					awaitDone(t, sc.Ctx, "Close cancels the give-back")
+					return redistest.Failed(sc.Ctx.Err())
+				}
+				return sc.Run()
+			})
+			wctx, cancel := context.WithCancel(ctx)
+			got := make(chan error, 1)
+			go func() {
+				_, err := c.Lock(name).TryLockWait(wctx, time.Minute, 0)
+				got <- err
+			}()
+			await.Value(t, landed, 10*time.Second, "the acquire reached Redis")
+			cancel()
+			select {
+			case err := <-got:
+				require.ErrorIs(t, err, context.Canceled, "the requester leaves at once")
+			case <-time.After(10 * time.Second):
+				t.Fatal("the requester was not answered")
+			}
+			if tc.cutGiveBack {
+				close(goOn) // answered now: the give-back starts before Close
+				await.Value(t, cutting, 10*time.Second, "the give-back's unlock")
+			}
+			e.closing[c].Store(true)
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close(ctx) }()
+			if !tc.cutGiveBack {
+				close(goOn)
+			}
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close did not return")
+			}
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "the lock is free for other processes")
+			if tc.cutGiveBack {
+				assert.GreaterOrEqual(t, cuts.Load(), int32(2), "the give-back cut was made again")
+			}
+		})
+	}
+}
+
+// awaitDone waits up to 10 s for ctx to end.
+func awaitDone(t *testing.T, ctx context.Context, what string) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Errorf("not seen within 10s: %s", what)
+	}
 }

@@ -12,6 +12,8 @@ import (
 // sends it to Redis and returns its result; a hook may delay it, run code
 // before or after it, or not run it and return a made-up result.
 type ScriptCall struct {
+	// Ctx is the context the call was made with.
+	Ctx  context.Context
 	Keys []string
 	Args []any
 	Run  func() *redis.Cmd
@@ -60,21 +62,21 @@ func (h *Hooked) SetHook(fn func(ScriptCall) *redis.Cmd) {
 	h.hook.Store(&fn)
 }
 
-func (h *Hooked) call(keys []string, args []any, run func() *redis.Cmd) *redis.Cmd {
+func (h *Hooked) call(ctx context.Context, keys []string, args []any, run func() *redis.Cmd) *redis.Cmd {
 	if fn := h.hook.Load(); fn != nil {
-		return (*fn)(ScriptCall{Keys: keys, Args: args, Run: run})
+		return (*fn)(ScriptCall{Ctx: ctx, Keys: keys, Args: args, Run: run})
 	}
 	return run()
 }
 
 // EvalSha runs through the hook.
 func (h *Hooked) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	return h.call(keys, args, func() *redis.Cmd { return h.UniversalClient.EvalSha(ctx, sha, keys, args...) })
+	return h.call(ctx, keys, args, func() *redis.Cmd { return h.UniversalClient.EvalSha(ctx, sha, keys, args...) })
 }
 
 // Eval runs through the hook.
 func (h *Hooked) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return h.call(keys, args, func() *redis.Cmd { return h.UniversalClient.Eval(ctx, script, keys, args...) })
+	return h.call(ctx, keys, args, func() *redis.Cmd { return h.UniversalClient.Eval(ctx, script, keys, args...) })
 }
 
 // Failed returns a script result that failed with err without reaching
