@@ -81,9 +81,10 @@ func (m *queueMailbox) UserMessageCount() int { return int(m.userCount.Load()) }
 // actor's turn (one turn at a time still: scheduled stays set until the
 // pass ends), nested in its own turn when it is another actor's; the
 // nesting is as deep as a chain of distinct actors, each holding its own
-// mailbox's flag, can be. An inline pass takes no system message and at
-// most the dispatcher's Throughput of messages: the rest of the pass goes
-// to the dispatcher (run).
+// mailbox's flag, can be. An inline pass takes no system message, no user
+// message inlineMessage does not name (one queued behind the request it
+// runs) and at most the dispatcher's Throughput of messages: the rest of
+// the pass goes to the dispatcher (run).
 func (m *queueMailbox) schedule(inline bool) {
 	if m.scheduled.CompareAndSwap(false, true) {
 		if inline {
@@ -155,9 +156,10 @@ func (m *queueMailbox) passes(inline bool) {
 // take hands the queued messages to the invoker, system messages first,
 // until the queues are empty or the mailbox is suspended, yielding every
 // Throughput messages. It returns false for the rest of the pass to go to
-// the dispatcher: when an inline run meets a system message or has taken
-// Throughput messages (the posting goroutine serves no actor's backlog),
-// and after a panic, which the invoker was told of.
+// the dispatcher: when an inline run meets a system message or a user
+// message inlineMessage does not name, or has taken Throughput messages
+// (the posting goroutine serves no actor's backlog), and after a panic,
+// which the invoker was told of.
 func (m *queueMailbox) take(inline bool) bool {
 	var msg any
 	defer func() {
@@ -177,22 +179,28 @@ func (m *queueMailbox) take(inline bool) bool {
 		if inline && m.sysCount.Load() > 0 {
 			return false
 		}
-		if msg = m.pop(&m.sys, &m.sysCount); msg != nil {
-			switch msg.(type) {
-			case *actor.SuspendMailbox:
-				m.suspended.Store(true)
-			case *actor.ResumeMailbox:
-				m.suspended.Store(false)
-			default:
-				m.invoker.InvokeSystemMessage(msg)
+		// An inline pass never takes a system message, even one queued
+		// since the check above (its count is added after it is queued,
+		// and its post then finds this pass's flag set, or schedules one).
+		if !inline {
+			if msg = m.pop(&m.sys, &m.sysCount); msg != nil {
+				switch msg.(type) {
+				case *actor.SuspendMailbox:
+					m.suspended.Store(true)
+				case *actor.ResumeMailbox:
+					m.suspended.Store(false)
+				default:
+					m.invoker.InvokeSystemMessage(msg)
+				}
+				continue
 			}
-			continue
 		}
 		if m.suspended.Load() {
 			return true
 		}
-		if msg = m.pop(&m.user, &m.userCount); msg == nil {
-			return true
+		var more bool
+		if msg, more = m.popUser(inline); msg == nil {
+			return more
 		}
 		m.invoker.InvokeUserMessage(msg)
 	}
@@ -207,6 +215,27 @@ func (m *queueMailbox) pop(q *msgQueue, count *atomic.Int32) any {
 		count.Add(-1)
 	}
 	return msg
+}
+
+// popUser takes the first user message (nil when there is none, with
+// true). An inline pass takes only a message inlineMessage names: with
+// another at the head (a poison pill, a passivation's or a failure's
+// message, queued behind a request) it takes nothing and returns false,
+// for the rest of the pass to go to the dispatcher, since such a turn may
+// wait for what the posting goroutine is (the reader's own end, a call
+// handed to it).
+func (m *queueMailbox) popUser(inline bool) (msg any, more bool) {
+	m.mu.Lock()
+	if inline && m.user.head < len(m.user.items) && !inlineMessage(m.user.items[m.user.head]) {
+		m.mu.Unlock()
+		return nil, false
+	}
+	msg = m.user.pop(false)
+	m.mu.Unlock()
+	if msg != nil {
+		m.userCount.Add(-1)
+	}
+	return msg, true
 }
 
 // maxKeptQueue is the longest queue slice kept for reuse once emptied.

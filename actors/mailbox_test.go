@@ -235,6 +235,108 @@ func TestInlinePassRunsOnThePosterButNotItsSystemMessages(t *testing.T) {
 	assert.ElementsMatch(t, []any{"system", "plain"}, rest[1:], "both handled, on the workers")
 }
 
+// An inline pass that finds, queued behind the request it runs, a message
+// inlineMessage does not name (root's poison pill, say) leaves it and what
+// follows to the workers: such a turn may wait for the posting goroutine
+// itself (the subscriber's stop waits for its pub/sub reader, the goroutine
+// that posted the event it runs), so it never runs on it. Order is kept.
+func TestInlinePassLeavesAPlainMessageQueuedBehindToTheWorkers(t *testing.T) {
+	w := NewWorkers()
+	defer w.Stop()
+	gate := make(chan struct{})
+	got := make(chan any, 4)
+	m := newQueueMailbox().(*queueMailbox)
+	m.RegisterHandlers(funcInvoker{fn: func(msg any) {
+		if msg == "plain" {
+			<-gate // a turn that waits, as the subscriber's stop waits for its reader
+		}
+		if a, ok := msg.(*messages.Acquire); ok && a.Name == "then-plain" {
+			m.PostUserMessage("plain") // queued behind: this pass is running
+			m.PostUserMessage(&messages.Acquire{Name: "after"})
+		}
+		got <- msg
+	}}, w)
+	returned := make(chan struct{})
+	go func() {
+		m.PostUserMessage(&messages.Acquire{Name: "then-plain"})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		close(gate)
+		t.Fatal("the posting goroutine ran a plain message's turn queued behind its request")
+	}
+	close(gate)
+	var names []string
+	for range 3 {
+		select {
+		case msg := <-got:
+			if a, ok := msg.(*messages.Acquire); ok {
+				names = append(names, a.Name)
+			} else {
+				names = append(names, msg.(string))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %v handled", names)
+		}
+	}
+	assert.Equal(t, []string{"then-plain", "plain", "after"}, names, "every message, in order")
+}
+
+// A system message queued while an inline pass runs, caught between its
+// queueing and its count (PostSystemMessage adds the count after the
+// queue's lock), is not taken by that pass: the subscriber's stop, taken so
+// on its pub/sub reader's goroutine, waited there for that reader to end,
+// for ever (a Client's Close hung in CI). The post then schedules the pass
+// that takes it, on a worker.
+func TestInlinePassTakesNoSystemMessageQueuedBeforeItsCount(t *testing.T) {
+	w := NewWorkers()
+	defer w.Stop()
+	var poster atomic.Bool // set while the poster's own post runs
+	got := make(chan string, 4)
+	m := newQueueMailbox().(*queueMailbox)
+	m.RegisterHandlers(funcInvoker{fn: func(msg any) {
+		if msg == "system" {
+			if poster.Load() {
+				got <- "system on the poster"
+				return
+			}
+			got <- "system"
+			return
+		}
+		// The window: queued, its count not yet added.
+		m.mu.Lock()
+		m.sys.push("system")
+		m.mu.Unlock()
+		got <- "request"
+	}}, w)
+	posted := make(chan struct{})
+	go func() {
+		poster.Store(true)
+		m.PostUserMessage(&messages.Acquire{Name: "a"})
+		poster.Store(false)
+		close(posted)
+	}()
+	select {
+	case <-posted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the post did not return")
+	}
+	m.sysCount.Add(1) // the rest of PostSystemMessage
+	m.schedule(false)
+	var seen []string
+	for range 2 {
+		select {
+		case s := <-got:
+			seen = append(seen, s)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %v handled", seen)
+		}
+	}
+	assert.Equal(t, []string{"request", "system"}, seen)
+}
+
 // An inline pass takes at most a dispatcher's throughput of messages on
 // the posting goroutine: what others keep queueing meanwhile is handed to
 // the workers, so a caller never serves an actor's backlog for ever.
