@@ -80,8 +80,10 @@ func (o *op) requestIDOf() *string {
 // never waits on another request's call, nor meets its faults. A
 // simulation's schedule (NewWorkersOn) takes every call.
 //
-// A name with more than one waiter queued (contended) keeps the workers:
-// there the call's result hands the lock on to the next waiter, and on
+// A name with more than one waiter queued (contended) keeps the workers
+// (an attempt's own waiter is one of them; a release with one waiter
+// queued is still handed over, as measured): there the call's result
+// hands the lock on to the next waiter, and on
 // the caller's goroutine the caller's own work after it (the result's
 // turn, its return, its next request) would run on the same CPU ahead of
 // the next holder, which then waits for the caller to block; on a worker

@@ -168,6 +168,10 @@ func (m *queueMailbox) take(inline bool) bool {
 		}
 	}()
 	throughput := m.dispatcher.Throughput()
+	var only func(any) bool // the user messages this pass may take; nil: any
+	if inline {
+		only = inlineMessage
+	}
 	for i := 0; ; i++ {
 		if i > throughput {
 			if inline {
@@ -183,7 +187,7 @@ func (m *queueMailbox) take(inline bool) bool {
 		// since the check above (its count is added after it is queued,
 		// and its post then finds this pass's flag set, or schedules one).
 		if !inline {
-			if msg = m.pop(&m.sys, &m.sysCount); msg != nil {
+			if msg, _ = m.pop(&m.sys, &m.sysCount, nil); msg != nil {
 				switch msg.(type) {
 				case *actor.SuspendMailbox:
 					m.suspended.Store(true)
@@ -198,44 +202,34 @@ func (m *queueMailbox) take(inline bool) bool {
 		if m.suspended.Load() {
 			return true
 		}
-		var more bool
-		if msg, more = m.popUser(inline); msg == nil {
-			return more
+		// Past the request it runs, an inline pass takes only what
+		// inlineMessage names: a poison pill, a passivation's or a
+		// failure's message queued behind it has a turn that may wait for
+		// the posting goroutine itself (the subscriber's stop for its
+		// reader, a key actor's for a call handed to its caller).
+		var refused bool
+		if msg, refused = m.pop(&m.user, &m.userCount, only); msg == nil {
+			return !refused
 		}
 		m.invoker.InvokeUserMessage(msg)
 	}
 }
 
-// pop takes q's first message (nil when q is empty).
-func (m *queueMailbox) pop(q *msgQueue, count *atomic.Int32) any {
+// pop takes q's first message (nil when q is empty). With only set, it
+// takes it only when only says so, and otherwise leaves it and tells that
+// it refused it.
+func (m *queueMailbox) pop(q *msgQueue, count *atomic.Int32, only func(any) bool) (msg any, refused bool) {
 	m.mu.Lock()
-	msg := q.pop(q == &m.sys)
+	if only != nil && q.head < len(q.items) && !only(q.items[q.head]) {
+		m.mu.Unlock()
+		return nil, true
+	}
+	msg = q.pop(q == &m.sys)
 	m.mu.Unlock()
 	if msg != nil {
 		count.Add(-1)
 	}
-	return msg
-}
-
-// popUser takes the first user message (nil when there is none, with
-// true). An inline pass takes only a message inlineMessage names: with
-// another at the head (a poison pill, a passivation's or a failure's
-// message, queued behind a request) it takes nothing and returns false,
-// for the rest of the pass to go to the dispatcher, since such a turn may
-// wait for what the posting goroutine is (the reader's own end, a call
-// handed to it).
-func (m *queueMailbox) popUser(inline bool) (msg any, more bool) {
-	m.mu.Lock()
-	if inline && m.user.head < len(m.user.items) && !inlineMessage(m.user.items[m.user.head]) {
-		m.mu.Unlock()
-		return nil, false
-	}
-	msg = m.user.pop(false)
-	m.mu.Unlock()
-	if msg != nil {
-		m.userCount.Add(-1)
-	}
-	return msg, true
+	return msg, false
 }
 
 // maxKeptQueue is the longest queue slice kept for reuse once emptied.

@@ -168,6 +168,22 @@ func (f funcInvoker) InvokeSystemMessage(msg any) { f.fn(msg) }
 func (f funcInvoker) InvokeUserMessage(msg any)   { f.fn(msg) }
 func (f funcInvoker) EscalateFailure(any, any)    {}
 
+// postReturns posts msg to m on a goroutine of its own and tells whether
+// the post returned within 5 seconds (an inline pass runs in it).
+func postReturns(m *queueMailbox, msg any) bool {
+	posted := make(chan struct{})
+	go func() {
+		m.PostUserMessage(msg)
+		close(posted)
+	}()
+	select {
+	case <-posted:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
 // An idle mailbox runs a request's pass on the goroutine that posts it;
 // a system message queued meanwhile, and a message inlineMessage does not
 // name, go to the workers, so the poster never waits for what their turns
@@ -256,14 +272,7 @@ func TestInlinePassLeavesAPlainMessageQueuedBehindToTheWorkers(t *testing.T) {
 		}
 		got <- msg
 	}}, w)
-	returned := make(chan struct{})
-	go func() {
-		m.PostUserMessage(&messages.Acquire{Name: "then-plain"})
-		close(returned)
-	}()
-	select {
-	case <-returned:
-	case <-time.After(5 * time.Second):
+	if !postReturns(m, &messages.Acquire{Name: "then-plain"}) {
 		close(gate)
 		t.Fatal("the posting goroutine ran a plain message's turn queued behind its request")
 	}
@@ -311,18 +320,11 @@ func TestInlinePassTakesNoSystemMessageQueuedBeforeItsCount(t *testing.T) {
 		m.mu.Unlock()
 		got <- "request"
 	}}, w)
-	posted := make(chan struct{})
-	go func() {
-		poster.Store(true)
-		m.PostUserMessage(&messages.Acquire{Name: "a"})
-		poster.Store(false)
-		close(posted)
-	}()
-	select {
-	case <-posted:
-	case <-time.After(5 * time.Second):
+	poster.Store(true)
+	if !postReturns(m, &messages.Acquire{Name: "a"}) {
 		t.Fatal("the post did not return")
 	}
+	poster.Store(false)
 	m.sysCount.Add(1) // the rest of PostSystemMessage
 	m.schedule(false)
 	var seen []string
@@ -360,14 +362,7 @@ func TestInlinePassIsBounded(t *testing.T) {
 			close(all)
 		}
 	}}, w)
-	posted := make(chan struct{})
-	go func() {
-		m.PostUserMessage(&messages.Acquire{Name: "first"})
-		close(posted)
-	}()
-	select {
-	case <-posted:
-	case <-time.After(5 * time.Second):
+	if !postReturns(m, &messages.Acquire{Name: "first"}) {
 		close(gate)
 		t.Fatal("the posting goroutine went on serving the backlog")
 	}

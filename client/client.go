@@ -264,8 +264,9 @@ func (c *Client) PID() *actor.PID {
 // they expire within their lease (the watchdog timeout for watchdog-mode
 // locks), as with Redisson's shutdown; CloseAndRelease releases them
 // first. Waiting calls return ErrClosed, and every call afterwards too; a
-// call whose context can never end (context.Background) makes its own
-// Redis call, and returns once the round trip it is in ends.
+// call whose context can never end (context.Background) that makes its
+// own Redis call (on a name with fewer than two of the Client's waiters
+// queued) returns once the round trip it is in ends.
 // The Redis client is left open. Once the engine has stopped, the
 // Client's registry record (see New) is deleted, unless a lock of the
 // Client's handles was still held: then the record is written one last
