@@ -364,16 +364,7 @@ func (m *MultiLock) hold() {
 				m.mu.Lock()
 				defer m.mu.Unlock()
 				if m.stop == stop { // the holding's first loss
-					end := endLost
-					if m.memberClosed() {
-						end = endClosed
-					}
-					m.tel().groupEnded(m.metered, end)
-					m.metered = nil
-					m.lost = true
-					close(m.lostCh)
-					close(stop) // the other watchers have nothing left to tell
-					m.stop = nil
+					m.loseLocked()
 				}
 			})
 		}
@@ -382,6 +373,25 @@ func (m *MultiLock) hold() {
 	if ended != nil {
 		ended.Wait() // stopped: they return without m.mu
 	}
+}
+
+// loseLocked reports the current holding lost: its Lost closes, and its
+// watchers stop, having nothing left to tell. It is a no-op once the
+// holding was reported lost, or when there is none.
+func (m *MultiLock) loseLocked() {
+	if m.stop == nil {
+		return
+	}
+	end := endLost
+	if m.memberClosed() {
+		end = endClosed
+	}
+	m.tel().groupEnded(m.metered, end)
+	m.metered = nil
+	m.lost = true
+	close(m.lostCh)
+	close(m.stop)
+	m.stop = nil
 }
 
 // release gives back one of the MultiLock's holds (all: every one, as
@@ -444,6 +454,16 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 	}
 	holds, lost := m.holdState()
 	plan := multi.Plan{N: len(m.locks), Deadline: deadline, Lease: lease, Reentry: holds > 0 && !lost}
+	defer func() {
+		if plan.Reentry && errors.Is(err, ErrLockLost) {
+			// The member's holding the reentry found lost is the set's:
+			// Lost is closed when the reentry's error returns, not when
+			// the member's watcher runs.
+			m.mu.Lock()
+			m.loseLocked()
+			m.mu.Unlock()
+		}
+	}()
 	return retry(ctx, clock, deadline, m.describe(), func() (bool, error) {
 		a, err := m.attempt(ctx, plan)
 		if err != nil {
