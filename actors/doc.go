@@ -14,7 +14,9 @@
 //   - root (root_actor.go, rootActor): spawns the subscriber, the renewer
 //     and (unless the Client keeps no record) the registry as it starts; owns the (name, kind) → key actor
 //     table (rootActor.routes, a Routes: routes.go), spawning a key actor, or a count actor for
-//     the counting kinds, on first use; validates and routes every
+//     the counting kinds, on first use, under an ID of its own making
+//     (actor_ids.go: one that shares protoactor's registry maps with the
+//     other key actors', so a live name costs the registry little); validates and routes every
 //     messages.* request sent to it (rootActor.route, which forwards it
 //     keeping its sender); stops idle key actors (passivation) with a
 //     handshake, so no request is lost to a stopping actor. The table is

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,6 +32,7 @@ type rootActor struct {
 	// after a panic, which every engine actor's guard (survive) recovers.
 	keyProps, countProps *actor.Props
 	spawning             key
+	ids                  *actorIDs // the key and count actors' PID IDs
 }
 
 // retiring is a failed actor root waits to have received what was sent
@@ -71,6 +73,7 @@ func (a *rootActor) Receive(ctx actor.Context) {
 			actor.WithDispatcher(a.cfg.Workers), withMailbox)
 		a.countProps = actor.PropsFromProducer(func() actor.Actor { return newCountActor(a.spawning, a.refs) },
 			actor.WithDispatcher(a.cfg.Workers), withMailbox)
+		a.ids = newActorIDs(ctx.Self().Id)
 		if a.cfg.Registry != nil {
 			ctx.Spawn(registryProps(a.cfg))
 		}
@@ -226,8 +229,12 @@ func (a *rootActor) route(ctx actor.Context, k key) {
 		// passivated key actor's memory alive. Root stops the live ones
 		// itself when it stops (stopKeyActors).
 		a.spawning = k
-		e = &keyEntry{pid: ctx.ActorSystem().Root.Spawn(props)}
+		pid, err := ctx.ActorSystem().Root.SpawnNamed(props, a.ids.next())
+		for errors.Is(err, actor.ErrNameExists) { // an ID of the user's own actors
+			pid, err = ctx.ActorSystem().Root.SpawnNamed(props, a.ids.next())
+		}
 		a.spawning = key{}
+		e = &keyEntry{pid: pid}
 		a.routes.store(k, e)
 	}
 	e.routed++
