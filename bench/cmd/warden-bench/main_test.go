@@ -55,7 +55,7 @@ func TestRunsOnItsOwnRedisServer(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{"(a) uncontended lock+unlock", "(c) 8 goroutines on one name", "warden/floor",
 		"warden", "redsync", "redsync-defaults", "redislock", "setnx+lua", "2xPING", "machine:", "spins on time.Now()",
-		"rueidislock", "redisson-bare", "warden/redisson-bare", "warden's batches:"} {
+		"rueidislock", "redisson-bare", "warden/redisson-bare", "warden-bare", "warden/warden-bare", "warden's batches:"} {
 		assert.Contains(t, text, want)
 	}
 	assert.NotContains(t, text, "(b)")
@@ -102,7 +102,7 @@ func TestIsolatesEachLibrary(t *testing.T) {
 	require.NoError(t, run(context.Background(), cfg, &out))
 	text := out.String()
 	for _, want := range []string{"(a) uncontended lock+unlock", "processes: in workloads a, b and c", "rueidislock",
-		"redisson-bare", "2xPING"} {
+		"redisson-bare", "warden-bare", "2xPING"} {
 		assert.Contains(t, text, want)
 	}
 	assert.Regexp(t, `(?m)^run 1/1 a warden +[0-9]+ pairs/s`, text)
@@ -111,7 +111,7 @@ func TestIsolatesEachLibrary(t *testing.T) {
 	ran, err := os.ReadFile(children)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(ran)), "\n")
-	assert.Len(t, lines, 7, "%s", ran)
+	assert.Len(t, lines, 8, "%s", ran)
 	assert.Contains(t, string(ran), "-child a:warden:")
 	assert.Contains(t, string(ran), "-child a:2xPING:")
 }

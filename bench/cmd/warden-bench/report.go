@@ -139,8 +139,11 @@ func (r report) throughputTable(w byte) table {
 		t.notes = append(t.notes, fmt.Sprintf("warden/floor: %.2f (warden reaches this share of the 2xPING floor's speed)",
 			ratioMedian(warden, floor, bench.Throughput.PerSecond)))
 	}
-	if n := bareNote(warden, runs[bench.RedissonBare], bench.Throughput.PerSecond); n != "" {
-		t.notes = append(t.notes, n)
+	for _, n := range []string{bareNote(warden, runs[bench.RedissonBare], bench.Throughput.PerSecond),
+		engineNote(warden, runs[bench.WardenBare], bench.Throughput.PerSecond)} {
+		if n != "" {
+			t.notes = append(t.notes, n)
+		}
 	}
 	if n := batchNote(warden, func(t bench.Throughput) bench.Batches { return t.Cost.Batches }); n != "" {
 		t.notes = append(t.notes, n)
@@ -181,6 +184,18 @@ func bareNote[T any](warden, bare []T, f func(T) float64) string {
 	return fmt.Sprintf("warden/redisson-bare: %.2f (%s: Redisson's RLock acquire and unlock scripts, no latch, by EVALSHA "+
 		"from go-redis, no engine, no watchdog, polled when refused; below 1 is what warden's engine and guarantees "+
 		"cost over Redisson's own wire work)", ratioMedian(warden, bare, f), bench.RedissonBare)
+}
+
+// engineNote states warden's speed over the warden-bare baseline's, if
+// both ran: what the engine costs on top of its own scripts.
+func engineNote[T any](warden, bare []T, f func(T) float64) string {
+	if len(warden) == 0 || len(bare) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("warden/%s: %.2f (%s: warden's own plain-lock scripts by package redisio from the caller's "+
+		"goroutine with its automatic pipelining, waiters queued in order and handed the lock in the unlock's round "+
+		"trip, no engine; below 1 is what the engine costs on top of its own wire work)",
+		bench.WardenBare, ratioMedian(warden, bare, f), bench.WardenBare)
 }
 
 func (r report) contentionTable() table {
@@ -224,8 +239,11 @@ func (r report) contentionTable() table {
 			fmt.Sprintf("%.1f", median(x, bench.Contention.RedisCPUPerAcquisition)),
 		})
 	}
-	if n := bareNote(warden, runs[bench.RedissonBare], bench.Contention.PerSecond); n != "" {
-		t.notes = append(t.notes, n)
+	for _, n := range []string{bareNote(warden, runs[bench.RedissonBare], bench.Contention.PerSecond),
+		engineNote(warden, runs[bench.WardenBare], bench.Contention.PerSecond)} {
+		if n != "" {
+			t.notes = append(t.notes, n)
+		}
 	}
 	if fifo := runs[bench.FIFOFloor]; len(fifo) > 0 && len(warden) > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("warden/%s: %.2f (%s: a baseline, not a lock: waiters served in order, "+

@@ -67,6 +67,8 @@ func color(name string) string {
 		return "#d53f8c"
 	case bench.RedissonBare:
 		return "#718096"
+	case bench.WardenBare:
+		return "#90cdf4"
 	default:
 		return "#a0aec0"
 	}

@@ -83,6 +83,9 @@ type Contender struct {
 
 	newMutex func(name string) Mutex
 	close    func(ctx context.Context) error
+	// waiters, for a baseline that queues in the process, counts a
+	// name's queued Locks (tests).
+	waiters func(name string) int
 }
 
 // NewMutex returns a handle on the lock name for one goroutine.
@@ -119,6 +122,7 @@ const (
 	Textbook        = "setnx+lua"
 	Rueidislock     = "rueidislock"
 	RedissonBare    = "redisson-bare"
+	WardenBare      = "warden-bare"
 	Floor           = "2xPING"
 	FIFOFloor       = "fifo+PING"
 )
@@ -131,6 +135,7 @@ var contenderMakers = []struct {
 	{Warden, newWardenContender}, {WardenFair, newWardenFairContender}, {Redsync, newRedsyncContender},
 	{RedsyncDefaults, newRedsyncDefaultsContender}, {Redislock, newRedislockContender},
 	{Rueidislock, newRueidislockContender}, {Textbook, newTextbookContender}, {RedissonBare, newRedissonBareContender},
+	{WardenBare, newWardenBareContender},
 	{Floor, newFloorContender}, {FIFOFloor, newFIFOFloorContender},
 }
 

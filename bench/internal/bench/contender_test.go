@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +208,61 @@ func TestRedissonBareSpeaksRedissonsLayout(t *testing.T) {
 	assert.ErrorIs(t, m.Lock(short), context.DeadlineExceeded, "took a lock another Redisson client holds")
 	assert.Error(t, m.Unlock(ctx), "released another Redisson client's lock")
 	assert.Equal(t, map[string]string{"another-client:7": "1"}, rdb.HGetAll(ctx, "test:rb").Val())
+}
+
+// TestWardenBareSpeaksWardensProtocol checks the warden-bare baseline
+// sends warden's own plain-lock calls: a warden Client sees its lock held
+// (the hash with the owner's count and acquire record), waits for it and
+// is woken by its unlock message; an Unlock with a local waiter queued
+// hands the lock over in the unlock's round trip, in arrival order.
+func TestWardenBareSpeaksWardensProtocol(t *testing.T) {
+	c, srv := contender(t, bench.WardenBare)
+	rdb := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wc, wrdb, _, err := bench.NewWarden(srv.Addr())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, wc.Close(ctx)); require.NoError(t, wrdb.Close()) }()
+
+	first, second, third := c.NewMutex("test:wb"), c.NewMutex("test:wb"), c.NewMutex("test:wb")
+	require.NoError(t, first.Lock(ctx))
+	h := rdb.HGetAll(ctx, "test:wb").Val()
+	require.Len(t, h, 2, "the owner's count and its acquire record: %v", h)
+	for field, v := range h {
+		if strings.HasSuffix(field, ":warden_acq") {
+			assert.NotEmpty(t, v, "the acquire's request ID")
+		} else {
+			assert.Regexp(t, `:[0-9]+$`, field, "the owner ends in a number")
+			assert.Equal(t, "1", v)
+		}
+	}
+	ttl := rdb.PTTL(ctx, "test:wb").Val()
+	assert.Greater(t, ttl, bench.PeerLease-5*time.Second)
+	ok, err := wc.Lock("test:wb").TryLock(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a warden Client took a lock warden-bare holds")
+
+	// Two local waiters, queued in order; the first Unlock hands over.
+	got := make(chan string, 2)
+	go func() { assert.NoError(t, second.Lock(ctx)); got <- "second" }()
+	require.Eventually(t, func() bool { return bench.QueuedLocks(c, "test:wb") == 1 }, 5*time.Second, time.Millisecond)
+	go func() { assert.NoError(t, third.Lock(ctx)); got <- "third" }()
+	require.Eventually(t, func() bool { return bench.QueuedLocks(c, "test:wb") == 2 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, first.Unlock(ctx))
+	assert.Equal(t, "second", <-got, "handed to the first waiter")
+	assert.Equal(t, int64(1), rdb.Exists(ctx, "test:wb").Val(), "held throughout")
+	require.NoError(t, second.Unlock(ctx))
+	assert.Equal(t, "third", <-got)
+
+	// A warden Client waiting on it is woken by the last Unlock's message.
+	woke := make(chan error, 1)
+	go func() { woke <- wc.Lock("test:wb").LockLease(ctx, time.Minute) }()
+	time.Sleep(50 * time.Millisecond) // the Client's attempt is refused and it listens
+	require.NoError(t, third.Unlock(ctx))
+	select {
+	case err := <-woke:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the warden Client was not woken by warden-bare's unlock")
+	}
 }
