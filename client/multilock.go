@@ -382,11 +382,7 @@ func (m *MultiLock) loseLocked() {
 	if m.stop == nil {
 		return
 	}
-	end := endLost
-	if m.memberClosed() {
-		end = endClosed
-	}
-	m.tel().groupEnded(m.metered, end)
+	m.tel().groupLost(m.metered, m.memberClosed())
 	m.metered = nil
 	m.lost = true
 	close(m.lostCh)

@@ -447,11 +447,7 @@ func (r *RedLock) armExpiryLocked(validUntil time.Time, stop chan struct{}) {
 // watchers: they have nothing left to tell.
 func (r *RedLock) loseLocked() {
 	if !r.lost {
-		end := endLost
-		if r.memberClosed() {
-			end = endClosed
-		}
-		r.tel().groupEnded(r.metered, end)
+		r.tel().groupLost(r.metered, r.memberClosed())
 		r.metered = nil
 		r.lost = true
 		close(r.lostCh)

@@ -499,6 +499,16 @@ func (t *telemetry) groupStarted(kind meterKind, name string) *groupHold {
 	return g
 }
 
+// groupLost ends g, a MultiLock's or RedLock's holding, as lost (as
+// closed when a member's Client was closed).
+func (t *telemetry) groupLost(g *groupHold, closed bool) {
+	end := endLost
+	if closed {
+		end = endClosed
+	}
+	t.groupEnded(g, end)
+}
+
 // groupEnded ends g as end says, once.
 func (t *telemetry) groupEnded(g *groupHold, end holdEnd) {
 	if g == nil {
