@@ -256,3 +256,35 @@ func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
 	require.NoError(t, rw.ReadLock().Unlock(ctx))
 	assert.Zero(t, e.rdb.Exists(ctx, name).Val(), "free after the read unlocks")
 }
+
+// A reentry that finds its holding gone from Redis (the key deleted, as
+// an expiry or a force-unlock nobody here saw would leave it) is run by
+// Redis as a first acquire: the owner is told the old holding was lost,
+// and the answer is a new holding of one hold, for every kind on the
+// reentrant hash.
+func TestReentryThatFindsItsHoldingGoneTellsItsLoss(t *testing.T) {
+	e := realEnv(t)
+	ctx := testCtx(t)
+	c := e.newClient(t)
+	for kind, l := range map[string]interface {
+		Lock(context.Context) error
+		Unlock(context.Context) error
+		Lost() <-chan struct{}
+		HoldCount(context.Context) (int, error)
+	}{"lock": c.Lock("gone:lock"), "fenced": c.FencedLock("gone:fenced"), "fair": c.FairLock("gone:fair"),
+		"spin": c.SpinLock("gone:spin")} {
+		t.Run(kind, func(t *testing.T) {
+			name := "gone:" + kind
+			require.NoError(t, l.Lock(ctx))
+			first := l.Lost()
+			require.NoError(t, e.rdb.Del(ctx, name).Err())
+			require.NoError(t, l.Lock(ctx), "taken afresh")
+			assert.True(t, isClosed(first), "the holding gone from Redis is told lost")
+			assert.Equal(t, 1, get(t, l.HoldCount), "the new holding has one hold")
+			assert.False(t, isClosed(l.Lost()), "the new holding is not lost")
+			require.NoError(t, l.Unlock(ctx))
+			assert.ErrorIs(t, l.Unlock(ctx), client.ErrNotHeld, "one hold, released")
+			assert.Zero(t, e.rdb.Exists(ctx, name).Val())
+		})
+	}
+}

@@ -388,7 +388,7 @@ func (l *Lock) endHolding(id uint64) {
 }
 
 // isClosed tells whether ch is closed; nothing is ever sent on it.
-func isClosed(ch chan struct{}) bool {
+func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true

@@ -484,6 +484,10 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 	a := multi.Attempt{Start: clock.Now()}
 	for i, l := range m.locks {
 		dl, wait := plan.Member(i, clock.Now())
+		var reentered <-chan struct{} // the member's holding a reentry adds to
+		if plan.Reentry {
+			reentered = l.Lost()
+		}
 		r, err := l.acquire(ctx, plan.Lease, dl, false, wait)
 		if plan.MemberLost(err) {
 			// An earlier holding of it ran out meanwhile; that is
@@ -508,6 +512,13 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 			return a, nil
 		}
 		a.Taken++
+		if reentered != nil && isClosed(reentered) {
+			// Redis took the member afresh: the holding the set reentered
+			// was gone from it, and the set's holding with it.
+			releaseTaken(ctx, m.locks[:i+1])
+			return multi.Attempt{}, fmt.Errorf("%w: multilock member %s: its holding was gone before the set's reentry",
+				ErrLockLost, l.name)
+		}
 	}
 	for _, l := range m.locks {
 		select {

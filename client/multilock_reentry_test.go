@@ -160,3 +160,28 @@ func TestRedLockRetakenAfterItsLossLeavesNoMemberHeld(t *testing.T) {
 	require.NoError(t, r.Unlock(ctx))
 	assert.Zero(t, e.rdb.Exists(ctx, "rl:1", "rl:2", "rl:3").Val(), "no member left held")
 }
+
+// A reentry of a set whose member's holding is gone from Redis (its key
+// deleted behind the engine's back) takes that member afresh, which the
+// set cannot count as a reentry: it fails with ErrLockLost, the set's Lost
+// closed, and what it took is given back; the set's Unlock then frees the
+// rest.
+func TestMultiLockReentryOfAMemberGoneFromRedisFails(t *testing.T) {
+	t.Parallel()
+	e := realEnv(t)
+	ctx := testCtx(t)
+	c := e.newClient(t)
+	b := c.Lock("ml-gone-b")
+	m := client.NewMultiLock(c.Lock("ml-gone-a"), b)
+	require.NoError(t, m.LockLease(ctx, time.Minute))
+	require.NoError(t, e.rdb.Del(ctx, "ml-gone-a").Err())
+	err := m.LockLease(ctx, time.Minute)
+	require.ErrorIs(t, err, client.ErrLockLost)
+	assert.Contains(t, err.Error(), "ml-gone-a")
+	assert.True(t, isClosed(m.Lost()), "the set's Lost")
+	assert.Zero(t, e.rdb.Exists(ctx, "ml-gone-a").Val(), "the member taken afresh is given back")
+	assert.Equal(t, "1", e.rdb.HGet(ctx, "ml-gone-b", b.Owner()).Val(),
+		"the other member keeps the lost holding's hold, not the reentry's")
+	assert.ErrorIs(t, m.Unlock(ctx), client.ErrLockLost)
+	assert.Zero(t, e.rdb.Exists(ctx, "ml-gone-a", "ml-gone-b").Val(), "no member left held")
+}
