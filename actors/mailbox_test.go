@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/warden-go/warden/internal/await"
 	"github.com/warden-go/warden/messages"
 )
 
@@ -240,12 +241,7 @@ func TestInlinePassRunsOnThePosterButNotItsSystemMessages(t *testing.T) {
 	close(gate)
 	var rest []any
 	for range 3 {
-		select {
-		case msg := <-got:
-			rest = append(rest, msg)
-		case <-time.After(5 * time.Second):
-			t.Fatalf("only %v handled", rest)
-		}
+		rest = append(rest, await.Value(t, got, 5*time.Second, "the next message handled"))
 	}
 	assert.Equal(t, "then-stop", rest[0].(*messages.Acquire).Name)
 	assert.ElementsMatch(t, []any{"system", "plain"}, rest[1:], "both handled, on the workers")
@@ -279,15 +275,11 @@ func TestInlinePassLeavesAPlainMessageQueuedBehindToTheWorkers(t *testing.T) {
 	close(gate)
 	var names []string
 	for range 3 {
-		select {
-		case msg := <-got:
-			if a, ok := msg.(*messages.Acquire); ok {
-				names = append(names, a.Name)
-			} else {
-				names = append(names, msg.(string))
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("only %v handled", names)
+		msg := await.Value(t, got, 5*time.Second, "the next message handled")
+		if a, ok := msg.(*messages.Acquire); ok {
+			names = append(names, a.Name)
+		} else {
+			names = append(names, msg.(string))
 		}
 	}
 	assert.Equal(t, []string{"then-plain", "plain", "after"}, names, "every message, in order")
@@ -329,12 +321,7 @@ func TestInlinePassTakesNoSystemMessageQueuedBeforeItsCount(t *testing.T) {
 	m.schedule(false)
 	var seen []string
 	for range 2 {
-		select {
-		case s := <-got:
-			seen = append(seen, s)
-		case <-time.After(5 * time.Second):
-			t.Fatalf("only %v handled", seen)
-		}
+		seen = append(seen, await.Value(t, got, 5*time.Second, "the next message handled"))
 	}
 	assert.Equal(t, []string{"request", "system"}, seen)
 }
