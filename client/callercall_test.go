@@ -235,3 +235,58 @@ func closeWhileHeld(t *testing.T, e *env, c *client.Client, locked <-chan error,
 		require.ErrorIs(t, err, client.ErrClosed)
 	}
 }
+
+// A panic in a MultiLock member's acquire made on the caller's goroutine
+// reaches the caller, and the members the set took before it are given
+// back (the engine undoes the panicking member's own acquire), so no
+// member stays held, renewed by its watchdog, for the set's next holding
+// to reenter. The set's acquire is measured as an error.
+func TestPanicInAMultiLockMembersCallGivesBackTheMembersTaken(t *testing.T) {
+	e, h := hookedEnv(t, clockwork.NewRealClock())
+	m := newMeters(t)
+	c := e.newClient(t, client.WithMeterProvider(m.mp))
+	ctx := testCtx(t)
+	var caller atomic.Int64 // the goroutine whose member acquire panics
+	h.SetHook(func(sc redistest.ScriptCall) *redis.Cmd {
+		// Only on the caller's goroutine, as above.
+		if sc.Acquires() && len(sc.Keys) > 0 && sc.Keys[0] == "mlpanic-b" && goroutineID() == caller.Load() {
+			panic("hook failed")
+		}
+		return sc.Run()
+	})
+	set := client.NewMultiLock(c.Lock("mlpanic-a"), c.Lock("mlpanic-b"))
+	require.NoError(t, set.Lock(ctx)) // the members' key actors are live
+	require.NoError(t, set.Unlock(ctx))
+
+	var err error
+	for range 20 { // until the panicking call ran on its caller (see above)
+		_, err = onGoroutine(t, func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("recovered: %v", r)
+				}
+			}()
+			caller.Store(goroutineID())
+			if err := set.Lock(context.Background()); err != nil {
+				return err
+			}
+			return set.Unlock(context.Background())
+		})
+		if err != nil {
+			break
+		}
+	}
+	caller.Store(0)
+	require.EqualError(t, err, "recovered: hook failed", "the panic reached the caller")
+	assert.Zero(t, e.rdb.Exists(ctx, "mlpanic-a").Val(), "the member taken before the panic is given back")
+	eventually(t, 5*time.Second, func() bool { return e.rdb.Exists(ctx, "mlpanic-b").Val() == 0 },
+		"nothing of the panicking member's acquire stays")
+	assert.EqualValues(t, 1, m.count("warden.lock.acquire.duration", "warden.kind", "multi_lock", "warden.outcome", "error"),
+		"the set's acquire is measured as an error")
+
+	_, err = onGoroutine(t, func() error { return set.Lock(context.Background()) })
+	require.NoError(t, err, "the set is taken again")
+	_, err = onGoroutine(t, func() error { return set.Unlock(context.Background()) })
+	require.NoError(t, err)
+	assert.Zero(t, e.rdb.Exists(ctx, "mlpanic-a", "mlpanic-b").Val(), "its Unlock frees every member")
+}

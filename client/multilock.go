@@ -443,7 +443,8 @@ func (m *MultiLock) meterName() string {
 // and traced as one call; the members' acquires are the span's children.
 func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.Duration) (ok bool, err error) {
 	ctx, measured := m.tel().begin(ctx, meterMultiLock, m.meterName())
-	defer func() { measured.end(ctx, ok, err) }()
+	returned := false // a member's call on this goroutine may panic
+	defer func() { measured.endReturned(ctx, ok, err, returned) }()
 	clock := m.clock()
 	if _, lost := m.holdState(); lost {
 		giveBackLost(ctx, m.Unlock)
@@ -460,7 +461,7 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 			m.mu.Unlock()
 		}
 	}()
-	return retry(ctx, clock, deadline, m.describe(), func() (bool, error) {
+	ok, err = retry(ctx, clock, deadline, m.describe(), func() (bool, error) {
 		a, err := m.attempt(ctx, plan)
 		if err != nil {
 			return false, err
@@ -473,6 +474,8 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 		}
 		return held, nil
 	})
+	returned = true
+	return ok, err
 }
 
 // attempt takes the members in order, each with the deadline plan gives
@@ -482,6 +485,16 @@ func (m *MultiLock) acquire(ctx context.Context, deadline time.Time, lease time.
 func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt, error) {
 	clock := m.clock()
 	a := multi.Attempt{Start: clock.Now()}
+	defer func() {
+		if p := recover(); p != nil {
+			// A member's acquire panicked on this goroutine (a hook of the
+			// caller's Redis client; the engine settles that member's
+			// call itself): the members taken before it are given back,
+			// as on an error, and the panic goes on to the caller.
+			releaseTaken(ctx, m.locks[:a.Taken])
+			panic(p)
+		}
+	}()
 	for i, l := range m.locks {
 		dl, wait := plan.Member(i, clock.Now())
 		var reentered <-chan struct{} // the member's holding a reentry adds to

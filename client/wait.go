@@ -19,15 +19,10 @@ import (
 // giveBack, which undoes it.
 func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (r *messages.Acquired, err error) {
 	ctx, measured := c.tel.begin(ctx, meterKind(req.Kind), req.Name)
-	panicked := true // until waitReply returns: a panic in a call made on this goroutine
-	defer func() {
-		if panicked {
-			err = errCallPanicked // recorded as the error it is, not as a wait that ran out
-		}
-		measured.end(ctx, r != nil, err)
-	}()
+	returned := false // until waitReply returns: a panic in a call made on this goroutine
+	defer func() { measured.endReturned(ctx, r != nil, err, returned) }()
 	r, err = c.waitReply(ctx, req, blocking, giveBack)
-	panicked = false
+	returned = true
 	return r, err
 }
 
@@ -35,6 +30,17 @@ func (c *Client) wait(ctx context.Context, req *messages.Acquire, blocking bool,
 // made on the caller's goroutine, panicked (a hook of the user's client):
 // the panic itself goes on to the caller.
 var errCallPanicked = errors.New("warden: the Redis call panicked")
+
+// endReturned ends c as end does when the measured call returned, and as
+// an error (errCallPanicked), not as a wait that ran out, when it did not:
+// the deferred call then runs while a panic of a Redis call made on the
+// caller's goroutine unwinds.
+func (c call) endReturned(ctx context.Context, ok bool, err error, returned bool) {
+	if !returned {
+		err = errCallPanicked
+	}
+	c.end(ctx, ok, err)
+}
 
 // waitReply is wait without its measurement.
 func (c *Client) waitReply(ctx context.Context, req *messages.Acquire, blocking bool, giveBack func(*messages.Acquired)) (*messages.Acquired, error) {
