@@ -165,12 +165,14 @@ func (a *keyActor) holdAcquired(ctx actor.Context, d *opDone) *holding {
 			messages.ErrLockLost, a.key.Name, owner))
 		h = nil
 	}
-	if h != nil && h.count > 0 && d.acquire.HoldCount == 1 && !a.io().sharesHash() && a.key.Kind != messages.KindGroupLock {
+	if h != nil && h.count > 0 && d.acquire.HoldCount == 1 && !a.io().shared() {
 		// A reentry that Redis ran as a first acquire: the owner's holds
-		// were gone from Redis (expired, force-unlocked, the key deleted)
-		// before it, and nothing here had told the owner. That holding
-		// is lost; the acquire starts the next one, as a renewal that
-		// finds the holds gone would end it first.
+		// were gone from Redis (expired, force-unlocked, the key deleted;
+		// for a group lock, one of its values) before it, and nothing
+		// here had told the owner. That holding is lost; the acquire
+		// starts the next one, as a renewal that finds the holds gone
+		// would end it first. (A read lock's holds each keep a lease of
+		// their own, and its count is theirs: not told so.)
 		a.lose(ctx, owner, h, fmt.Errorf("%w: %s held by %s was gone from Redis at its reentry",
 			messages.ErrLockLost, a.key.Name, owner))
 		h = nil

@@ -260,8 +260,8 @@ func TestWriteHoldEndingUnderItsOwnersReadIsGivenBack(t *testing.T) {
 // A reentry that finds its holding gone from Redis (the key deleted, as
 // an expiry or a force-unlock nobody here saw would leave it) is run by
 // Redis as a first acquire: the owner is told the old holding was lost,
-// and the answer is a new holding of one hold, for every kind on the
-// reentrant hash.
+// and the answer is a new holding of one hold, for every kind whose
+// holding is one count in Redis (a read lock's holds each keep a lease).
 func TestReentryThatFindsItsHoldingGoneTellsItsLoss(t *testing.T) {
 	e := realEnv(t)
 	ctx := testCtx(t)
@@ -272,7 +272,8 @@ func TestReentryThatFindsItsHoldingGoneTellsItsLoss(t *testing.T) {
 		Lost() <-chan struct{}
 		HoldCount(context.Context) (int, error)
 	}{"lock": c.Lock("gone:lock"), "fenced": c.FencedLock("gone:fenced"), "fair": c.FairLock("gone:fair"),
-		"spin": c.SpinLock("gone:spin")} {
+		"spin": c.SpinLock("gone:spin"), "group": c.GroupLock("gone:group", "x", "y"),
+		"write": c.ReadWriteLock("gone:write").WriteLock()} {
 		t.Run(kind, func(t *testing.T) {
 			name := "gone:" + kind
 			require.NoError(t, l.Lock(ctx))
