@@ -139,12 +139,7 @@ func (r report) throughputTable(w byte) table {
 		t.notes = append(t.notes, fmt.Sprintf("warden/floor: %.2f (warden reaches this share of the 2xPING floor's speed)",
 			ratioMedian(warden, floor, bench.Throughput.PerSecond)))
 	}
-	for _, n := range []string{bareNote(warden, runs[bench.RedissonBare], bench.Throughput.PerSecond),
-		engineNote(warden, runs[bench.WardenBare], bench.Throughput.PerSecond)} {
-		if n != "" {
-			t.notes = append(t.notes, n)
-		}
-	}
+	t.notes = append(t.notes, baselineNotes(warden, runs, bench.Throughput.PerSecond)...)
 	if n := batchNote(warden, func(t bench.Throughput) bench.Batches { return t.Cost.Batches }); n != "" {
 		t.notes = append(t.notes, n)
 	}
@@ -174,28 +169,23 @@ func batchNote[T any](warden []T, batches func(T) bench.Batches) string {
 		m(func(b bench.Batches) float64 { return float64(b.CallPercentile(0.50)) }))
 }
 
-// bareNote states warden's speed over the redisson-bare baseline's, if
-// both ran: what the engine and its guarantees cost over Redisson's own
-// wire work.
-func bareNote[T any](warden, bare []T, f func(T) float64) string {
-	if len(warden) == 0 || len(bare) == 0 {
-		return ""
+// baselineNotes states warden's speed over each no-engine baseline's that
+// ran beside it: Redisson's own wire work (redisson-bare) and warden's
+// (warden-bare).
+func baselineNotes[T any](warden []T, runs map[string][]T, f func(T) float64) []string {
+	var notes []string
+	for _, b := range []struct{ name, what string }{
+		{bench.RedissonBare, "Redisson's RLock acquire and unlock scripts, no latch, by EVALSHA from go-redis, no engine, " +
+			"no watchdog, polled when refused; below 1 is what warden's engine and guarantees cost over Redisson's own wire work"},
+		{bench.WardenBare, "warden's own plain-lock scripts by package redisio from the caller's goroutine with its " +
+			"automatic pipelining, waiters queued in order and handed the lock in the unlock's round trip, no engine; " +
+			"below 1 is what the engine costs on top of its own wire work"},
+	} {
+		if base := runs[b.name]; len(warden) > 0 && len(base) > 0 {
+			notes = append(notes, fmt.Sprintf("warden/%s: %.2f (%s: %s)", b.name, ratioMedian(warden, base, f), b.name, b.what))
+		}
 	}
-	return fmt.Sprintf("warden/redisson-bare: %.2f (%s: Redisson's RLock acquire and unlock scripts, no latch, by EVALSHA "+
-		"from go-redis, no engine, no watchdog, polled when refused; below 1 is what warden's engine and guarantees "+
-		"cost over Redisson's own wire work)", ratioMedian(warden, bare, f), bench.RedissonBare)
-}
-
-// engineNote states warden's speed over the warden-bare baseline's, if
-// both ran: what the engine costs on top of its own scripts.
-func engineNote[T any](warden, bare []T, f func(T) float64) string {
-	if len(warden) == 0 || len(bare) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("warden/%s: %.2f (%s: warden's own plain-lock scripts by package redisio from the caller's "+
-		"goroutine with its automatic pipelining, waiters queued in order and handed the lock in the unlock's round "+
-		"trip, no engine; below 1 is what the engine costs on top of its own wire work)",
-		bench.WardenBare, ratioMedian(warden, bare, f), bench.WardenBare)
+	return notes
 }
 
 func (r report) contentionTable() table {
@@ -239,12 +229,7 @@ func (r report) contentionTable() table {
 			fmt.Sprintf("%.1f", median(x, bench.Contention.RedisCPUPerAcquisition)),
 		})
 	}
-	for _, n := range []string{bareNote(warden, runs[bench.RedissonBare], bench.Contention.PerSecond),
-		engineNote(warden, runs[bench.WardenBare], bench.Contention.PerSecond)} {
-		if n != "" {
-			t.notes = append(t.notes, n)
-		}
-	}
+	t.notes = append(t.notes, baselineNotes(warden, runs, bench.Contention.PerSecond)...)
 	if fifo := runs[bench.FIFOFloor]; len(fifo) > 0 && len(warden) > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("warden/%s: %.2f (%s: a baseline, not a lock: waiters served in order, "+
 			"one round trip and one wake-up of the next holder an acquisition, no engine; the least a FIFO handoff "+
