@@ -497,9 +497,9 @@ func (m *MultiLock) attempt(ctx context.Context, plan multi.Plan) (multi.Attempt
 	}()
 	for i, l := range m.locks {
 		dl, wait := plan.Member(i, clock.Now())
-		var reentered <-chan struct{} // the member's holding a reentry adds to
+		var reentered chan struct{} // the lost channel of the member's holding a reentry adds to
 		if plan.Reentry {
-			reentered = l.Lost()
+			_, reentered = l.boundHolding()
 		}
 		r, err := l.acquire(ctx, plan.Lease, dl, false, wait)
 		if plan.MemberLost(err) {
